@@ -1,0 +1,10 @@
+"""gputree: decision trees, random forests and gradient-boosted trees on
+quantile-binned features, on an NVIDIA GPU (``device="cuda"``) or the CPU.
+
+Public estimators only; see the README for the two commands to start.
+"""
+from .export import export_text
+from .tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
+
+__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text"]
+__version__ = "0.1.0"

@@ -1,0 +1,258 @@
+"""Input validation: turning user inputs (numpy, pandas, lists) into checked
+arrays, with errors that say what is wrong, where, and how to fix it.
+
+``FeatureEncoder`` owns the mapping from a user's ``X`` to a float array:
+feature names, pandas ``category`` columns (their codes, matched by category
+value at predict time), and the categorical mask.
+"""
+import numbers
+
+import numpy as np
+
+
+def _is_dataframe(X):
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def _reject_sparse(X, name):
+    if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+        raise TypeError(f"{name} is a sparse matrix; gputree needs dense input. "
+                        f"Convert it with {name}.toarray().")
+
+
+def as_float_2d(X, name="X"):
+    """Checked 2-D float array (float32 kept, anything else -> float64)."""
+    _reject_sparse(X, name)
+    if hasattr(X, "__cuda_array_interface__") and not isinstance(X, np.ndarray):
+        X = _device_to_host(X)
+    try:
+        array = np.asarray(X)
+    except Exception as exc:  # ragged lists and similar
+        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
+    if np.iscomplexobj(array):
+        raise ValueError(f"Complex data not supported in {name}; pass real numbers.")
+    if array.ndim != 2:
+        raise ValueError(
+            f"Expected 2D array for {name}, got {array.ndim}D array instead "
+            f"(shape {array.shape}). Reshape your data either using "
+            f"{name}.reshape(-1, 1) if it has a single feature or "
+            f"{name}.reshape(1, -1) if it contains a single sample.")
+    if array.dtype.kind not in "fiub":
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{name} has non-numeric values ({exc}). Encode text columns as "
+                "numbers, or pass a pandas DataFrame with 'category' columns.") from exc
+    if array.dtype not in (np.float32, np.float64):
+        array = array.astype(np.float64)
+    if array.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={array.shape}) "
+                         "while a minimum of 1 is required.")
+    if array.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={array.shape}) "
+                         "while a minimum of 1 is required.")
+    return array
+
+
+def _device_to_host(X):
+    try:
+        import cupy
+        return cupy.asnumpy(cupy.asarray(X))
+    except ImportError as exc:
+        raise TypeError("X is a device array but cupy is not installed; "
+                        "install gputree[cuda] or pass a numpy array.") from exc
+
+
+class FeatureEncoder:
+    """Learn the feature layout at fit; encode X identically at predict.
+
+    categorical_features : None, array of int indices, array of str names or
+        bool mask (n_features,). pandas ``category`` columns are always
+        categorical.
+    """
+
+    def __init__(self, categorical_features=None):
+        self.categorical_features = categorical_features
+
+    def fit_transform(self, X):
+        """Returns float array (n_samples, n_features), NaN for missing."""
+        self.feature_names_in_ = None
+        self.categories_ = {}
+        if _is_dataframe(X):
+            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
+            self.categories_ = {i: X.iloc[:, i].cat.categories
+                                for i, dtype in enumerate(X.dtypes)
+                                if getattr(dtype, "name", "") == "category"}
+        array = self._encode(X)
+        self.n_features_in_ = array.shape[1]
+        self.is_categorical_ = self._categorical_mask(array.shape[1])
+        return array
+
+    def transform(self, X):
+        """Encode X for prediction; checks feature count and names."""
+        if _is_dataframe(X) and self.feature_names_in_ is not None:
+            names = [str(c) for c in X.columns]
+            unknown = [n for n in names if n not in set(self.feature_names_in_)]
+            missing = [n for n in self.feature_names_in_ if n not in set(names)]
+            if unknown or missing:
+                raise ValueError(
+                    "The feature names should match those that were passed during fit. "
+                    f"Feature names unseen at fit time: {unknown}. Feature names seen "
+                    f"at fit time, yet now missing: {missing}. Pass the same columns.")
+            if names != list(self.feature_names_in_):
+                raise ValueError(
+                    "The feature names should match those that were passed during fit, "
+                    "in the same order. Reorder the columns with "
+                    "X[estimator.feature_names_in_].")
+        array = self._encode(X)
+        if array.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {array.shape[1]} features, but the model is expecting "
+                f"{self.n_features_in_} features as input. Pass the same columns "
+                "as at fit.")
+        return array
+
+    def _encode(self, X):
+        if not _is_dataframe(X):
+            return as_float_2d(X)
+        columns = []
+        for i, name in enumerate(X.columns):
+            column = X.iloc[:, i]
+            if i in self.categories_:
+                columns.append(self._category_codes(column, i))
+            elif column.dtype.kind in "fiub":
+                columns.append(column.to_numpy(dtype=np.float64, na_value=np.nan))
+            else:
+                raise ValueError(
+                    f"Column {name!r} has dtype {column.dtype}, which is neither numeric "
+                    "nor 'category'. Convert it with X[col].astype('category') or to numbers.")
+        return as_float_2d(np.column_stack(columns) if columns else np.empty((len(X), 0)))
+
+    def _category_codes(self, column, i):
+        """Codes in the fit-time category order; unseen categories -> NaN."""
+        fitted = self.categories_[i]
+        if getattr(column.dtype, "name", "") == "category":
+            values = column.astype(object).to_numpy()
+        else:
+            values = column.to_numpy(dtype=object)
+        codes = fitted.get_indexer(values).astype(np.float64)
+        codes[codes < 0] = np.nan
+        return codes
+
+    def _categorical_mask(self, n_features):
+        mask = np.zeros(n_features, dtype=bool)
+        mask[list(self.categories_)] = True
+        spec = self.categorical_features
+        if spec is None:
+            return mask
+        spec = np.asarray(spec)
+        if spec.dtype == bool:
+            if spec.shape != (n_features,):
+                raise ValueError(f"categorical_features as a boolean mask must have "
+                                 f"shape ({n_features},), got {spec.shape}.")
+            return mask | spec
+        for item in spec.ravel():
+            mask[self._feature_index(item, n_features)] = True
+        return mask
+
+    def _feature_index(self, item, n_features):
+        if isinstance(item, (str, np.str_)):
+            if self.feature_names_in_ is None or item not in list(self.feature_names_in_):
+                raise ValueError(f"categorical_features names {item!r}, which is not a "
+                                 "column of X (names need a pandas DataFrame).")
+            return list(self.feature_names_in_).index(item)
+        if isinstance(item, numbers.Integral) and -n_features <= int(item) < n_features:
+            return int(item)
+        raise ValueError(f"categorical_features entry {item!r} is not a feature index "
+                         f"in [0, {n_features}) nor a column name.")
+
+
+def check_y(y, n_samples, name="y", allow_2d=True):
+    """Checked y: numpy array (n_samples,) or (n_samples, n_outputs)."""
+    if y is None:
+        raise ValueError(f"{name} is required: this estimator needs targets to fit "
+                         "(requires y to be passed, but the target y is None).")
+    _reject_sparse(y, name)
+    if hasattr(y, "__cuda_array_interface__") and not isinstance(y, np.ndarray):
+        y = _device_to_host(y)
+    y = np.asarray(y)
+    if y.ndim == 0 or y.ndim > 2 or (y.ndim == 2 and not allow_2d):
+        raise ValueError(f"{name} must be 1-D (n_samples,)"
+                         f"{' or 2-D (n_samples, n_outputs)' if allow_2d else ''}; "
+                         f"got shape {y.shape}.")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: "
+                         f"X has {n_samples} rows but {name} has {y.shape[0]}.")
+    if y.dtype.kind in "fc":
+        bad = ~np.isfinite(y)
+        if bad.any():
+            rows = np.flatnonzero(bad.reshape(y.shape[0], -1).any(axis=1))
+            raise ValueError(
+                f"{name} contains NaN or infinity at rows {rows[:5].tolist()}"
+                f"{' ...' if rows.size > 5 else ''} ({rows.size} rows). Targets must be "
+                "finite: drop or impute those rows.")
+    return y
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """float64 (n_samples,) weights, all finite, >= 0, not all zero."""
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64)
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_samples, float(sample_weight))
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim != 1 or w.shape[0] != n_samples:
+        raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_samples},): "
+                         "one weight per row of X.")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight contains NaN or infinity; weights must be finite.")
+    if np.any(w < 0):
+        rows = np.flatnonzero(w < 0)[:5].tolist()
+        raise ValueError(f"Negative values in data passed to sample_weight (rows {rows}); "
+                         "weights must be >= 0.")
+    if not np.any(w > 0):
+        raise ValueError("sample_weight is zero for every row; at least one row needs "
+                         "a positive weight.")
+    return w
+
+
+def check_int(value, name, low, high=None, allow_none=False):
+    """Validated integer parameter in [low, high]."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__}).")
+    if value < low or (high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be {bound}, got {value}.")
+    return int(value)
+
+
+def check_float(value, name, low, high=None, low_open=False):
+    """Validated real parameter."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}).")
+    value = float(value)
+    if not np.isfinite(value) or value < low or (low_open and value == low) or (
+            high is not None and value > high):
+        raise ValueError(f"{name} must be in {'(' if low_open else '['}{low}, "
+                         f"{high if high is not None else 'inf'}], got {value}.")
+    return value
+
+
+def check_choice(value, name, choices):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
+    return value
+
+
+def check_random_state(seed):
+    """numpy RandomState from None, an int or a RandomState."""
+    if seed is None:
+        return np.random.RandomState()
+    if isinstance(seed, np.random.RandomState):
+        return seed
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return np.random.RandomState(int(seed))
+    raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {seed!r}.")

@@ -1,0 +1,58 @@
+"""The backend seam: what every device provides to the grower, forests and
+boosting, and the parts shared by all devices.
+
+A backend exposes an array module ``xp`` and these primitives (arrays in
+``xp``; shapes and dtypes as in the CPU backend's kernels):
+
+* ``map_to_bins(X, thresholds, is_categorical, missing_bin)`` -> X_binned
+* ``build_histograms(X_binned, stats, positions, level_start, node_to_build,
+  n_build, n_bins)`` -> hist int64 (n_build, n_features, n_bins, n_channels)
+* ``find_best_splits(hist, ...)`` -> :class:`gputree.splitting.SplitInfo`
+* ``update_positions(X_binned, positions, level_start, split_feature,
+  split_bitset, left_child)`` (in place)
+* ``predict_leaves(X_binned, node_feature, node_bitset, node_left,
+  tree_roots)`` -> int32 (n_samples, n_trees)
+* ``node_summaries(totals, layout, inv, params, n_outputs, n_classes)`` ->
+  (values float64 (n_nodes, n_outputs, n_classes), impurity float64 (n_nodes,))
+"""
+import numpy as np
+
+from .._dtypes import FLOAT_DTYPE
+from ..criteria import make_criterion_functions
+
+
+class Backend:
+    """Shared host<->device helpers; subclasses set ``name``, ``xp``."""
+
+    name = "base"
+    xp = np
+
+    def asarray(self, array, dtype=None, order="C"):
+        """Move a host (or device) array to this backend."""
+        return self.xp.asarray(array, dtype=dtype, order=order)
+
+    def to_host(self, array):
+        """numpy copy (or the array itself) of a backend array."""
+        return np.asarray(array)
+
+    def empty_summaries(self, n_nodes, n_outputs, n_classes):
+        return (self.xp.zeros((n_nodes, n_outputs, n_classes), dtype=FLOAT_DTYPE),
+                self.xp.zeros(n_nodes, dtype=FLOAT_DTYPE))
+
+
+def node_summaries_kernel_body(jit):
+    """Compile ``summary(node, totals, layout, inv, params, OUT values, OUT
+    impurity)``: leaf values (n_nodes, n_outputs, n_classes) and impurity of
+    one node from its int64 channel totals (n_nodes, n_channels)."""
+    crit = make_criterion_functions(jit)
+    node_value, impurity = crit.node_value, crit.impurity
+
+    @jit
+    def summary(node, totals, layout, inv, params, values, impurities):
+        S = totals[node]
+        for o in range(values.shape[1]):
+            for k in range(values.shape[2]):
+                values[node, o, k] = node_value(S, layout, inv, params, o, k)
+        impurities[node] = impurity(S, layout, inv)
+
+    return summary

@@ -1,0 +1,162 @@
+"""CPU backend: the tree primitives as numpy arrays and ``numba.njit`` loops.
+
+Loops are parallel over features (histograms, binning) or over rows
+(partition, prediction), so no two threads ever write the same cell and no
+atomics are needed. Histogram cells are int64 fixed-point sums, so the result
+equals the CUDA backend's bit for bit.
+"""
+import numpy as np
+from numba import njit, prange
+
+from .._dtypes import NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
+from ..splitting import (best_split_per_node, empty_scan_outputs, empty_scratch,
+                         make_split_scanner)
+from .base import Backend, node_summaries_kernel_body
+
+_scan = make_split_scanner(njit)
+_node_summary = node_summaries_kernel_body(njit)
+
+
+@njit(parallel=True, cache=True)
+def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
+    """X float64 (n, F) IN; thresholds float64 (F, T) IN; out uint8 (n, F) OUT."""
+    n_samples, n_features = X.shape
+    n_thresholds = thresholds.shape[1]
+    for f in prange(n_features):
+        row = thresholds[f]
+        for i in range(n_samples):
+            x = X[i, f]
+            if np.isnan(x):
+                out[i, f] = missing_bin
+                continue
+            lo, hi = 0, n_thresholds
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if row[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if is_categorical[f] and (lo == n_thresholds or row[lo] != x):
+                out[i, f] = missing_bin
+            else:
+                out[i, f] = lo
+
+
+@njit(cache=True)
+def _rows_to_build(positions, level_start, node_to_build):
+    """Rows whose node needs a histogram, and that histogram's index (int32)."""
+    n_level = node_to_build.shape[0]
+    rows = np.empty(positions.shape[0], dtype=np.int32)
+    slots = np.empty(positions.shape[0], dtype=np.int32)
+    n = 0
+    for i in range(positions.shape[0]):
+        k = positions[i] - level_start
+        if 0 <= k < n_level and node_to_build[k] >= 0:
+            rows[n] = i
+            slots[n] = node_to_build[k]
+            n += 1
+    return rows[:n], slots[:n]
+
+
+@njit(parallel=True, cache=True)
+def _build_histograms(X_binned, stats, rows, slots, hist):
+    """hist int64 (n_build, F, n_bins, C) OUT, zeroed; parallel over features."""
+    n_features = X_binned.shape[1]
+    n_channels = stats.shape[1]
+    for f in prange(n_features):
+        column = X_binned[:, f]
+        for r in range(rows.shape[0]):
+            i = rows[r]
+            cell = hist[slots[r], f, column[i]]
+            for c in range(n_channels):
+                cell[c] += stats[i, c]
+
+
+@njit(parallel=True, cache=True)
+def _update_positions(X_binned, positions, level_start, split_feature,
+                      split_bitset, left_child):
+    """positions int32 (n,) INOUT: rows of split nodes move to a child."""
+    n_level = split_feature.shape[0]
+    for i in prange(positions.shape[0]):
+        k = positions[i] - level_start
+        if 0 <= k < n_level and split_feature[k] >= 0:
+            b = X_binned[i, split_feature[k]]
+            goes_left = (split_bitset[k, b >> 5] >> np.uint32(b & 31)) & np.uint32(1)
+            positions[i] = left_child[k] + (0 if goes_left else 1)
+
+
+@njit(parallel=True, cache=True)
+def _predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves):
+    """leaves int32 (n, n_trees) OUT: leaf node id of every row in every tree."""
+    for i in prange(X_binned.shape[0]):
+        for t in range(tree_roots.shape[0]):
+            node = tree_roots[t]
+            while node_feature[node] >= 0:
+                b = X_binned[i, node_feature[node]]
+                bit = (node_bitset[node, b >> 5] >> np.uint32(b & 31)) & np.uint32(1)
+                node = node_left[node] + (0 if bit else 1)
+            leaves[i, t] = node
+
+
+@njit(parallel=True)
+def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
+                 missing_bin, layout, inv, params, scratch_sums, scratch_keys,
+                 scratch_order, out_gain, out_missing_left, out_bitset, out_left):
+    n_features = hist.shape[1]
+    for t in prange(hist.shape[0] * n_features):
+        _scan(t, hist, n_features, n_bins_non_missing, is_categorical,
+              feature_allowed, missing_bin, layout, inv, params, scratch_sums,
+              scratch_keys, scratch_order, out_gain, out_missing_left,
+              out_bitset, out_left)
+
+
+@njit(parallel=True)
+def _node_summaries(totals, layout, inv, params, values, impurity):
+    for node in prange(totals.shape[0]):
+        _node_summary(node, totals, layout, inv, params, values, impurity)
+
+
+class CPUBackend(Backend):
+    """numpy arrays, numba.njit kernels."""
+
+    name = "cpu"
+    xp = np
+
+    def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
+        X = np.asarray(X, dtype=np.float64)
+        out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        _map_to_bins(X, thresholds, is_categorical, missing_bin, out)
+        return out
+
+    def build_histograms(self, X_binned, stats, positions, level_start,
+                         node_to_build, n_build, n_bins):
+        hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
+                        dtype=STAT_DTYPE)
+        rows, slots = _rows_to_build(positions, level_start, node_to_build)
+        _build_histograms(X_binned, stats, rows, slots, hist)
+        return hist
+
+    def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
+                         feature_allowed, missing_bin, layout, inv, params):
+        n_nodes, n_features, _, n_channels = hist.shape
+        outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
+        scratch = empty_scratch(np, n_nodes, n_features, n_channels,
+                                bool(is_categorical.any()))
+        _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
+                     missing_bin, layout, inv, params, *scratch, *outputs)
+        return best_split_per_node(np, *outputs)
+
+    def update_positions(self, X_binned, positions, level_start, split_feature,
+                         split_bitset, left_child):
+        _update_positions(X_binned, positions, level_start, split_feature,
+                          split_bitset, left_child)
+
+    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+        leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
+        _predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves)
+        return leaves
+
+    def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
+        values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
+        _node_summaries(totals, layout, inv, params, values, impurity)
+        return values, impurity

@@ -1,0 +1,121 @@
+"""Feature binning: ``BinMapper`` learns per-feature bin thresholds and maps raw
+values to uint8 bin codes.
+
+Numerical features get quantile thresholds computed from a seeded subsample
+(midpoints between distinct values when there are fewer distinct values than
+bins, so splits are exact). Categorical features get one bin per category
+code seen at fit. NaN, and categories unseen at fit, go to the missing bin,
+which is always bin ``n_bins - 1`` with ``n_bins = max_bins + 1``.
+"""
+import numpy as np
+
+from ._dtypes import (MAX_NON_MISSING_BINS, THRESHOLD_DTYPE, X_BINNED_DTYPE,
+                      X_DTYPE)
+
+
+class BinMapper:
+    """Learn bin thresholds on ``X`` and transform ``X`` to bin codes.
+
+    Parameters
+    ----------
+    max_bins : int, 2..255
+        Non-missing bins per feature; one more bin holds missing values.
+    is_categorical : bool array (n_features,) or None
+        Which columns hold category codes (non-negative integers, NaN missing).
+    subsample : int or None
+        Rows used to find quantiles (default 200,000); None uses all rows.
+    random_state : int
+        Seed for the subsample.
+
+    Attributes
+    ----------
+    bin_thresholds_ : float64 (n_features, max_bins - 1)
+        Per feature, ``x`` goes to bin ``searchsorted(row, x, 'left')``; rows
+        are padded with +inf. For categorical features the row holds the
+        sorted category codes and a value's bin is the index of its code.
+    n_bins_non_missing_ : int32 (n_features,)
+    is_categorical_ : bool (n_features,)
+    missing_bin_ : int, equal to ``max_bins``
+    n_bins_ : int, equal to ``max_bins + 1``
+    """
+
+    def __init__(self, max_bins=255, is_categorical=None, subsample=200_000,
+                 random_state=0):
+        self.max_bins = max_bins
+        self.is_categorical = is_categorical
+        self.subsample = subsample
+        self.random_state = random_state
+
+    def fit(self, X):
+        """X: float array (n_samples, n_features), NaN for missing."""
+        if not 2 <= self.max_bins <= MAX_NON_MISSING_BINS:
+            raise ValueError(f"max_bins must be in [2, {MAX_NON_MISSING_BINS}], "
+                             f"got {self.max_bins}.")
+        X = np.asarray(X, dtype=X_DTYPE)
+        n_samples, n_features = X.shape
+        is_cat = (np.zeros(n_features, dtype=bool) if self.is_categorical is None
+                  else np.asarray(self.is_categorical, dtype=bool))
+        sample = X
+        if self.subsample is not None and n_samples > self.subsample:
+            rng = np.random.RandomState(self.random_state)
+            rows = np.sort(rng.choice(n_samples, self.subsample, replace=False))
+            sample = X[rows]
+        thresholds = np.full((n_features, self.max_bins - 1), np.inf,
+                             dtype=THRESHOLD_DTYPE)
+        n_non_missing = np.zeros(n_features, dtype=np.int32)
+        for f in range(n_features):
+            # categories must be checked on all rows, not on the subsample
+            column = X[:, f] if is_cat[f] else sample[:, f]
+            edges = (_category_edges(column, f, self.max_bins) if is_cat[f]
+                     else _quantile_edges(column, self.max_bins))
+            thresholds[f, :len(edges)] = edges
+            n_non_missing[f] = len(edges) + (0 if is_cat[f] else 1)
+        self.bin_thresholds_ = thresholds
+        self.n_bins_non_missing_ = n_non_missing
+        self.is_categorical_ = is_cat
+        self.missing_bin_ = self.max_bins
+        self.n_bins_ = self.max_bins + 1
+        return self
+
+    def transform(self, X, backend=None):
+        """Map X (n_samples, n_features) to uint8 bins, Fortran order."""
+        from .backends import get_backend
+        backend = backend or get_backend("cpu")
+        return backend.map_to_bins(X, self.bin_thresholds_,
+                                   self.is_categorical_.astype(np.uint8),
+                                   self.missing_bin_)
+
+    def fit_transform(self, X, backend=None):
+        return self.fit(X).transform(X, backend)
+
+
+def _quantile_edges(column, max_bins):
+    """Thresholds (float64, at most max_bins - 1) between non-missing values."""
+    values = column[~np.isnan(column)]
+    if values.size == 0:
+        return np.empty(0, dtype=THRESHOLD_DTYPE)
+    distinct = np.unique(values)
+    if distinct.size <= max_bins:
+        midpoints = distinct[:-1] + (distinct[1:] - distinct[:-1]) / 2.0
+        # midpoints of huge values may overflow to inf: keep the lower value
+        return np.where(np.isfinite(midpoints), midpoints, distinct[:-1])
+    percentiles = np.linspace(0, 100, max_bins + 1)[1:-1]
+    edges = np.percentile(values, percentiles, method="midpoint")
+    return np.unique(edges)
+
+
+def _category_edges(column, feature, max_bins):
+    """Sorted category codes of one categorical column (float64)."""
+    values = column[~np.isnan(column)]
+    codes = np.unique(values)
+    if codes.size and (codes[0] < 0 or np.any(codes != np.round(codes))):
+        raise ValueError(
+            f"Categorical feature {feature} must hold non-negative integer "
+            f"category codes (NaN for missing); found {codes[codes < 0][:3] if codes[0] < 0 else codes[codes != np.round(codes)][:3]}. "
+            "Pass a pandas 'category' column or encode the categories as 0, 1, 2, ...")
+    if codes.size > max_bins:
+        raise ValueError(
+            f"Categorical feature {feature} has {codes.size} categories, more "
+            f"than max_bins={max_bins} (at most {MAX_NON_MISSING_BINS}). "
+            "Merge rare categories, raise max_bins, or treat the feature as numerical.")
+    return codes.astype(THRESHOLD_DTYPE)

@@ -1,0 +1,337 @@
+"""Split criteria: the per-row statistics each criterion histograms, and the
+scalar formulas (node weight, impurity, gain, leaf value) computed from
+integer channel sums.
+
+Statistics are fixed-point int64 (DESIGN.md §4): every channel has a
+power-of-two scale chosen from the data so that the sum over all rows cannot
+overflow, which makes every histogram sum independent of summation order.
+
+The scalar formulas are written once, in the subset of Python that both
+``numba.njit`` and ``numba.cuda.jit(device=True)`` compile, and turned into
+device- or host-code by :func:`make_criterion_functions` so that every backend
+computes gains with the very same arithmetic.
+
+Channel layouts (``layout`` int64 array, see ``LAYOUT_*``):
+
+* classification (gini, entropy, gain_ratio): per output ``o``, ``n_classes``
+  channels ``w * [y_o == k]``; the node weight is the sum of output 0's.
+* squared_error: ``[w, (w*y_o, w*y_o**2) for o]``.
+* poisson: ``[w, (w*y_o, w*y_o*log(y_o)) for o]``.
+* newton (boosting): ``[(g_o, h_o) for o, n]``.
+
+A count channel (1 where a row has positive weight) is appended when the
+weights are not all one; otherwise the weight channel counts rows exactly.
+"""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
+
+GINI, ENTROPY, GAIN_RATIO, SQUARED_ERROR, POISSON, NEWTON = range(6)
+CLASSIFICATION_CRITERIA = {"gini": GINI, "entropy": ENTROPY,
+                           "log_loss": ENTROPY, "gain_ratio": GAIN_RATIO}
+REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR, "poisson": POISSON}
+
+# positions inside the int64 ``layout`` array
+(LAYOUT_CRITERION, LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET,
+ LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS) = range(7)
+LAYOUT_SIZE = 7
+# positions inside the float64 ``params`` array
+(PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA) = range(3)
+PARAMS_SIZE = 3
+
+# largest absolute channel total allowed after scaling (leaves 2 bits headroom)
+_FIXED_POINT_LIMIT = 2.0 ** 61
+
+
+class Statistics:
+    """Per-row fixed-point statistics of one fit.
+
+    Attributes
+    ----------
+    stats : int64 (n_samples, n_channels), C order
+    inv_scale : float64 (n_channels,), multiply an integer sum by it to get
+        the real sum (exact: a power of two)
+    layout : int64 (LAYOUT_SIZE,)
+    n_classes : int, channels per output for classification, else 1
+    """
+
+    def __init__(self, stats, inv_scale, layout, n_classes):
+        self.stats = stats
+        self.inv_scale = inv_scale
+        self.layout = layout
+        self.n_classes = n_classes
+
+    @property
+    def n_outputs(self):
+        return int(self.layout[LAYOUT_N_OUTPUTS])
+
+
+def to_fixed_point(values, weights_are_counts=False):
+    """Scale float columns (n_samples, k) to int64 fixed point.
+
+    All columns in one group share one scale so that their sums stay
+    comparable; returns (int64 values, inverse scale float64 (k,)).
+    """
+    values = np.asarray(values, dtype=FLOAT_DTYPE)
+    if weights_are_counts:
+        return values.astype(STAT_DTYPE), np.ones(values.shape[1], FLOAT_DTYPE)
+    total = float(np.abs(values).sum(axis=0).max()) if values.size else 0.0
+    exponent = 0 if total == 0.0 else math.floor(math.log2(_FIXED_POINT_LIMIT / total))
+    scale = math.ldexp(1.0, exponent)
+    scaled = np.rint(values * scale).astype(STAT_DTYPE)
+    return scaled, np.full(values.shape[1], 1.0 / scale, dtype=FLOAT_DTYPE)
+
+
+def _needs_count_channel(sample_weight):
+    return not np.all(sample_weight == 1.0)
+
+
+def _with_count_channel(columns, inv_scales, sample_weight):
+    counts = (sample_weight > 0).astype(STAT_DTYPE)[:, None]
+    return (np.hstack(columns + [counts]),
+            np.concatenate(inv_scales + [np.ones(1, FLOAT_DTYPE)]))
+
+
+def _pack(columns, inv_scales, sample_weight, layout_fields):
+    """Stack channel groups, append the count channel when weights are not 1."""
+    n_channels = sum(c.shape[1] for c in columns)
+    count_channel = -1
+    if _needs_count_channel(sample_weight):
+        stats, inv = _with_count_channel(columns, inv_scales, sample_weight)
+        count_channel = n_channels
+        n_channels += 1
+    else:
+        stats, inv = np.hstack(columns), np.concatenate(inv_scales)
+    layout = np.array(layout_fields + [count_channel, n_channels], dtype=np.int64)
+    return np.ascontiguousarray(stats), inv, layout
+
+
+def _integer_weights(sample_weight):
+    return bool(np.all(sample_weight == np.round(sample_weight)))
+
+
+def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
+    """y_encoded: int (n_samples, n_outputs) class indices; returns Statistics."""
+    n_samples, n_outputs = y_encoded.shape
+    one_hot = np.zeros((n_samples, n_outputs * n_classes), dtype=FLOAT_DTYPE)
+    rows = np.arange(n_samples)
+    for o in range(n_outputs):
+        one_hot[rows, o * n_classes + y_encoded[:, o]] = sample_weight
+    fixed, inv = to_fixed_point(one_hot, _integer_weights(sample_weight))
+    inv[:] = inv.max()
+    stats, inv, layout = _pack([fixed], [inv], sample_weight,
+                               [criterion, n_outputs, n_classes, 0, -1])
+    return Statistics(stats, inv, layout, n_classes)
+
+
+def regression_statistics(y, sample_weight, criterion):
+    """y: float (n_samples, n_outputs); returns Statistics."""
+    n_outputs = y.shape[1]
+    w = sample_weight[:, None]
+    if criterion == POISSON:
+        second = np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0)), 0.0)
+    else:
+        second = y * y
+    columns, inv_scales = [], []
+    wf, winv = to_fixed_point(w, _integer_weights(sample_weight))
+    columns.append(wf)
+    inv_scales.append(winv)
+    for o in range(n_outputs):
+        for column in (w[:, 0] * y[:, o], w[:, 0] * second[:, o]):
+            fixed, inv = to_fixed_point(column[:, None])
+            columns.append(fixed)
+            inv_scales.append(inv)
+    stats, inv, layout = _pack(columns, inv_scales, sample_weight,
+                               [criterion, n_outputs, 2, 1, 0])
+    return Statistics(stats, inv, layout, 1)
+
+
+def newton_statistics(gradients, hessians, sample_weight):
+    """gradients, hessians: float (n_samples, n_outputs); returns Statistics.
+
+    Boosting always carries an explicit count channel (hessians are not counts).
+    """
+    n_samples, n_outputs = gradients.shape
+    columns, inv_scales = [], []
+    for o in range(n_outputs):
+        for column in (gradients[:, o], hessians[:, o]):
+            fixed, inv = to_fixed_point(column[:, None])
+            columns.append(fixed)
+            inv_scales.append(inv)
+    counts = (sample_weight > 0).astype(STAT_DTYPE)[:, None]
+    columns.append(counts)
+    inv_scales.append(np.ones(1, FLOAT_DTYPE))
+    n_channels = 2 * n_outputs + 1
+    layout = np.array([NEWTON, n_outputs, 2, 0, 1, n_channels - 1, n_channels],
+                      dtype=np.int64)
+    return Statistics(np.ascontiguousarray(np.hstack(columns)),
+                      np.concatenate(inv_scales), layout, 1)
+
+
+def make_criterion_functions(jit):
+    """Compile the scalar criterion formulas with ``jit`` (``numba.njit`` or
+    ``numba.cuda.jit(device=True)``); returns a namespace of functions.
+
+    Every function takes ``S`` int64 (n_channels,) channel sums of one node
+    (or child), ``layout`` int64 (LAYOUT_SIZE,), ``inv`` float64 (n_channels,).
+    """
+
+    @jit
+    def node_weight(S, layout, inv):
+        crit = layout[LAYOUT_CRITERION]
+        if crit == NEWTON:
+            # the smallest hessian sum over outputs (min_child_weight)
+            best = math.inf
+            for o in range(layout[LAYOUT_N_OUTPUTS]):
+                h = S[2 * o + 1] * inv[2 * o + 1]
+                if h < best:
+                    best = h
+            return best
+        if layout[LAYOUT_WEIGHT_CHANNEL] >= 0:
+            c = layout[LAYOUT_WEIGHT_CHANNEL]
+            return S[c] * inv[c]
+        total = 0
+        for k in range(layout[LAYOUT_PER_OUTPUT]):
+            total += S[k]
+        return total * inv[0]
+
+    @jit
+    def node_count(S, layout, inv):
+        c = layout[LAYOUT_COUNT_CHANNEL]
+        if c >= 0:
+            return S[c] * 1.0
+        return node_weight(S, layout, inv)
+
+    @jit
+    def class_impurity(S, layout, inv, o):
+        per = layout[LAYOUT_PER_OUTPUT]
+        total = 0
+        for k in range(per):
+            total += S[o * per + k]
+        if total <= 0:
+            return 0.0
+        result = 1.0 if layout[LAYOUT_CRITERION] == GINI else 0.0
+        for k in range(per):
+            p = S[o * per + k] / total
+            if layout[LAYOUT_CRITERION] == GINI:
+                result -= p * p
+            elif p > 0.0:
+                result -= p * math.log2(p)
+        return result
+
+    @jit
+    def impurity(S, layout, inv):
+        crit = layout[LAYOUT_CRITERION]
+        n_out = layout[LAYOUT_N_OUTPUTS]
+        if crit == NEWTON:
+            return 0.0
+        result = 0.0
+        if crit <= GAIN_RATIO:
+            for o in range(n_out):
+                result += class_impurity(S, layout, inv, o)
+            return result / n_out
+        w = node_weight(S, layout, inv)
+        if w <= 0.0:
+            return 0.0
+        off = layout[LAYOUT_VALUE_OFFSET]
+        for o in range(n_out):
+            sy = S[off + 2 * o] * inv[off + 2 * o]
+            s2 = S[off + 2 * o + 1] * inv[off + 2 * o + 1]
+            mean = sy / w
+            if crit == SQUARED_ERROR:
+                result += s2 / w - mean * mean
+            elif sy <= 0.0:
+                result += math.inf
+            else:
+                result += (s2 - sy * math.log(mean)) / w
+        return result / n_out
+
+    @jit
+    def newton_score(S, layout, inv, reg_lambda):
+        """sum over outputs of G**2 / (H + lambda)."""
+        score = 0.0
+        for o in range(layout[LAYOUT_N_OUTPUTS]):
+            g = S[2 * o] * inv[2 * o]
+            h = S[2 * o + 1] * inv[2 * o + 1]
+            score += g * g / (h + reg_lambda)
+        return score
+
+    @jit
+    def poisson_child_ok(S, layout, inv):
+        off = layout[LAYOUT_VALUE_OFFSET]
+        for o in range(layout[LAYOUT_N_OUTPUTS]):
+            if S[off + 2 * o] <= 0:
+                return False
+        return True
+
+    @jit
+    def split_gain(L, R, T, parent_impurity, layout, inv, params):
+        """Gain of splitting node T into L and R (int64 sums); -inf when the
+        split breaks min_samples_leaf / min_weight_leaf (min_child_weight)."""
+        if node_count(L, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
+            return -math.inf
+        if node_count(R, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
+            return -math.inf
+        wl = node_weight(L, layout, inv)
+        wr = node_weight(R, layout, inv)
+        if wl < params[PARAM_MIN_WEIGHT_LEAF] or wr < params[PARAM_MIN_WEIGHT_LEAF]:
+            return -math.inf
+        if wl <= 0.0 or wr <= 0.0:
+            return -math.inf
+        crit = layout[LAYOUT_CRITERION]
+        if crit == NEWTON:
+            lam = params[PARAM_REG_LAMBDA]
+            return 0.5 * (newton_score(L, layout, inv, lam) + newton_score(R, layout, inv, lam)
+                          - newton_score(T, layout, inv, lam))
+        if crit == POISSON:
+            if not (poisson_child_ok(L, layout, inv) and poisson_child_ok(R, layout, inv)):
+                return -math.inf
+        w = wl + wr
+        gain = (parent_impurity - (wl / w) * impurity(L, layout, inv)
+                - (wr / w) * impurity(R, layout, inv))
+        if crit == GAIN_RATIO:
+            pl = wl / w
+            pr = wr / w
+            split_info = -(pl * math.log2(pl) + pr * math.log2(pr))
+            gain = gain / split_info
+        return gain
+
+    @jit
+    def sort_key(S, T, layout, inv, params, majority):
+        """Value that orders categories for the optimal-subset scan."""
+        crit = layout[LAYOUT_CRITERION]
+        if crit == NEWTON:
+            return -(S[0] * inv[0]) / (S[1] * inv[1] + params[PARAM_REG_LAMBDA])
+        if crit <= GAIN_RATIO:
+            total = 0
+            for k in range(layout[LAYOUT_PER_OUTPUT]):
+                total += S[k]
+            return S[majority] / total if total > 0 else 0.0
+        off = layout[LAYOUT_VALUE_OFFSET]
+        w = node_weight(S, layout, inv)
+        return S[off] * inv[off] / w if w > 0.0 else 0.0
+
+    @jit
+    def node_value(S, layout, inv, params, o, k):
+        """Leaf value of output o (class k for classifiers)."""
+        crit = layout[LAYOUT_CRITERION]
+        if crit == NEWTON:
+            g = S[2 * o] * inv[2 * o]
+            h = S[2 * o + 1] * inv[2 * o + 1]
+            return -g / (h + params[PARAM_REG_LAMBDA])
+        if crit <= GAIN_RATIO:
+            per = layout[LAYOUT_PER_OUTPUT]
+            total = 0
+            for j in range(per):
+                total += S[o * per + j]
+            return S[o * per + k] / total if total > 0 else 0.0
+        off = layout[LAYOUT_VALUE_OFFSET]
+        w = node_weight(S, layout, inv)
+        return S[off + 2 * o] * inv[off + 2 * o] / w if w > 0.0 else 0.0
+
+    return SimpleNamespace(node_weight=node_weight, node_count=node_count,
+                           impurity=impurity, split_gain=split_gain,
+                           sort_key=sort_key, node_value=node_value)

@@ -1,0 +1,314 @@
+"""Level-wise tree growth: orchestration of the backend primitives.
+
+Per level: one histogram pass for the nodes that must be built (the smaller
+child of each split; the larger sibling is ``parent - smaller``), one split
+scan for all candidate nodes, one partition pass that moves rows to their
+child. The grower handles per-node arrays only; it never loops over samples.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._dtypes import BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from .criteria import (LAYOUT_CRITERION, NEWTON, PARAM_MIN_SAMPLES_LEAF,
+                       PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAMS_SIZE)
+from .tree import TreeArrays
+
+_PURE = np.finfo(np.float64).eps
+
+
+@dataclass
+class GrowthParams:
+    """Stopping rules of one tree (resolved to absolute numbers)."""
+
+    max_depth: int = 2 ** 31 - 1
+    min_samples_split: int = 2
+    min_samples_leaf: int = 1
+    min_weight_leaf: float = 0.0
+    min_impurity_decrease: float = 0.0
+    max_features: int = 0          # features tried per node; 0 means all
+    max_leaf_nodes: int = 0        # 0 means unlimited
+    reg_lambda: float = 0.0        # boosting: L2 on leaf values
+    min_split_gain: float = 0.0    # boosting: gamma
+
+    def criterion_params(self):
+        params = np.zeros(PARAMS_SIZE, dtype=FLOAT_DTYPE)
+        params[PARAM_MIN_SAMPLES_LEAF] = self.min_samples_leaf
+        params[PARAM_MIN_WEIGHT_LEAF] = self.min_weight_leaf
+        params[PARAM_REG_LAMBDA] = self.reg_lambda
+        return params
+
+
+@dataclass
+class BinnedData:
+    """Binned features on a backend plus the bin layout (host arrays)."""
+
+    X_binned: object               # uint8 (n_samples, n_features), F order, on device
+    n_bins: int
+    n_bins_non_missing: np.ndarray  # int32 (n_features,)
+    is_categorical: np.ndarray      # uint8 (n_features,)
+    thresholds: np.ndarray          # float64 (n_features, max_bins - 1)
+
+    @property
+    def missing_bin(self):
+        return self.n_bins - 1
+
+
+class _NodeTable:
+    """Host-side growing arrays describing every node created so far."""
+
+    def __init__(self, root_totals):
+        self.totals = [np.asarray(root_totals, dtype=STAT_DTYPE)[None, :]]
+        self.depth = [np.zeros(1, dtype=np.int32)]
+        self.parent = [np.full(1, -1, dtype=NODE_DTYPE)]
+        self.feature, self.bitset, self.gain, self.missing_left = [], [], [], []
+
+    def add_children(self, parents, left_totals, depth):
+        right_totals = self.totals_all()[parents] - left_totals
+        pairs = np.stack([left_totals, right_totals], axis=1).reshape(-1, left_totals.shape[1])
+        self.totals.append(pairs)
+        self.depth.append(np.full(pairs.shape[0], depth, dtype=np.int32))
+        self.parent.append(np.repeat(parents, 2).astype(NODE_DTYPE))
+
+    def record_level(self, feature, bitset, gain, missing_left):
+        self.feature.append(feature)
+        self.bitset.append(bitset)
+        self.gain.append(gain)
+        self.missing_left.append(missing_left)
+
+    def totals_all(self):
+        return np.concatenate(self.totals)
+
+    @property
+    def n_nodes(self):
+        return sum(t.shape[0] for t in self.totals)
+
+
+def grow_tree(backend, data, stats, growth, rng):
+    """Grow one tree.
+
+    backend : Backend;  data : BinnedData;  stats : criteria.Statistics with
+    ``stats.stats`` already on the backend; growth : GrowthParams;
+    rng : numpy RandomState for per-node feature subsets.
+    Returns (TreeArrays, positions) where positions int32 (n_samples,) on the
+    backend holds every row's leaf id.
+    """
+    xp = backend.xp
+    layout, inv = stats.layout, stats.inv_scale
+    params = growth.criterion_params()
+    n_samples, n_features = data.X_binned.shape
+    positions = xp.zeros(n_samples, dtype=NODE_DTYPE)
+    table = _NodeTable(backend.to_host(stats.stats.sum(axis=0)))
+    level_start, n_level = 0, 1
+    hist = None                           # histograms of this level's candidates
+    candidates = np.zeros(1, dtype=np.int64)  # level-relative candidate nodes
+    n_leaves = 1
+    for depth in range(growth.max_depth + 1):
+        level_totals = table.totals_all()[level_start:level_start + n_level]
+        impurity = _level_impurity(backend, level_totals, layout, inv, params, stats)
+        candidates = _splittable(level_totals, impurity, depth, growth, layout, inv, stats)
+        if candidates.size == 0:
+            table.record_level(*_no_splits(n_level))
+            break
+        if depth == 0:
+            hist = backend.build_histograms(
+                data.X_binned, stats.stats, positions, 0,
+                xp.zeros(1, dtype=NODE_DTYPE), 1, data.n_bins)
+        else:
+            count, _ = _counts_and_weights(level_totals, layout, inv)
+            hist = _level_histograms(backend, data, stats, positions, level_start,
+                                     n_level, candidates, count, previous)
+        allowed = _feature_mask(rng, candidates.size, n_features, growth.max_features)
+        split = backend.find_best_splits(
+            hist, backend.asarray(data.n_bins_non_missing),
+            backend.asarray(data.is_categorical), backend.asarray(allowed),
+            data.missing_bin, backend.asarray(layout), backend.asarray(inv),
+            backend.asarray(params))
+        gain = backend.to_host(split.gain)
+        accept = _accept_splits(gain, level_totals[candidates], impurity[candidates],
+                                growth, layout, inv, stats, table.totals[0][0], n_leaves)
+        n_leaves += int(accept.sum())
+        feature = np.full(n_level, -1, dtype=np.int32)
+        bitset = np.zeros((n_level, BITSET_WORDS), dtype=np.uint32)
+        node_gain = np.zeros(n_level, dtype=FLOAT_DTYPE)
+        missing_left = np.zeros(n_level, dtype=np.uint8)
+        split_nodes = candidates[accept]
+        feature[split_nodes] = backend.to_host(split.feature)[accept]
+        bitset[split_nodes] = backend.to_host(split.bitset)[accept]
+        node_gain[split_nodes] = gain[accept]
+        missing_left[split_nodes] = backend.to_host(split.missing_left)[accept]
+        table.record_level(feature, bitset, node_gain, missing_left)
+        if split_nodes.size == 0:
+            break
+        next_start = level_start + n_level
+        left_child = np.full(n_level, -1, dtype=NODE_DTYPE)
+        left_child[split_nodes] = next_start + 2 * np.arange(split_nodes.size)
+        backend.update_positions(data.X_binned, positions, level_start,
+                                 backend.asarray(feature), backend.asarray(bitset),
+                                 backend.asarray(left_child))
+        table.add_children(level_start + split_nodes,
+                           backend.to_host(split.left_sums)[accept], depth + 1)
+        previous = _PreviousLevel(hist, candidates, split_nodes)
+        level_start, n_level = next_start, 2 * split_nodes.size
+    else:
+        table.record_level(*_no_splits(n_level))
+    return _finish(backend, table, data, stats, params), positions
+
+
+@dataclass
+class _PreviousLevel:
+    hist: object               # histograms of the previous level's candidates
+    candidates: np.ndarray     # previous-level-relative candidate index of each hist
+    split_nodes: np.ndarray    # previous-level-relative nodes that split, in order
+
+
+def _no_splits(n_level):
+    return (np.full(n_level, -1, dtype=np.int32),
+            np.zeros((n_level, BITSET_WORDS), dtype=np.uint32),
+            np.zeros(n_level, dtype=FLOAT_DTYPE), np.zeros(n_level, dtype=np.uint8))
+
+
+def _level_impurity(backend, totals, layout, inv, params, stats):
+    _, impurity = backend.node_summaries(backend.asarray(totals), backend.asarray(layout),
+                                         backend.asarray(inv), backend.asarray(params),
+                                         stats.n_outputs, stats.n_classes)
+    return backend.to_host(impurity)
+
+
+def _counts_and_weights(totals, layout, inv):
+    """Per-node (count, weight) float64 from int64 totals (host, vectorised)."""
+    from .criteria import (LAYOUT_COUNT_CHANNEL, LAYOUT_N_OUTPUTS,
+                           LAYOUT_PER_OUTPUT, LAYOUT_WEIGHT_CHANNEL)
+    if layout[LAYOUT_CRITERION] == NEWTON:
+        h = totals[:, 1:2 * layout[LAYOUT_N_OUTPUTS]:2] * inv[1:2 * layout[LAYOUT_N_OUTPUTS]:2]
+        weight = h.min(axis=1)
+    elif layout[LAYOUT_WEIGHT_CHANNEL] >= 0:
+        c = layout[LAYOUT_WEIGHT_CHANNEL]
+        weight = totals[:, c] * inv[c]
+    else:
+        weight = totals[:, :layout[LAYOUT_PER_OUTPUT]].sum(axis=1) * inv[0]
+    c = layout[LAYOUT_COUNT_CHANNEL]
+    count = totals[:, c].astype(FLOAT_DTYPE) if c >= 0 else weight
+    return count, weight
+
+
+def _splittable(totals, impurity, depth, growth, layout, inv, stats):
+    """Level-relative indices of nodes that may still split (int64)."""
+    if depth >= growth.max_depth:
+        return np.empty(0, dtype=np.int64)
+    count, weight = _counts_and_weights(totals, layout, inv)
+    ok = ((count >= growth.min_samples_split)
+          & (count >= 2 * growth.min_samples_leaf)
+          & (weight >= 2 * growth.min_weight_leaf))
+    if layout[LAYOUT_CRITERION] != NEWTON:
+        ok &= impurity > _PURE
+    return np.flatnonzero(ok)
+
+
+def _accept_splits(gain, totals, impurity, growth, layout, inv, stats, root_totals,
+                   n_leaves):
+    """Which candidates split: valid gain, min_impurity_decrease (weighted as
+    scikit-learn does) or gamma, then the max_leaf_nodes budget by gain."""
+    valid = np.isfinite(gain)
+    if layout[LAYOUT_CRITERION] == NEWTON:
+        valid &= gain > growth.min_split_gain
+    else:
+        _, weight = _counts_and_weights(totals, layout, inv)
+        _, root_weight = _counts_and_weights(root_totals[None, :], layout, inv)
+        decrease = np.where(valid, gain, 0.0) * weight / root_weight[0]
+        valid &= decrease + _PURE >= growth.min_impurity_decrease
+    if growth.max_leaf_nodes:
+        budget = max(growth.max_leaf_nodes - n_leaves, 0)
+        order = np.argsort(-np.where(valid, gain, -np.inf), kind="stable")
+        keep = np.zeros_like(valid)
+        keep[order[:budget]] = True
+        valid &= keep
+    return valid
+
+
+def _feature_mask(rng, n_nodes, n_features, max_features):
+    """uint8 (n_nodes, n_features): the random feature subset of each node."""
+    if not max_features or max_features >= n_features:
+        return np.ones((n_nodes, n_features), dtype=np.uint8)
+    ranks = rng.random_sample((n_nodes, n_features)).argsort(axis=1)
+    mask = np.zeros((n_nodes, n_features), dtype=np.uint8)
+    np.put_along_axis(mask, ranks[:, :max_features], 1, axis=1)
+    return mask
+
+
+def _level_histograms(backend, data, stats, positions, level_start, n_level,
+                      candidates, count, previous):
+    """Histograms (n_candidates, F, n_bins, C) of this level's candidates.
+
+    Level nodes come in sibling pairs (2j, 2j+1) whose parent is
+    ``previous.split_nodes[j]``. For each pair with a candidate, one histogram
+    pass builds the child with fewer rows; the other is parent - built.
+    """
+    xp = backend.xp
+    pairs = np.unique(candidates // 2)
+    left, right = 2 * pairs, 2 * pairs + 1
+    left_smaller = count[left] <= count[right]
+    smaller = np.where(left_smaller, left, right)
+    larger = np.where(left_smaller, right, left)
+    node_to_build = np.full(n_level, -1, dtype=NODE_DTYPE)
+    node_to_build[smaller] = np.arange(pairs.size)
+    built = backend.build_histograms(data.X_binned, stats.stats, positions,
+                                     level_start, backend.asarray(node_to_build),
+                                     pairs.size, data.n_bins)
+    slot = np.full(n_level, -1, dtype=np.int64)
+    slot[candidates] = np.arange(candidates.size)
+    hist = xp.empty((candidates.size,) + built.shape[1:], dtype=built.dtype)
+    use = slot[smaller] >= 0
+    if use.any():
+        hist[backend.asarray(slot[smaller][use])] = built[backend.asarray(np.flatnonzero(use))]
+    use = slot[larger] >= 0
+    if use.any():
+        parent_rows = np.searchsorted(previous.candidates, previous.split_nodes[pairs[use]])
+        hist[backend.asarray(slot[larger][use])] = (
+            previous.hist[backend.asarray(parent_rows)]
+            - built[backend.asarray(np.flatnonzero(use))])
+    return hist
+
+
+def _finish(backend, table, data, stats, params):
+    """Assemble TreeArrays (host) from the node table."""
+    totals = table.totals_all()
+    n_nodes = totals.shape[0]
+    values, impurity = backend.node_summaries(
+        backend.asarray(totals), backend.asarray(stats.layout),
+        backend.asarray(stats.inv_scale), backend.asarray(params),
+        stats.n_outputs, stats.n_classes)
+    feature = np.concatenate(table.feature)[:n_nodes]
+    bitset = np.concatenate(table.bitset)[:n_nodes]
+    parent = np.concatenate(table.parent)
+    left_child = np.full(n_nodes, -1, dtype=NODE_DTYPE)
+    # children are created in pairs, in the order their parents split
+    first_children = np.flatnonzero(parent >= 0)[::2]
+    left_child[parent[first_children]] = first_children
+    internal = np.flatnonzero(feature >= 0)
+    count, weight = _counts_and_weights(totals, stats.layout, stats.inv_scale)
+    is_categorical = np.zeros(n_nodes, dtype=np.uint8)
+    is_categorical[internal] = data.is_categorical[feature[internal]]
+    return TreeArrays(
+        feature=feature.astype(np.int32), bitset=bitset, left_child=left_child,
+        threshold=_real_thresholds(feature, bitset, is_categorical, data),
+        missing_left=np.concatenate(table.missing_left)[:n_nodes],
+        is_categorical=is_categorical,
+        value=backend.to_host(values), impurity=backend.to_host(impurity),
+        n_node_samples=np.rint(count).astype(np.int64),
+        weighted_n_node_samples=weight.astype(FLOAT_DTYPE),
+        gain=np.concatenate(table.gain)[:n_nodes],
+        depth=np.concatenate(table.depth), parent=parent)
+
+
+def _real_thresholds(feature, bitset, is_categorical, data):
+    """float64 (n_nodes,): x <= threshold goes left for numerical splits;
+    NaN for leaves and categorical splits."""
+    threshold = np.full(feature.shape[0], np.nan, dtype=FLOAT_DTYPE)
+    numerical = np.flatnonzero((feature >= 0) & (is_categorical == 0))
+    if numerical.size:
+        bits = np.unpackbits(bitset[numerical].view(np.uint8), axis=1, bitorder="little")
+        last_bin = bits[:, :data.missing_bin].sum(axis=1) - 1
+        padded = np.concatenate([data.thresholds, np.full((data.thresholds.shape[0], 1), np.inf)], axis=1)
+        threshold[numerical] = padded[feature[numerical], last_bin]
+    return threshold

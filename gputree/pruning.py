@@ -1,0 +1,98 @@
+"""Minimal cost-complexity (weakest-link) pruning, with scikit-learn's meaning.
+
+A node's cost is ``R(t) = weighted_n_node_samples[t] / W * impurity[t]``;
+a branch's is the sum over its leaves. The weakest link is the internal node
+with the smallest ``(R(t) - R(T_t)) / (|leaves(T_t)| - 1)``; it is pruned
+first (ties: lowest node id). All loops here run over tree depth or pruning
+steps, never over samples.
+"""
+import numpy as np
+
+from .tree import compact
+
+
+def _branch_costs(tree, node_cost, is_leaf):
+    """(R(T_t) float64, leaf count int64) of every node's current branch,
+    bottom-up one depth at a time."""
+    branch_cost = np.where(is_leaf, node_cost, 0.0)
+    n_leaves = is_leaf.astype(np.int64)
+    internal = ~is_leaf
+    for depth in range(tree.max_depth - 1, -1, -1):
+        nodes = np.flatnonzero(internal & (tree.depth == depth))
+        left = tree.left_child[nodes]
+        branch_cost[nodes] = branch_cost[left] + branch_cost[left + 1]
+        n_leaves[nodes] = n_leaves[left] + n_leaves[left + 1]
+    return branch_cost, n_leaves
+
+
+def _descendants(tree, node):
+    """Bool mask (n_nodes,) of the strict descendants of ``node``."""
+    mask = np.zeros(tree.node_count, dtype=bool)
+    frontier = np.array([node])
+    while frontier.size:
+        frontier = frontier[tree.left_child[frontier] >= 0]
+        children = np.concatenate([tree.left_child[frontier], tree.left_child[frontier] + 1])
+        mask[children] = True
+        frontier = children
+    return mask
+
+
+def _weakest_links(tree, ccp_alpha=np.inf):
+    """Prune step by step; yields (effective alpha, total leaf cost) after
+    each step while the weakest link's alpha <= ccp_alpha. Mutates a working
+    leaf mask only; returns the final leaf mask via StopIteration.value."""
+    node_cost = tree.weighted_n_node_samples / tree.weighted_n_node_samples[0] * tree.impurity
+    is_leaf = tree.is_leaf.copy()
+    while not is_leaf[0]:
+        branch_cost, n_leaves = _branch_costs(tree, node_cost, is_leaf)
+        alpha = np.full(tree.node_count, np.inf)
+        internal = ~is_leaf
+        alpha[internal] = ((node_cost[internal] - branch_cost[internal])
+                           / (n_leaves[internal] - 1))
+        weakest = int(np.argmin(alpha))
+        if alpha[weakest] > ccp_alpha:
+            break
+        is_leaf[weakest] = True
+        is_leaf[_descendants(tree, weakest)] = True
+        yield float(alpha[weakest]), float(node_cost[is_leaf & _reachable(tree, is_leaf)].sum())
+    return is_leaf
+
+
+def _reachable(tree, is_leaf):
+    """Bool mask of nodes reachable from the root when ``is_leaf`` nodes stop."""
+    reach = np.zeros(tree.node_count, dtype=bool)
+    reach[0] = True
+    for depth in range(tree.max_depth):
+        nodes = np.flatnonzero(reach & (tree.depth == depth) & ~is_leaf)
+        reach[tree.left_child[nodes]] = True
+        reach[tree.left_child[nodes] + 1] = True
+    return reach
+
+
+def pruning_path(tree):
+    """(ccp_alphas, impurities) float64 arrays: the effective alphas of the
+    nested subtrees (starting at 0 for the full tree) and each subtree's
+    total leaf impurity, as scikit-learn's ``cost_complexity_pruning_path``."""
+    node_cost = tree.weighted_n_node_samples / tree.weighted_n_node_samples[0] * tree.impurity
+    alphas, impurities = [0.0], [float(node_cost[tree.is_leaf].sum())]
+    for alpha, impurity in _weakest_links(tree):
+        alphas.append(alpha)
+        impurities.append(impurity)
+    return np.asarray(alphas), np.asarray(impurities)
+
+
+def prune(tree, ccp_alpha):
+    """New TreeArrays pruned at ``ccp_alpha`` (>= 0)."""
+    if ccp_alpha <= 0.0:
+        return tree
+    steps = _weakest_links(tree, ccp_alpha)
+    try:
+        while True:
+            next(steps)
+    except StopIteration as stop:
+        is_leaf = stop.value
+    if is_leaf is None:
+        return tree
+    pruned = tree.subset(np.arange(tree.node_count))
+    pruned.make_leaves(np.flatnonzero(is_leaf & ~tree.is_leaf))
+    return compact(pruned)

@@ -1,0 +1,278 @@
+"""Split finding: the scan of one (node, feature) histogram for its best split,
+and the per-level reduction to one best split per node.
+
+The scan is written once in the Python subset that both ``numba.njit`` and
+``numba.cuda.jit(device=True)`` compile; :func:`make_split_scanner` compiles it
+for a backend, so CPU and CUDA evaluate the same candidates in the same order
+with the same arithmetic. Candidates, in order (the first strictly best wins):
+
+* numerical: thresholds after bin ``b = 0 .. n-2`` with missing values right,
+  then left; then "all non-missing left, missing right";
+* categorical: categories with rows in the node sorted (stably) by the
+  criterion's sort key, prefixes of that order (missing right, then left),
+  then each category alone, then "all categories left, missing right".
+
+Every split is returned as a bitset over bins saying which go left (the
+missing bin included), so partitioning and prediction need no split kinds.
+When the node had no missing values, missing values go to the child with more
+samples (left on ties).
+"""
+import math
+
+import numpy as np
+
+from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
+from .criteria import LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, make_criterion_functions
+
+#: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
+SCRATCH_VECTORS = 5
+MAX_CATEGORIES = 256
+
+
+def make_split_scanner(jit):
+    """Compile the (node, feature) scan with ``jit``; returns ``scan(t, ...)``.
+
+    scan(t, hist, n_features, n_bins_non_missing, is_categorical,
+         feature_allowed, missing_bin, layout, inv, params,
+         scratch_sums, scratch_keys, scratch_order,
+         out_gain, out_missing_left, out_bitset, out_left)
+      t                  : int, thread index = node * n_features + feature
+      hist               : IN  int64 (n_nodes, n_features, n_bins, n_channels)
+      n_bins_non_missing : IN  int32 (n_features,)
+      is_categorical     : IN  uint8 (n_features,)
+      feature_allowed    : IN  uint8 (n_nodes, n_features)
+      layout, inv, params: IN  criterion description (criteria.py)
+      scratch_sums       : OUT int64 (n_threads, SCRATCH_VECTORS * n_channels)
+      scratch_keys       : OUT float64 (n_threads or 1, MAX_CATEGORIES)
+      scratch_order      : OUT int32 (n_threads or 1, MAX_CATEGORIES)
+      out_gain           : OUT float64 (n_nodes, n_features), -inf if no split
+      out_missing_left   : OUT uint8 (n_nodes, n_features)
+      out_bitset         : OUT uint32 (n_nodes, n_features, BITSET_WORDS)
+      out_left           : OUT int64 (n_nodes, n_features, n_channels), the
+                           left child's sums of the feature's best split
+    """
+    crit = make_criterion_functions(jit)
+    split_gain, node_count, impurity, sort_key = (
+        crit.split_gain, crit.node_count, crit.impurity, crit.sort_key)
+
+    @jit
+    def combine(L, R, A, M, T, with_missing):
+        """L = A (+ M), R = T - L."""
+        for c in range(L.shape[0]):
+            L[c] = A[c] + (M[c] if with_missing else 0)
+            R[c] = T[c] - L[c]
+
+    @jit
+    def accumulate(A, H):
+        for c in range(A.shape[0]):
+            A[c] += H[c]
+
+    @jit
+    def set_bit(bitset, b):
+        bitset[b >> 5] |= np.uint32(1) << np.uint32(b & 31)
+
+    @jit
+    def majority_class(T, layout):
+        best = 0
+        for k in range(1, layout[LAYOUT_PER_OUTPUT]):
+            if T[k] > T[best]:
+                best = k
+        return best
+
+    @jit
+    def scan_numerical(H, T, L, R, A, M, n_non_missing, has_missing,
+                       parent_impurity, layout, inv, params):
+        """Returns (gain, threshold bin, missing_left)."""
+        best, best_bin, best_ml = -math.inf, -1, 0
+        for c in range(A.shape[0]):
+            A[c] = 0
+        n_ml = 2 if has_missing else 1
+        for b in range(n_non_missing - 1):
+            accumulate(A, H[b])
+            for ml in range(n_ml):
+                combine(L, R, A, M, T, ml == 1)
+                gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
+                if gain > best:
+                    best, best_bin, best_ml = gain, b, ml
+        if has_missing:
+            for c in range(A.shape[0]):
+                A[c] = T[c] - M[c]
+            combine(L, R, A, M, T, False)
+            gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
+            if gain > best:
+                best, best_bin, best_ml = gain, n_non_missing - 1, 0
+        return best, best_bin, best_ml
+
+    @jit
+    def sort_categories(H, T, n_non_missing, keys, order, layout, inv, params):
+        """Fill order[:n] with the bins that hold rows, stably sorted by key."""
+        majority = majority_class(T, layout)
+        n = 0
+        for b in range(n_non_missing):
+            if node_count(H[b], layout, inv) > 0:
+                key = sort_key(H[b], T, layout, inv, params, majority)
+                j = n
+                while j > 0 and keys[j - 1] > key:
+                    keys[j] = keys[j - 1]
+                    order[j] = order[j - 1]
+                    j -= 1
+                keys[j] = key
+                order[j] = b
+                n += 1
+        return n
+
+    @jit
+    def scan_categorical(H, T, L, R, A, M, n_non_missing, has_missing,
+                         parent_impurity, layout, inv, params, keys, order):
+        """Returns (gain, kind, index, missing_left, n_categories); kind 0 is
+        the prefix order[:index+1], 1 the single order[index], 2 all."""
+        n_cat = sort_categories(H, T, n_non_missing, keys, order, layout, inv, params)
+        best, best_kind, best_index, best_ml = -math.inf, 0, -1, 0
+        n_ml = 2 if has_missing else 1
+        for c in range(A.shape[0]):
+            A[c] = 0
+        for i in range(n_cat - 1):
+            accumulate(A, H[order[i]])
+            for ml in range(n_ml):
+                combine(L, R, A, M, T, ml == 1)
+                gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
+                if gain > best:
+                    best, best_kind, best_index, best_ml = gain, 0, i, ml
+        if n_cat > 2:
+            for i in range(n_cat):
+                for ml in range(n_ml):
+                    combine(L, R, H[order[i]], M, T, ml == 1)
+                    gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
+                    if gain > best:
+                        best, best_kind, best_index, best_ml = gain, 1, i, ml
+        if has_missing and n_cat > 0:
+            for c in range(A.shape[0]):
+                A[c] = T[c] - M[c]
+            combine(L, R, A, M, T, False)
+            gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
+            if gain > best:
+                best, best_kind, best_index, best_ml = gain, 2, n_cat - 1, 0
+        return best, best_kind, best_index, best_ml, n_cat
+
+    @jit
+    def left_sums(H, bitset, n_bins, L):
+        """L = sum of H over the bins set in bitset."""
+        for c in range(L.shape[0]):
+            L[c] = 0
+        for b in range(n_bins):
+            if (bitset[b >> 5] >> np.uint32(b & 31)) & np.uint32(1):
+                accumulate(L, H[b])
+
+    @jit
+    def finish(H, T, L, R, bitset, missing_bin, has_missing, layout, inv):
+        """Fill L/R from bitset; without missing values in the node, send the
+        missing bin to the larger child. Returns missing_left."""
+        left_sums(H, bitset, missing_bin + 1, L)
+        for c in range(L.shape[0]):
+            R[c] = T[c] - L[c]
+        if not has_missing:
+            if node_count(L, layout, inv) >= node_count(R, layout, inv):
+                set_bit(bitset, missing_bin)
+        return (bitset[missing_bin >> 5] >> np.uint32(missing_bin & 31)) & np.uint32(1)
+
+    @jit
+    def scan(t, hist, n_features, n_bins_non_missing, is_categorical,
+             feature_allowed, missing_bin, layout, inv, params,
+             scratch_sums, scratch_keys, scratch_order,
+             out_gain, out_missing_left, out_bitset, out_left):
+        node = t // n_features
+        f = t - node * n_features
+        out_gain[node, f] = -math.inf
+        out_missing_left[node, f] = 0
+        bitset = out_bitset[node, f]
+        for w in range(bitset.shape[0]):
+            bitset[w] = 0
+        if feature_allowed[node, f] == 0:
+            return
+        C = layout[LAYOUT_N_CHANNELS]
+        row = scratch_sums[t]
+        T, L, R, M, A = row[0:C], row[C:2 * C], row[2 * C:3 * C], row[3 * C:4 * C], row[4 * C:5 * C]
+        H = hist[node, f]
+        for c in range(C):
+            T[c] = 0
+            M[c] = H[missing_bin, c]
+        for b in range(missing_bin + 1):
+            accumulate(T, H[b])
+        parent_impurity = impurity(T, layout, inv)
+        has_missing = node_count(M, layout, inv) > 0
+        n_non_missing = n_bins_non_missing[f]
+        if is_categorical[f]:
+            keys, order = scratch_keys[t], scratch_order[t]
+            gain, kind, index, ml, n_cat = scan_categorical(
+                H, T, L, R, A, M, n_non_missing, has_missing, parent_impurity,
+                layout, inv, params, keys, order)
+            if gain == -math.inf:
+                return
+            first = index if kind == 1 else 0
+            last = index if kind != 2 else n_cat - 1
+            for i in range(first, last + 1):
+                set_bit(bitset, order[i])
+        else:
+            gain, threshold, ml = scan_numerical(
+                H, T, L, R, A, M, n_non_missing, has_missing, parent_impurity,
+                layout, inv, params)
+            if gain == -math.inf:
+                return
+            for b in range(threshold + 1):
+                set_bit(bitset, b)
+        if ml == 1:
+            set_bit(bitset, missing_bin)
+        out_gain[node, f] = gain
+        out_missing_left[node, f] = finish(H, T, L, R, bitset, missing_bin,
+                                           has_missing, layout, inv)
+        for c in range(C):
+            out_left[node, f, c] = L[c]
+
+    return scan
+
+
+def scratch_shapes(n_nodes, n_features, n_channels, any_categorical):
+    """Shapes of the scan's scratch buffers (sums, keys, order)."""
+    n_threads = n_nodes * n_features
+    n_cat_threads = n_threads if any_categorical else 1
+    return ((n_threads, SCRATCH_VECTORS * n_channels),
+            (n_cat_threads, MAX_CATEGORIES), (n_cat_threads, MAX_CATEGORIES))
+
+
+class SplitInfo:
+    """Best split of every node of a level (arrays in the backend's ``xp``).
+
+    gain float64 (n_nodes,) (-inf: no valid split); feature int32 (n_nodes,);
+    bitset uint32 (n_nodes, BITSET_WORDS); missing_left uint8 (n_nodes,);
+    left_sums int64 (n_nodes, n_channels).
+    """
+
+    def __init__(self, gain, feature, bitset, missing_left, left_sums):
+        self.gain = gain
+        self.feature = feature
+        self.bitset = bitset
+        self.missing_left = missing_left
+        self.left_sums = left_sums
+
+
+def best_split_per_node(xp, gain, missing_left, bitset, left):
+    """Reduce per-(node, feature) results to the best feature per node; ties go
+    to the lowest feature index (argmax returns the first maximum)."""
+    feature = xp.argmax(gain, axis=1).astype(FEATURE_DTYPE)
+    nodes = xp.arange(gain.shape[0])
+    return SplitInfo(gain[nodes, feature], feature, bitset[nodes, feature],
+                     missing_left[nodes, feature], left[nodes, feature])
+
+
+def empty_scan_outputs(xp, n_nodes, n_features, n_channels):
+    """Allocate the scan's OUT arrays (gain, missing_left, bitset, left)."""
+    return (xp.empty((n_nodes, n_features), dtype=FLOAT_DTYPE),
+            xp.empty((n_nodes, n_features), dtype=np.uint8),
+            xp.empty((n_nodes, n_features, BITSET_WORDS), dtype=BITSET_DTYPE),
+            xp.zeros((n_nodes, n_features, n_channels), dtype=STAT_DTYPE))
+
+
+def empty_scratch(xp, n_nodes, n_features, n_channels, any_categorical):
+    sums, keys, order = scratch_shapes(n_nodes, n_features, n_channels, any_categorical)
+    return (xp.empty(sums, dtype=STAT_DTYPE), xp.empty(keys, dtype=FLOAT_DTYPE),
+            xp.empty(order, dtype=np.int32))
