@@ -69,19 +69,21 @@ class Statistics:
         return int(self.layout[LAYOUT_N_OUTPUTS])
 
 
-def to_fixed_point(values, weights_are_counts=False):
+def to_fixed_point(values, weights_are_counts=False, xp=np):
     """Scale float columns (n_samples, k) to int64 fixed point.
 
     All columns in one group share one scale so that their sums stay
     comparable; returns (int64 values, inverse scale float64 (k,)).
+    ``xp`` is the array module of ``values`` (numpy, or cupy on a GPU); the
+    inverse scale is always a host array.
     """
-    values = np.asarray(values, dtype=FLOAT_DTYPE)
+    values = xp.asarray(values, dtype=FLOAT_DTYPE)
     if weights_are_counts:
         return values.astype(STAT_DTYPE), np.ones(values.shape[1], FLOAT_DTYPE)
-    total = float(np.abs(values).sum(axis=0).max()) if values.size else 0.0
+    total = float(xp.abs(values).sum(axis=0).max()) if values.size else 0.0
     exponent = 0 if total == 0.0 else math.floor(math.log2(_FIXED_POINT_LIMIT / total))
     scale = math.ldexp(1.0, exponent)
-    scaled = np.rint(values * scale).astype(STAT_DTYPE)
+    scaled = xp.rint(values * scale).astype(STAT_DTYPE)
     return scaled, np.full(values.shape[1], 1.0 / scale, dtype=FLOAT_DTYPE)
 
 
@@ -149,16 +151,18 @@ def regression_statistics(y, sample_weight, criterion):
     return Statistics(stats, inv, layout, 1)
 
 
-def newton_statistics(gradients, hessians, sample_weight):
+def newton_statistics(gradients, hessians, sample_weight, xp=np):
     """gradients, hessians: float (n_samples, n_outputs); returns Statistics.
 
     Boosting always carries an explicit count channel (hessians are not counts).
+    With ``xp`` the backend's array module the statistics are built where the
+    gradients live (on the GPU for the CUDA backend).
     """
     n_samples, n_outputs = gradients.shape
     columns, inv_scales = [], []
     for o in range(n_outputs):
         for column in (gradients[:, o], hessians[:, o]):
-            fixed, inv = to_fixed_point(column[:, None])
+            fixed, inv = to_fixed_point(column[:, None], xp=xp)
             columns.append(fixed)
             inv_scales.append(inv)
     counts = (sample_weight > 0).astype(STAT_DTYPE)[:, None]
@@ -167,7 +171,7 @@ def newton_statistics(gradients, hessians, sample_weight):
     n_channels = 2 * n_outputs + 1
     layout = np.array([NEWTON, n_outputs, 2, 0, 1, n_channels - 1, n_channels],
                       dtype=np.int64)
-    return Statistics(np.ascontiguousarray(np.hstack(columns)),
+    return Statistics(xp.ascontiguousarray(xp.hstack(columns)),
                       np.concatenate(inv_scales), layout, 1)
 
 
