@@ -51,7 +51,7 @@ class BinMapper:
         if not 2 <= self.max_bins <= MAX_NON_MISSING_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_NON_MISSING_BINS}], "
                              f"got {self.max_bins}.")
-        X = np.asarray(X, dtype=X_DTYPE)
+        X = np.asarray(X)
         n_samples, n_features = X.shape
         is_cat = (np.zeros(n_features, dtype=bool) if self.is_categorical is None
                   else np.asarray(self.is_categorical, dtype=bool))
@@ -60,12 +60,13 @@ class BinMapper:
             rng = np.random.RandomState(self.random_state)
             rows = np.sort(rng.choice(n_samples, self.subsample, replace=False))
             sample = X[rows]
+        sample = np.asarray(sample, dtype=X_DTYPE)
         thresholds = np.full((n_features, self.max_bins - 1), np.inf,
                              dtype=THRESHOLD_DTYPE)
         n_non_missing = np.zeros(n_features, dtype=np.int32)
         for f in range(n_features):
             # categories must be checked on all rows, not on the subsample
-            column = X[:, f] if is_cat[f] else sample[:, f]
+            column = X[:, f].astype(X_DTYPE) if is_cat[f] else sample[:, f]
             edges = (_category_edges(column, f, self.max_bins) if is_cat[f]
                      else _quantile_edges(column, self.max_bins))
             thresholds[f, :len(edges)] = edges

@@ -97,11 +97,12 @@ def grow_tree(backend, data, stats, growth, rng):
     layout, inv = stats.layout, stats.inv_scale
     params = growth.criterion_params()
     n_samples, n_features = data.X_binned.shape
+    backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
+                             _max_level_nodes(n_samples, growth))
     positions = xp.zeros(n_samples, dtype=NODE_DTYPE)
     table = _NodeTable(backend.to_host(stats.stats.sum(axis=0)))
     level_start, n_level = 0, 1
-    hist = None                           # histograms of this level's candidates
-    candidates = np.zeros(1, dtype=np.int64)  # level-relative candidate nodes
+    previous = None
     n_leaves = 1
     for depth in range(growth.max_depth + 1):
         level_totals = table.totals_all()[level_start:level_start + n_level]
@@ -114,29 +115,29 @@ def grow_tree(backend, data, stats, growth, rng):
             hist = backend.build_histograms(
                 data.X_binned, stats.stats, positions, 0,
                 xp.zeros(1, dtype=NODE_DTYPE), 1, data.n_bins)
+            hist_nodes = np.zeros(1, dtype=np.int64)
         else:
             count, _ = _counts_and_weights(level_totals, layout, inv)
-            hist = _level_histograms(backend, data, stats, positions, level_start,
-                                     n_level, candidates, count, previous)
-        allowed = _feature_mask(rng, candidates.size, n_features, growth.max_features)
+            hist, hist_nodes = _level_histograms(backend, data, stats, positions, level_start,
+                                                 n_level, candidates, count, previous)
+        allowed = _feature_mask(rng, hist_nodes.size, n_features, growth.max_features)
         split = backend.find_best_splits(
             hist, backend.asarray(data.n_bins_non_missing),
             backend.asarray(data.is_categorical), backend.asarray(allowed),
             data.missing_bin, backend.asarray(layout), backend.asarray(inv),
             backend.asarray(params))
-        gain = backend.to_host(split.gain)
+        rows = np.searchsorted(hist_nodes, candidates)
+        gain = backend.to_host(split.gain)[rows]
         accept = _accept_splits(gain, level_totals[candidates], impurity[candidates],
                                 growth, layout, inv, stats, table.totals[0][0], n_leaves)
         n_leaves += int(accept.sum())
-        feature = np.full(n_level, -1, dtype=np.int32)
-        bitset = np.zeros((n_level, BITSET_WORDS), dtype=np.uint32)
-        node_gain = np.zeros(n_level, dtype=FLOAT_DTYPE)
-        missing_left = np.zeros(n_level, dtype=np.uint8)
         split_nodes = candidates[accept]
-        feature[split_nodes] = backend.to_host(split.feature)[accept]
-        bitset[split_nodes] = backend.to_host(split.bitset)[accept]
+        chosen = rows[accept]
+        feature, bitset, node_gain, missing_left = _no_splits(n_level)
+        feature[split_nodes] = backend.to_host(split.feature)[chosen]
+        bitset[split_nodes] = backend.to_host(split.bitset)[chosen]
         node_gain[split_nodes] = gain[accept]
-        missing_left[split_nodes] = backend.to_host(split.missing_left)[accept]
+        missing_left[split_nodes] = backend.to_host(split.missing_left)[chosen]
         table.record_level(feature, bitset, node_gain, missing_left)
         if split_nodes.size == 0:
             break
@@ -147,18 +148,26 @@ def grow_tree(backend, data, stats, growth, rng):
                                  backend.asarray(feature), backend.asarray(bitset),
                                  backend.asarray(left_child))
         table.add_children(level_start + split_nodes,
-                           backend.to_host(split.left_sums)[accept], depth + 1)
-        previous = _PreviousLevel(hist, candidates, split_nodes)
+                           backend.to_host(split.left_sums)[chosen], depth + 1)
+        previous = _PreviousLevel(hist, hist_nodes, split_nodes)
         level_start, n_level = next_start, 2 * split_nodes.size
     else:
         table.record_level(*_no_splits(n_level))
     return _finish(backend, table, data, stats, params), positions
 
 
+def _max_level_nodes(n_samples, growth):
+    """Upper bound on the nodes of one level (for memory estimates)."""
+    by_depth = 2 ** min(growth.max_depth, 40)
+    by_rows = max(1, n_samples // max(1, growth.min_samples_leaf))
+    by_leaves = growth.max_leaf_nodes or by_rows
+    return int(min(by_depth, by_rows, by_leaves))
+
+
 @dataclass
 class _PreviousLevel:
-    hist: object               # histograms of the previous level's candidates
-    candidates: np.ndarray     # previous-level-relative candidate index of each hist
+    hist: object               # histograms of the previous level
+    hist_nodes: np.ndarray     # previous-level-relative node of each hist row
     split_nodes: np.ndarray    # previous-level-relative nodes that split, in order
 
 
@@ -238,36 +247,38 @@ def _feature_mask(rng, n_nodes, n_features, max_features):
 
 def _level_histograms(backend, data, stats, positions, level_start, n_level,
                       candidates, count, previous):
-    """Histograms (n_candidates, F, n_bins, C) of this level's candidates.
+    """Histograms of this level: (hist (n_hist, F, n_bins, C), hist_nodes).
 
     Level nodes come in sibling pairs (2j, 2j+1) whose parent is
     ``previous.split_nodes[j]``. For each pair with a candidate, one histogram
-    pass builds the child with fewer rows; the other is parent - built.
+    pass builds the child with fewer rows; a candidate sibling is then
+    parent - built. ``hist_nodes`` (ascending, level-relative) are the nodes
+    that own a histogram row: the candidates and the built children.
     """
-    xp = backend.xp
     pairs = np.unique(candidates // 2)
     left, right = 2 * pairs, 2 * pairs + 1
     left_smaller = count[left] <= count[right]
     smaller = np.where(left_smaller, left, right)
     larger = np.where(left_smaller, right, left)
+    owns = np.zeros(n_level, dtype=bool)
+    owns[candidates] = True
+    derive = owns[larger]
+    owns[smaller] = True
+    hist_nodes = np.flatnonzero(owns)
+    slot = np.full(n_level, -1, dtype=NODE_DTYPE)
+    slot[hist_nodes] = np.arange(hist_nodes.size)
     node_to_build = np.full(n_level, -1, dtype=NODE_DTYPE)
-    node_to_build[smaller] = np.arange(pairs.size)
-    built = backend.build_histograms(data.X_binned, stats.stats, positions,
-                                     level_start, backend.asarray(node_to_build),
-                                     pairs.size, data.n_bins)
-    slot = np.full(n_level, -1, dtype=np.int64)
-    slot[candidates] = np.arange(candidates.size)
-    hist = xp.empty((candidates.size,) + built.shape[1:], dtype=built.dtype)
-    use = slot[smaller] >= 0
-    if use.any():
-        hist[backend.asarray(slot[smaller][use])] = built[backend.asarray(np.flatnonzero(use))]
-    use = slot[larger] >= 0
-    if use.any():
-        parent_rows = np.searchsorted(previous.candidates, previous.split_nodes[pairs[use]])
-        hist[backend.asarray(slot[larger][use])] = (
-            previous.hist[backend.asarray(parent_rows)]
-            - built[backend.asarray(np.flatnonzero(use))])
-    return hist
+    node_to_build[smaller] = slot[smaller]
+    hist = backend.build_histograms(data.X_binned, stats.stats, positions,
+                                    level_start, backend.asarray(node_to_build),
+                                    hist_nodes.size, data.n_bins)
+    if derive.any():
+        parent_rows = np.searchsorted(previous.hist_nodes,
+                                      previous.split_nodes[pairs[derive]]).astype(NODE_DTYPE)
+        backend.subtract_histograms(previous.hist, backend.asarray(parent_rows), hist,
+                                    backend.asarray(slot[smaller[derive]]),
+                                    backend.asarray(slot[larger[derive]]))
+    return hist, hist_nodes
 
 
 def _finish(backend, table, data, stats, params):

@@ -7,7 +7,9 @@ for a backend, so CPU and CUDA evaluate the same candidates in the same order
 with the same arithmetic. Candidates, in order (the first strictly best wins):
 
 * numerical: thresholds after bin ``b = 0 .. n-2`` with missing values right,
-  then left; then "all non-missing left, missing right";
+  then left; then "all non-missing left, missing right" (a bin ``b > 0``
+  holding no rows of the node is skipped: it would repeat the candidate
+  before it, which wins ties anyway);
 * categorical: categories with rows in the node sorted (stably) by the
   criterion's sort key, prefixes of that order (missing right, then left),
   then each category alone, then "all categories left, missing right".
@@ -89,6 +91,8 @@ def make_split_scanner(jit):
         n_ml = 2 if has_missing else 1
         for b in range(n_non_missing - 1):
             accumulate(A, H[b])
+            if b > 0 and node_count(H[b], layout, inv) == 0:
+                continue  # an empty bin repeats the previous candidate exactly
             for ml in range(n_ml):
                 combine(L, R, A, M, T, ml == 1)
                 gain = split_gain(L, R, T, parent_impurity, layout, inv, params)

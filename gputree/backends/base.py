@@ -7,6 +7,8 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
 * ``map_to_bins(X, thresholds, is_categorical, missing_bin)`` -> X_binned
 * ``build_histograms(X_binned, stats, positions, level_start, node_to_build,
   n_build, n_bins)`` -> hist int64 (n_build, n_features, n_bins, n_channels)
+* ``subtract_histograms(parent_hist, parent_rows, hist, built_rows,
+  derived_rows)``: ``hist[derived] = parent_hist[parent_rows] - hist[built]``
 * ``find_best_splits(hist, ...)`` -> :class:`gputree.splitting.SplitInfo`
 * ``update_positions(X_binned, positions, level_start, split_feature,
   split_bitset, left_child)`` (in place)
@@ -34,6 +36,9 @@ class Backend:
     def to_host(self, array):
         """numpy copy (or the array itself) of a backend array."""
         return np.asarray(array)
+
+    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
+        """Raise MemoryError when a fit cannot fit on the device (host: no check)."""
 
     def empty_summaries(self, n_nodes, n_outputs, n_classes):
         return (self.xp.zeros((n_nodes, n_outputs, n_classes), dtype=FLOAT_DTYPE),

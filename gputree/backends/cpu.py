@@ -17,29 +17,45 @@ _scan = make_split_scanner(njit)
 _node_summary = node_summaries_kernel_body(njit)
 
 
+_BINNING_BLOCK = 4096
+
+
 @njit(parallel=True, cache=True)
 def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
-    """X float64 (n, F) IN; thresholds float64 (F, T) IN; out uint8 (n, F) OUT."""
+    """X float (n, F) IN; thresholds float64 (F, 2**k - 1) IN, rows padded with
+    +inf; out uint8 (n, F) OUT (Fortran order).
+
+    Parallel over blocks of rows; within a block, feature by feature so that
+    writes are contiguous. The search is branch-free: k halvings."""
     n_samples, n_features = X.shape
     n_thresholds = thresholds.shape[1]
-    for f in prange(n_features):
-        row = thresholds[f]
-        for i in range(n_samples):
-            x = X[i, f]
-            if np.isnan(x):
-                out[i, f] = missing_bin
-                continue
-            lo, hi = 0, n_thresholds
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if row[mid] < x:
-                    lo = mid + 1
+    n_blocks = (n_samples + _BINNING_BLOCK - 1) // _BINNING_BLOCK
+    for block in prange(n_blocks):
+        start = block * _BINNING_BLOCK
+        stop = min(start + _BINNING_BLOCK, n_samples)
+        for f in range(n_features):
+            row = thresholds[f]
+            for i in range(start, stop):
+                x = np.float64(X[i, f])
+                lo = 0
+                step = (n_thresholds + 1) >> 1
+                while step > 0:
+                    lo += step if row[lo + step - 1] < x else 0
+                    step >>= 1
+                if np.isnan(x) or (is_categorical[f] and (lo == n_thresholds or row[lo] != x)):
+                    out[i, f] = missing_bin
                 else:
-                    hi = mid
-            if is_categorical[f] and (lo == n_thresholds or row[lo] != x):
-                out[i, f] = missing_bin
-            else:
-                out[i, f] = lo
+                    out[i, f] = lo
+
+
+def _pad_to_power_of_two(thresholds):
+    """thresholds (F, T) -> (F, 2**k - 1) padded with +inf, 2**k - 1 >= T."""
+    width = 1
+    while width - 1 < thresholds.shape[1]:
+        width *= 2
+    padded = np.full((thresholds.shape[0], width - 1), np.inf)
+    padded[:, :thresholds.shape[1]] = thresholds
+    return padded
 
 
 @njit(cache=True)
@@ -70,6 +86,21 @@ def _build_histograms(X_binned, stats, rows, slots, hist):
             cell = hist[slots[r], f, column[i]]
             for c in range(n_channels):
                 cell[c] += stats[i, c]
+
+
+@njit(parallel=True, cache=True)
+def _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows):
+    """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
+    (int64, exact); hist INOUT, the rest IN. Parallel over (pair, feature)."""
+    n_features = hist.shape[1]
+    for t in prange(parent_rows.shape[0] * n_features):
+        p, f = t // n_features, t % n_features
+        parent = parent_hist[parent_rows[p], f]
+        built = hist[built_rows[p], f]
+        derived = hist[derived_rows[p], f]
+        for b in range(parent.shape[0]):
+            for c in range(parent.shape[1]):
+                derived[b, c] = parent[b, c] - built[b, c]
 
 
 @njit(parallel=True, cache=True)
@@ -123,9 +154,11 @@ class CPUBackend(Backend):
     xp = np
 
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
-        _map_to_bins(X, thresholds, is_categorical, missing_bin, out)
+        _map_to_bins(X, _pad_to_power_of_two(thresholds), is_categorical, missing_bin, out)
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
@@ -135,6 +168,9 @@ class CPUBackend(Backend):
         rows, slots = _rows_to_build(positions, level_start, node_to_build)
         _build_histograms(X_binned, stats, rows, slots, hist)
         return hist
+
+    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
+        _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params):

@@ -1,0 +1,182 @@
+"""CUDA backend: device arrays (cupy), CUDA C kernels from ``kernels/`` for
+binning, histograms, partition and prediction, and ``numba.cuda`` kernels for
+the split scan and node summaries (the same scan code the CPU backend runs).
+
+Binned data, statistics, positions and histograms stay on the device for the
+whole fit; every primitive is one launch per level for all nodes of the level;
+the host reads back only the per-level split decisions.
+
+The simulated device (``device="cuda-sim"``) is this same backend with numpy
+arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
+CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
+``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
+"""
+import math
+from collections import Counter
+
+import numpy as np
+from numba import cuda
+
+from .._dtypes import STAT_DTYPE
+from ..splitting import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
+from .base import Backend, node_summaries_kernel_body
+
+_SCAN_THREADS_PER_BLOCK = 64
+_SIMULATOR_HINT = (
+    "device='cuda-sim' runs the numba.cuda kernels in numba's CUDA simulator, which must be "
+    "switched on before numba is first imported: run with the environment variable "
+    "NUMBA_ENABLE_CUDASIM=1 (e.g. `NUMBA_ENABLE_CUDASIM=1 python train.py`), or use "
+    "device='cpu'.")
+
+
+def create_cuda_backend(simulated):
+    """The real (cupy) or simulated (numpy + emulator) CUDA backend."""
+    if simulated:
+        from numba import config
+        if not config.ENABLE_CUDASIM:
+            raise ValueError(_SIMULATOR_HINT)
+        return CUDABackend("emulator")
+    _require_gpu()
+    return CUDABackend("cupy")
+
+
+def _require_gpu():
+    """Raise a ValueError that says what is missing for device='cuda'."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise ValueError("device='cuda' needs cupy, which is not installed: "
+                         "pip install 'gputree[cuda]' (CUDA 12), or use device='cpu'.") from exc
+    try:
+        n_devices = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # no driver, no device
+        raise ValueError(f"device='cuda' found no usable NVIDIA GPU ({exc}). Check the driver "
+                         "with nvidia-smi, or use device='cpu'.") from exc
+    if n_devices == 0:
+        raise ValueError("device='cuda' found no NVIDIA GPU; use device='cpu'.")
+
+
+# numba.cuda compiles lazily, at the first launch; the simulator swaps the
+# module-level name ``cuda`` inside kernels, so kernels live at module level.
+_scan = make_split_scanner(cuda.jit(device=True))
+_summary = node_summaries_kernel_body(cuda.jit(device=True))
+
+
+@cuda.jit
+def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
+                 layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+                 out_gain, out_missing_left, out_bitset, out_left):
+    """One thread per (node, feature); arguments as splitting.make_split_scanner."""
+    t = cuda.grid(1)
+    if t < hist.shape[0] * hist.shape[1]:
+        _scan(t, hist, hist.shape[1], n_bins_non_missing, is_categorical, feature_allowed,
+              missing_bin, layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+              out_gain, out_missing_left, out_bitset, out_left)
+
+
+@cuda.jit
+def _node_summaries(totals, layout, inv, params, values, impurity):
+    """One thread per node: totals IN int64 (n_nodes, C); values, impurity OUT."""
+    node = cuda.grid(1)
+    if node < totals.shape[0]:
+        _summary(node, totals, layout, inv, params, values, impurity)
+
+
+class CUDABackend(Backend):
+    """The CUDA primitives on a runtime: "cupy" (a GPU) or "emulator" (CPU)."""
+
+    def __init__(self, runtime):
+        from .cuda_kernels import get_kernels
+        self.runtime = runtime
+        self.name = "cuda" if runtime == "cupy" else "cuda-sim"
+        self.kernels = get_kernels(runtime)
+        self.xp = self.kernels.xp
+        self.launches = Counter()
+        #: free device memory to assume (bytes) in the simulated device, for tests
+        self.simulated_free_bytes = None
+
+    def _count(self, name):
+        self.launches[name] += 1
+
+    def to_host(self, array):
+        if self.runtime == "cupy" and not isinstance(array, np.ndarray):
+            return self.xp.asnumpy(array)
+        return np.asarray(array)
+
+    def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
+        self._count("map_to_bins")
+        return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin)
+
+    def build_histograms(self, X_binned, stats, positions, level_start, node_to_build,
+                         n_build, n_bins):
+        self._count("build_histograms")
+        return self.kernels.build_histograms(X_binned, stats, positions, level_start,
+                                             node_to_build, n_build, n_bins)
+
+    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
+        self._count("subtract_histograms")
+        hist[derived_rows] = parent_hist[parent_rows] - hist[built_rows]
+
+    def update_positions(self, X_binned, positions, level_start, split_feature,
+                         split_bitset, left_child):
+        self._count("update_positions")
+        self.kernels.update_positions(X_binned, positions, level_start, split_feature,
+                                      split_bitset, left_child)
+
+    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+        self._count("predict_leaves")
+        return self.kernels.predict_leaves(X_binned, node_feature, node_bitset, node_left,
+                                           tree_roots)
+
+    def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+                         missing_bin, layout, inv, params):
+        self._count("find_best_splits")
+        xp = self.xp
+        n_nodes, n_features, _, n_channels = hist.shape
+        outputs = empty_scan_outputs(xp, n_nodes, n_features, n_channels)
+        scratch = empty_scratch(xp, n_nodes, n_features, n_channels,
+                                bool(self.to_host(is_categorical).any()))
+        blocks = math.ceil(n_nodes * n_features / _SCAN_THREADS_PER_BLOCK)
+        _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
+            hist, n_bins_non_missing, is_categorical, feature_allowed, np.int64(missing_bin),
+            layout, inv, params, *scratch, *outputs)
+        return best_split_per_node(xp, *outputs)
+
+    def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
+        self._count("node_summaries")
+        values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
+        blocks = max(1, math.ceil(totals.shape[0] / _SCAN_THREADS_PER_BLOCK))
+        _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
+                                                        values, impurity)
+        return values, impurity
+
+    def free_memory_bytes(self):
+        """Free device memory (bytes), or None when unknown."""
+        if self.runtime == "cupy":
+            pool = self.xp.get_default_memory_pool()
+            free, _ = self.xp.cuda.runtime.memGetInfo()
+            return free + pool.free_bytes()
+        return self.simulated_free_bytes
+
+    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
+        """Raise a clear error when a fit cannot fit in device memory."""
+        free = self.free_memory_bytes()
+        if free is None:
+            return
+        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes)
+        if needed > free:
+            raise MemoryError(
+                f"This fit needs about {needed / 2**20:.0f} MiB of GPU memory but only "
+                f"{free / 2**20:.0f} MiB are free. Lower max_bins (histogram size grows with "
+                "it), limit max_depth / max_leaf_nodes (nodes per level), train on fewer rows, "
+                "or use device='cpu'.")
+
+
+def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes):
+    """Bytes a fit needs on the device: binned X, statistics, positions, two
+    levels of histograms and the split scan's scratch."""
+    itemsize = np.dtype(STAT_DTYPE).itemsize
+    per_row = n_features + n_channels * itemsize + 4
+    histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * itemsize
+    scratch = max_level_nodes * n_features * (5 * n_channels * itemsize + 256 * 12)
+    return n_samples * per_row + histograms + scratch
