@@ -1,0 +1,75 @@
+"""The CUDA backend's own properties on the simulated device: its numba
+kernels agree with the CPU backend's, launches per level do not grow with the
+number of nodes, and a fit that cannot fit in device memory says so."""
+import numpy as np
+import pytest
+
+from gputree import DecisionTreeClassifier
+from gputree.backends import get_backend
+from gputree.criteria import GINI, SQUARED_ERROR, classification_statistics, regression_statistics
+from gputree.grower import GrowthParams
+
+
+def random_histograms(rng, n_nodes, n_features, n_bins, stats):
+    """Histograms of random rows spread over nodes, with the CPU backend."""
+    n = stats.stats.shape[0]
+    X_binned = np.asfortranarray(rng.randint(0, n_bins, size=(n, n_features)).astype(np.uint8))
+    positions = rng.randint(0, n_nodes, size=n).astype(np.int32)
+    return get_backend("cpu").build_histograms(X_binned, stats.stats, positions, 0,
+                                               np.arange(n_nodes, dtype=np.int32), n_nodes, n_bins)
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+@pytest.mark.parametrize("make_stats", ["gini", "squared_error"])
+def test_numba_scan_equals_cpu_scan(categorical, make_stats):
+    rng = np.random.RandomState(0)
+    n, n_nodes, n_features, n_bins = 300, 3, 3, 9
+    if make_stats == "gini":
+        stats = classification_statistics(rng.randint(0, 3, (n, 1)), 3, np.ones(n), GINI)
+    else:
+        stats = regression_statistics(rng.normal(size=(n, 1)), rng.uniform(0.5, 2, n),
+                                      SQUARED_ERROR)
+    hist = random_histograms(rng, n_nodes, n_features, n_bins, stats)
+    args = (hist, np.full(n_features, n_bins - 1, np.int32),
+            np.array([categorical, 0, categorical], np.uint8),
+            np.ones((n_nodes, n_features), np.uint8), n_bins - 1, stats.layout,
+            stats.inv_scale, GrowthParams(min_samples_leaf=5).criterion_params())
+    cpu = get_backend("cpu").find_best_splits(*args)
+    sim = get_backend("cuda-sim").find_best_splits(*args)
+    assert np.isfinite(cpu.gain).all()
+    for name in ("gain", "feature", "bitset", "missing_left", "left_sums"):
+        assert np.array_equal(getattr(cpu, name), getattr(sim, name)), name
+
+
+def launches_per_level(max_depth, n_samples):
+    rng = np.random.RandomState(1)
+    X = rng.normal(size=(n_samples, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=n_samples) > 0).astype(int)
+    backend = get_backend("cuda-sim")
+    backend.launches.clear()
+    model = DecisionTreeClassifier(device="cuda-sim", max_depth=max_depth, max_bins=8).fit(X, y)
+    levels = model.get_depth()
+    counts = {name: count for name, count in backend.launches.items()}
+    return counts, levels, model.tree_.node_count
+
+
+def test_kernel_launches_per_level_do_not_grow_with_nodes():
+    shallow, shallow_levels, shallow_nodes = launches_per_level(2, 200)
+    deep, deep_levels, deep_nodes = launches_per_level(5, 200)
+    assert deep_nodes > 4 * shallow_nodes
+    for name in ("build_histograms", "find_best_splits", "update_positions"):
+        # at most one launch of each primitive per level, whatever the node count
+        assert shallow[name] <= shallow_levels
+        assert deep[name] <= deep_levels
+    assert sum(deep.values()) <= sum(shallow.values()) * deep_levels / shallow_levels + 4
+
+
+def test_out_of_memory_is_a_clear_error():
+    backend = get_backend("cuda-sim")
+    backend.simulated_free_bytes = 10_000
+    try:
+        with pytest.raises(MemoryError, match=r"MiB of GPU memory.*max_bins.*device='cpu'"):
+            DecisionTreeClassifier(device="cuda-sim", max_depth=3).fit(
+                np.random.RandomState(0).normal(size=(500, 4)), np.arange(500) % 2)
+    finally:
+        backend.simulated_free_bytes = None

@@ -1,0 +1,64 @@
+"""The simulated CUDA device grows bit-identical trees to the CPU backend."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from gputree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from .datasets import classification, regression
+
+
+def assert_same_tree(a, b):
+    for field in dataclasses.fields(a):
+        left, right = getattr(a, field.name), getattr(b, field.name)
+        assert left.dtype == right.dtype, field.name
+        assert np.array_equal(left, right, equal_nan=True), field.name
+
+
+def fit_both(estimator_class, X, y, **params):
+    cpu = estimator_class(device="cpu", **params).fit(X, y)
+    sim = estimator_class(device="cuda-sim", **params).fit(X, y)
+    return cpu, sim
+
+
+@pytest.mark.parametrize("criterion", ["gini", "entropy", "gain_ratio"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_classifier_trees_identical(criterion, seed):
+    X, y = classification(seed=seed, n_classes=3 if seed else 2)
+    cpu, sim = fit_both(DecisionTreeClassifier, X, y, criterion=criterion, max_depth=4,
+                        max_bins=16, random_state=seed)
+    assert cpu.tree_.node_count > 3
+    assert cpu.tree_.is_categorical.any() or seed  # categorical splits are exercised
+    assert_same_tree(cpu.tree_, sim.tree_)
+    assert np.array_equal(cpu.predict_proba(X), sim.predict_proba(X))
+    assert np.array_equal(cpu.apply(X), sim.apply(X))
+
+
+@pytest.mark.parametrize("criterion", ["squared_error", "poisson"])
+def test_regressor_trees_identical(criterion):
+    X, y = regression(seed=2)
+    if criterion == "poisson":
+        y = np.exp(y / 2)
+    cpu, sim = fit_both(DecisionTreeRegressor, X, y, criterion=criterion, max_depth=4,
+                        max_bins=16, min_samples_leaf=3)
+    assert cpu.tree_.node_count > 3
+    assert_same_tree(cpu.tree_, sim.tree_)
+    assert np.array_equal(cpu.predict(X), sim.predict(X))
+
+
+def test_weighted_feature_subsampled_trees_identical():
+    X, y = classification(seed=3)
+    weight = np.random.RandomState(3).uniform(0.1, 3.0, size=len(y))
+    cpu = DecisionTreeClassifier(device="cpu", max_depth=4, max_features=2, max_bins=12,
+                                 random_state=7).fit(X, y, sample_weight=weight)
+    sim = DecisionTreeClassifier(device="cuda-sim", max_depth=4, max_features=2, max_bins=12,
+                                 random_state=7).fit(X, y, sample_weight=weight)
+    assert_same_tree(cpu.tree_, sim.tree_)
+
+
+def test_multi_output_regression_identical():
+    X, y = regression(seed=4)
+    Y = np.column_stack([y, -2 * y + 1])
+    cpu, sim = fit_both(DecisionTreeRegressor, X, Y, max_depth=3, max_bins=10)
+    assert_same_tree(cpu.tree_, sim.tree_)
