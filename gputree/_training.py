@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._dtypes import MAX_NON_MISSING_BINS
-from ._validation import FeatureEncoder, check_int
+from ._validation import FeatureEncoder, check_int, check_sample_weight
 from .backends import get_backend
 from .binning import BinMapper
 from .grower import BinnedData
@@ -20,6 +20,7 @@ class TrainingInputs:
     encoder: FeatureEncoder
     bin_mapper: BinMapper
     data: BinnedData
+    sample_weight: np.ndarray = None   # checked float64 (n_samples,) weights
 
 
 def resolve_backend(device):
@@ -29,16 +30,19 @@ def resolve_backend(device):
     return get_backend(device)
 
 
-def bin_training_data(X, max_bins, categorical_features, device, random_state):
-    """Encode X (n_samples, n_features), learn bins, bin on the backend."""
+def bin_training_data(X, max_bins, categorical_features, device, random_state,
+                      sample_weight=None):
+    """Encode X (n_samples, n_features), check sample_weight, learn bins
+    (rows of weight 0 do not shape them), bin on the backend."""
     max_bins = check_int(max_bins, "max_bins", 2, MAX_NON_MISSING_BINS)
     backend = resolve_backend(device)
     encoder = FeatureEncoder(categorical_features)
     X_float = encoder.fit_transform(X)
     mapper = BinMapper(max_bins, encoder.is_categorical_, random_state=random_state)
-    mapper.fit(X_float)
+    weight = check_sample_weight(sample_weight, X_float.shape[0])
+    mapper.fit(X_float, weight)
     data = bin_with(backend, mapper, X_float)
-    return TrainingInputs(backend, encoder, mapper, data), X_float
+    return TrainingInputs(backend, encoder, mapper, data, weight), X_float
 
 
 def bin_with(backend, mapper, X_float):

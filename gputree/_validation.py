@@ -41,7 +41,8 @@ def as_float_2d(X, name="X"):
         try:
             array = array.astype(np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(
+            # keep numpy's exception type: TypeError for objects such as dicts
+            raise type(exc)(
                 f"{name} has non-numeric values ({exc}). Encode text columns as "
                 "numbers, or pass a pandas DataFrame with 'category' columns.") from exc
     if array.dtype not in (np.float32, np.float64):
@@ -89,7 +90,7 @@ class FeatureEncoder:
         self.is_categorical_ = self._categorical_mask(array.shape[1])
         return array
 
-    def transform(self, X):
+    def transform(self, X, estimator_name="the model"):
         """Encode X for prediction; checks feature count and names."""
         if _is_dataframe(X) and self.feature_names_in_ is not None:
             names = [str(c) for c in X.columns]
@@ -108,7 +109,7 @@ class FeatureEncoder:
         array = self._encode(X)
         if array.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X has {array.shape[1]} features, but the model is expecting "
+                f"X has {array.shape[1]} features, but {estimator_name} is expecting "
                 f"{self.n_features_in_} features as input. Pass the same columns "
                 "as at fit.")
         return array

@@ -46,8 +46,13 @@ class BinMapper:
         self.subsample = subsample
         self.random_state = random_state
 
-    def fit(self, X):
-        """X: float array (n_samples, n_features), NaN for missing."""
+    def fit(self, X, sample_weight=None):
+        """X: float array (n_samples, n_features), NaN for missing.
+
+        sample_weight: optional (n_samples,); rows of weight 0 do not shape
+        the bins, so that a zero weight means the same as leaving the row out
+        (their category codes are still checked).
+        """
         if not 2 <= self.max_bins <= MAX_NON_MISSING_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_NON_MISSING_BINS}], "
                              f"got {self.max_bins}.")
@@ -55,20 +60,20 @@ class BinMapper:
         n_samples, n_features = X.shape
         is_cat = (np.zeros(n_features, dtype=bool) if self.is_categorical is None
                   else np.asarray(self.is_categorical, dtype=bool))
-        sample = X
-        if self.subsample is not None and n_samples > self.subsample:
+        used = (np.arange(n_samples) if sample_weight is None
+                else np.flatnonzero(np.asarray(sample_weight) > 0))
+        sampled = used
+        if self.subsample is not None and used.size > self.subsample:
             rng = np.random.RandomState(self.random_state)
-            rows = np.sort(rng.choice(n_samples, self.subsample, replace=False))
-            sample = X[rows]
-        sample = np.asarray(sample, dtype=X_DTYPE)
+            sampled = np.sort(rng.choice(used, self.subsample, replace=False))
+        sample = np.asarray(X[sampled], dtype=X_DTYPE)
         thresholds = np.full((n_features, self.max_bins - 1), np.inf,
                              dtype=THRESHOLD_DTYPE)
         n_non_missing = np.zeros(n_features, dtype=np.int32)
         for f in range(n_features):
             # categories must be checked on all rows, not on the subsample
-            column = X[:, f].astype(X_DTYPE) if is_cat[f] else sample[:, f]
-            edges = (_category_edges(column, f, self.max_bins) if is_cat[f]
-                     else _quantile_edges(column, self.max_bins))
+            edges = (_category_edges(X[:, f].astype(X_DTYPE), used, f, self.max_bins)
+                     if is_cat[f] else _quantile_edges(sample[:, f], self.max_bins))
             thresholds[f, :len(edges)] = edges
             n_non_missing[f] = len(edges) + (0 if is_cat[f] else 1)
         self.bin_thresholds_ = thresholds
@@ -105,15 +110,18 @@ def _quantile_edges(column, max_bins):
     return np.unique(edges)
 
 
-def _category_edges(column, feature, max_bins):
-    """Sorted category codes of one categorical column (float64)."""
-    values = column[~np.isnan(column)]
-    codes = np.unique(values)
-    if codes.size and (codes[0] < 0 or np.any(codes != np.round(codes))):
+def _category_edges(column, used, feature, max_bins):
+    """Sorted category codes (float64) of one categorical column seen in the
+    rows ``used``; every row's code is checked."""
+    codes = np.unique(column[~np.isnan(column)])
+    bad = codes[(codes < 0) | (codes != np.round(codes))]
+    if bad.size:
         raise ValueError(
             f"Categorical feature {feature} must hold non-negative integer "
-            f"category codes (NaN for missing); found {codes[codes < 0][:3] if codes[0] < 0 else codes[codes != np.round(codes)][:3]}. "
+            f"category codes (NaN for missing); found {bad[:3]}. "
             "Pass a pandas 'category' column or encode the categories as 0, 1, 2, ...")
+    values = column[used]
+    codes = np.unique(values[~np.isnan(values)])
     if codes.size > max_bins:
         raise ValueError(
             f"Categorical feature {feature} has {codes.size} categories, more "

@@ -7,8 +7,7 @@ import numpy as np
 
 from ._compat import BaseEstimator, ClassifierMixin, NotFittedError, RegressorMixin
 from ._training import bin_training_data, bin_with, seed_from
-from ._validation import (check_choice, check_float, check_int, check_random_state,
-                          check_sample_weight, check_y)
+from ._validation import check_choice, check_float, check_int, check_random_state, check_y
 from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
@@ -71,7 +70,8 @@ class BaseTreeModel(BaseEstimator):
 
     def _bin_new_data(self, X):
         self._check_fitted()
-        return bin_with(self._backend, self._bin_mapper, self._encoder.transform(X))
+        return bin_with(self._backend, self._bin_mapper,
+                        self._encoder.transform(X, type(self).__name__))
 
     def _leaves(self, X, trees=None):
         """int32 (n_samples, n_trees) leaf ids (host) of X in ``trees``."""
@@ -117,10 +117,10 @@ class _BaseDecisionTree(BaseTreeModel):
         self._check_common_params()
         rng = check_random_state(self.random_state)
         inputs, X_float = bin_training_data(X, self.max_bins, self.categorical_features,
-                                            self.device, seed_from(rng))
+                                            self.device, seed_from(rng), sample_weight)
         n_samples = X_float.shape[0]
         y = check_y(y, n_samples)
-        weight = check_sample_weight(sample_weight, n_samples)
+        weight = inputs.sample_weight
         stats = self._statistics(y, weight)
         stats.stats = inputs.backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, weight.sum(), X_float.shape[1])
@@ -140,7 +140,8 @@ class _BaseDecisionTree(BaseTreeModel):
 
     def decision_path(self, X):
         """CSR indicator (n_samples, n_nodes) of the nodes each row passes."""
-        return decision_path_indicator(self.tree_, self.apply(X))
+        leaves = self.apply(X)
+        return decision_path_indicator(self.tree_, leaves)
 
     def get_depth(self):
         self._check_fitted()
@@ -173,7 +174,8 @@ class _BaseDecisionTree(BaseTreeModel):
 
     def _raw_values(self, X):
         """float64 (n_samples, n_outputs, n_classes) leaf values of X."""
-        return self.tree_.value[self.apply(X)]
+        leaves = self.apply(X)
+        return self.tree_.value[leaves]
 
 
 def impurity_importances(tree, n_features):
@@ -231,8 +233,10 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
 
     def _statistics(self, y, weight):
         y_encoded, classes, n_classes = encode_labels(y)
-        self.classes_ = classes if y.ndim == 2 else classes[0]
-        self.n_classes_ = n_classes if y.ndim == 2 else n_classes[0]
+        # a column vector y (n_samples, 1) is single-output, as in scikit-learn
+        single = len(classes) == 1
+        self.classes_ = classes[0] if single else classes
+        self.n_classes_ = n_classes[0] if single else n_classes
         weight = weight * class_weights(self.class_weight, y_encoded, classes)
         return classification_statistics(y_encoded, max(n_classes),
                                          weight, CLASSIFICATION_CRITERIA[self.criterion])
@@ -303,9 +307,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         return self._fit(X, y, sample_weight)
 
     def _statistics(self, y, weight):
-        y = as_float_targets(y)
-        self._y_ndim = y.ndim
-        y2 = y.reshape(y.shape[0], -1)
+        y2 = as_float_targets(y).reshape(y.shape[0], -1)
         criterion = REGRESSION_CRITERIA[self.criterion]
         if criterion == POISSON:
             check_poisson_targets(y2)
@@ -314,7 +316,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
     def predict(self, X):
         """float64 (n_samples,) or (n_samples, n_outputs)."""
         values = self._raw_values(X)[:, :, 0]
-        return values[:, 0] if self._y_ndim == 1 else values
+        return values[:, 0] if self.n_outputs_ == 1 else values
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
