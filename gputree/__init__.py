@@ -3,8 +3,12 @@ quantile-binned features, on an NVIDIA GPU (``device="cuda"``) or the CPU.
 
 Public estimators only; see the README for the two commands to start.
 """
+from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .export import export_text
+from .forest import RandomForestClassifier, RandomForestRegressor
 from .tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
 
-__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text"]
+__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
+           "GradientBoostingClassifier", "GradientBoostingRegressor",
+           "RandomForestClassifier", "RandomForestRegressor"]
 __version__ = "0.1.0"

@@ -1,0 +1,73 @@
+"""What forests and boosting share: per-tree random streams, leaf ids and
+leaf values of many trees on the device, storing ``__init__`` parameters, and
+the progress report of long fits (a tqdm bar when tqdm is importable, plain
+lines otherwise).
+"""
+import sys
+
+import numpy as np
+
+from .tree import concatenate_trees
+
+
+def set_params_from(estimator, arguments):
+    """Store ``__init__`` arguments (``locals()``) as attributes, unchanged."""
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+def tree_rng(seed, index, stream=0):
+    """RandomState of tree (or round) ``index`` in random ``stream``: depends
+    only on (seed, stream, index), so warm-started fits draw what one long fit
+    would draw."""
+    return np.random.RandomState([seed, stream, index])
+
+
+def device_leaves(backend, X_binned, trees):
+    """Leaf of every row in every tree, as ids into the trees' concatenated
+    node arrays: int32 (n_samples, n_trees) on the backend (one launch)."""
+    feature, bitset, left, roots = concatenate_trees(trees)
+    return backend.predict_leaves(X_binned, backend.asarray(feature), backend.asarray(bitset),
+                                  backend.asarray(left), backend.asarray(roots))
+
+
+def stacked_values(backend, trees):
+    """The trees' leaf values concatenated, float64 (total_nodes, n_outputs,
+    n_classes) on the backend; index it with :func:`device_leaves`."""
+    return backend.asarray(np.concatenate([t.value for t in trees]))
+
+
+class Progress:
+    """Progress of ``total`` steps: a tqdm bar with the latest numbers as its
+    postfix, or (without tqdm) a line every tenth of the way. Silent unless
+    ``verbose``."""
+
+    def __init__(self, total, verbose, description):
+        self.verbose, self.total, self.done = bool(verbose), total, 0
+        self.description = description
+        self._bar = None
+        if self.verbose:
+            try:
+                from tqdm.auto import tqdm
+                self._bar = tqdm(total=total, desc=description, file=sys.stderr)
+            except ImportError:
+                pass
+
+    def step(self, **numbers):
+        """One step done; ``numbers`` (name -> float) are shown."""
+        self.done += 1
+        if not self.verbose:
+            return
+        text = {k: f"{v:.5g}" for k, v in numbers.items() if v is not None}
+        if self._bar is not None:
+            self._bar.set_postfix(text, refresh=False)
+            self._bar.update(1)
+        elif self.done == self.total or self.done % max(1, self.total // 10) == 0:
+            shown = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in text.items())
+            print(f"{self.description}: {self.done}/{self.total}"
+                  f"{', ' + shown if shown else ''}", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()

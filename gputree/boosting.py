@@ -1,0 +1,535 @@
+"""Histogram gradient boosting with the scikit-learn API:
+``GradientBoostingClassifier`` and ``GradientBoostingRegressor``.
+
+Owns the boosting loop. X is binned once per fit on the backend. Every round
+computes the loss's gradients and hessians (:mod:`gputree.losses`) with the
+backend's array module, turns them into fixed-point Newton statistics, grows
+level-wise trees with :func:`gputree.grower.grow_tree` (leaf value
+``-G / (H + reg_lambda)``, scaled by ``learning_rate``) and adds the leaf
+values to the training rows' raw scores through the leaf ids the grower
+returns (``positions``): training rows are never re-predicted. Targets,
+weights, gradients, hessians and raw scores therefore stay on the device
+across rounds on the CUDA backend; only per-level split decisions, the finished
+trees and one loss value per round come back to the host.
+
+Multiclass (softmax): by default one tree per class per round
+(``multi_strategy="one_output_per_tree"``, as scikit-learn, LightGBM and
+XGBoost do, so results are comparable with them); ``"multi_output_tree"``
+grows one tree per round whose leaves hold a value per class (one histogram
+pass with all classes' gradients: fewer launches, shared structure).
+
+Early stopping follows scikit-learn's histogram GBDT: scores are "higher is
+better" (``-loss`` for ``scoring="loss"``); fitting stops when none of the last
+``n_iter_no_change`` scores beats the score ``n_iter_no_change`` rounds before
+them by more than ``tol``. All fitted rounds are kept (``n_iter_``).
+"""
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._compat import ClassifierMixin, RegressorMixin
+from ._ensemble import Progress, device_leaves, set_params_from, stacked_values, tree_rng
+from ._training import bin_training_data, seed_from
+from ._validation import (check_choice, check_float, check_int, check_random_state,
+                          check_sample_weight, check_y)
+from .criteria import newton_statistics
+from .grower import BinnedData, GrowthParams, grow_tree
+from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
+from .tree_estimators import (_UNLIMITED_DEPTH, BaseTreeModel, as_float_targets,
+                              check_poisson_targets, class_weights, encode_labels)
+
+try:
+    from sklearn.exceptions import DataConversionWarning
+except ImportError:  # pragma: no cover
+    class DataConversionWarning(UserWarning):
+        """y had to be reshaped."""
+
+#: early_stopping="auto" turns on above this many rows (as scikit-learn)
+_AUTO_EARLY_STOPPING_ROWS = 10_000
+#: rounds whose trees are predicted in one launch
+_PREDICT_BLOCK = 64
+_SPLIT_STREAM, _ROUND_STREAM = 1, 0
+
+
+@dataclass
+class _Rows:
+    """A set of rows on the device during fit: binned X, loss targets (n, K),
+    weights (n,), current raw scores (n, K); host labels for scorers."""
+
+    data: BinnedData
+    y: object
+    w: object
+    raw: object
+    labels: np.ndarray
+    w_host: np.ndarray
+
+
+class _RawScores:
+    """Stands for X in scorer calls during fit: already-computed raw scores
+    (host (n, K)), so a scorer costs no re-prediction."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.shape = (raw.shape[0], 0)
+
+    def __len__(self):
+        return self.raw.shape[0]
+
+
+def _one_column_y(y, n_samples):
+    """1-D y; a column vector is raveled with scikit-learn's warning."""
+    y = check_y(y, n_samples)
+    if y.ndim == 2:
+        if y.shape[1] != 1:
+            raise ValueError(f"Gradient boosting fits a single target; y has shape {y.shape}. "
+                             "Fit one model per column.")
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
+                      "change the shape of y to (n_samples,), for example using ravel().",
+                      DataConversionWarning, stacklevel=3)
+        y = y[:, 0]
+    return y
+
+
+def take_rows(backend, data, rows):
+    """BinnedData of the given rows (host int indices), gathered on the device."""
+    X = backend.xp.asfortranarray(data.X_binned[backend.asarray(rows)])
+    return BinnedData(X, data.n_bins, data.n_bins_non_missing, data.is_categorical,
+                      data.thresholds)
+
+
+def take_columns(backend, data, columns):
+    """BinnedData restricted to ``columns`` (sorted host int indices)."""
+    X = backend.xp.asfortranarray(data.X_binned[:, backend.asarray(columns)])
+    return BinnedData(X, data.n_bins, data.n_bins_non_missing[columns],
+                      data.is_categorical[columns], data.thresholds[columns])
+
+
+def split_rows(n_samples, fraction, rng, strata=None):
+    """(train, validation) sorted row indices; stratified by ``strata``
+    (int codes) when given: floor(fraction * count) rows of every class."""
+    perm = rng.permutation(n_samples)
+    if strata is None:
+        validation = perm[:int(math.ceil(fraction * n_samples))]
+    else:
+        order = perm[np.argsort(strata[perm], kind="stable")]
+        counts = np.bincount(strata)
+        rank = np.arange(n_samples) - np.repeat(np.cumsum(counts) - counts, counts)
+        validation = order[rank < np.repeat(np.floor(fraction * counts), counts)]
+    if validation.size == 0 or validation.size == n_samples:
+        raise ValueError(f"validation_fraction={fraction} leaves an empty training or validation "
+                         f"set for {n_samples} samples; change it or pass eval_set.")
+    held_out = np.zeros(n_samples, dtype=bool)
+    held_out[validation] = True
+    return np.flatnonzero(~held_out), np.flatnonzero(held_out)
+
+
+def should_stop(scores, n_iter_no_change, tol):
+    """True when none of the last ``n_iter_no_change`` scores (higher is
+    better) beats the score just before them by more than ``tol``."""
+    if len(scores) <= n_iter_no_change:
+        return False
+    reference = scores[-n_iter_no_change - 1] + tol
+    return not any(score > reference for score in scores[-n_iter_no_change:])
+
+
+class _BaseGradientBoosting(BaseTreeModel):
+    """The boosting loop and prediction shared by classifier and regressor;
+    subclasses define the loss, target encoding and output transforms."""
+
+    _losses = ()
+    multi_strategy = "one_output_per_tree"
+
+    # ---------------------------------------------------------------- params
+    def _growth_params(self):
+        check_choice(self.loss, "loss", set(self._losses))
+        check_int(self.n_estimators, "n_estimators", 1)
+        check_float(self.learning_rate, "learning_rate", 0.0, low_open=True)
+        check_float(self.subsample, "subsample", 0.0, 1.0, low_open=True)
+        check_float(self.colsample_bytree, "colsample_bytree", 0.0, 1.0, low_open=True)
+        check_int(self.n_iter_no_change, "n_iter_no_change", 1)
+        check_float(self.tol, "tol", 0.0)
+        check_choice(self.multi_strategy, "multi_strategy",
+                     {"one_output_per_tree", "multi_output_tree"})
+        if self.validation_fraction is not None:
+            check_float(self.validation_fraction, "validation_fraction", 0.0, 1.0, low_open=True)
+        if self.early_stopping not in ("auto", True, False):
+            raise ValueError(f"early_stopping must be 'auto', True or False, got {self.early_stopping!r}.")
+        max_depth = check_int(self.max_depth, "max_depth", 1, allow_none=True)
+        return GrowthParams(
+            max_depth=_UNLIMITED_DEPTH if max_depth is None else max_depth,
+            min_samples_leaf=check_int(self.min_samples_leaf, "min_samples_leaf", 1),
+            min_weight_leaf=check_float(self.min_child_weight, "min_child_weight", 0.0),
+            max_leaf_nodes=check_int(self.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True) or 0,
+            reg_lambda=check_float(self.reg_lambda, "reg_lambda", 0.0),
+            min_split_gain=check_float(self.gamma, "gamma", 0.0))
+
+    def _scorer(self):
+        if isinstance(self.scoring, str) and self.scoring == "loss":
+            return None
+        if callable(self.scoring):
+            return self.scoring
+        from sklearn.metrics import get_scorer
+        return get_scorer(self.scoring)
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Fit ``n_estimators`` rounds (fewer with early stopping).
+
+        X (n_samples, n_features); y (n_samples,); sample_weight (n_samples,);
+        eval_set: ``(X_val, y_val)`` or ``(X_val, y_val, sample_weight_val)``
+        (or a list holding one such tuple): validation data scored every
+        round, used for early stopping instead of a ``validation_fraction``
+        split.
+        """
+        growth = self._growth_params()
+        warm = bool(self.warm_start) and hasattr(self, "_trees")
+        if warm:
+            data = self._bin_new_data(X)
+        else:
+            self._seed = seed_from(check_random_state(self.random_state))
+            inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features,
+                                          self.device, self._seed)
+            self._store_inputs(inputs)
+            data = inputs.data
+        n_samples = data.X_binned.shape[0]
+        y = self._encode_targets(_one_column_y(y, n_samples), fitting=not warm)
+        weight = check_sample_weight(sample_weight, n_samples) * self._weight_factor(y)
+        early = self.early_stopping is True or (self.early_stopping == "auto" and (
+            eval_set is not None or n_samples > _AUTO_EARLY_STOPPING_ROWS))
+        train, validation = self._train_and_validation(data, y, weight, eval_set, early)
+        if not warm:
+            self._start(train)
+        elif self.n_estimators < self.n_iter_:
+            raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
+                             f"n_iter_={self.n_iter_} when warm_start==True.")
+        self._boost(self._make_rows(*train), self._make_rows(*validation) if validation else None,
+                    growth, early)
+        return self
+
+    def _train_and_validation(self, data, y, weight, eval_set, early):
+        """((data, y, weight) of the training rows, same for validation or None)."""
+        if eval_set is not None:
+            return (data, y, weight), self._eval_rows(eval_set)
+        if not early or self.validation_fraction is None:
+            return (data, y, weight), None
+        strata = y if self._is_classifier() else None
+        train, held_out = split_rows(y.shape[0], self.validation_fraction,
+                                     tree_rng(self._seed, 0, _SPLIT_STREAM), strata)
+        return ((take_rows(self._backend, data, train), y[train], weight[train]),
+                (take_rows(self._backend, data, held_out), y[held_out], weight[held_out]))
+
+    def _eval_rows(self, eval_set):
+        if isinstance(eval_set, list):
+            if len(eval_set) != 1:
+                raise ValueError("eval_set must hold exactly one (X, y) pair.")
+            eval_set = eval_set[0]
+        if not isinstance(eval_set, tuple) or len(eval_set) not in (2, 3):
+            raise ValueError("eval_set must be (X_val, y_val) or (X_val, y_val, sample_weight).")
+        data = self._bin_new_data(eval_set[0])
+        n_samples = data.X_binned.shape[0]
+        y = self._encode_eval_targets(_one_column_y(eval_set[1], n_samples))
+        weight = check_sample_weight(eval_set[2] if len(eval_set) == 3 else None, n_samples)
+        return data, y, weight * self._weight_factor(y)
+
+    def _start(self, train):
+        """Fresh fit: loss, baseline raw score from the training rows, no trees."""
+        _, y, weight = train
+        self._loss = make_loss(self.loss, getattr(self, "n_classes_", None))
+        self._baseline = self._loss.init_raw(self._loss.targets(np, y), weight)
+        k = self._loss.n_outputs
+        per_tree = [(0, k)] if self.multi_strategy == "multi_output_tree" else [
+            (j, j + 1) for j in range(k)]
+        self._groups = per_tree
+        self.n_trees_per_iteration_ = len(per_tree)
+        self._trees = []
+        self._scores = {"train": [], "validation": []}
+        self.n_iter_ = 0
+
+    def _make_rows(self, data, y, weight):
+        backend = self._backend
+        return _Rows(data, self._loss.targets(backend.xp, y), backend.asarray(weight),
+                     next(self._raw_rounds(data.X_binned, staged=False)), y, weight)
+
+    def _boost(self, train, validation, growth, early):
+        """Rounds n_iter_ .. n_estimators-1 (stopping early when asked)."""
+        if not self._trees:
+            self._record_scores(train, validation)
+        progress = Progress(self.n_estimators - self.n_iter_, self.verbose, type(self).__name__)
+        try:
+            for it in range(self.n_iter_, self.n_estimators):
+                self._round(it, train, validation, growth)
+                self.n_iter_ = it + 1
+                self._record_scores(train, validation)
+                progress.step(**self._latest_scores())
+                watched = self._scores["validation" if validation else "train"]
+                if early and should_stop(watched, self.n_iter_no_change, self.tol):
+                    break
+        finally:
+            progress.close()
+        self.train_score_ = np.asarray(self._scores["train"])
+        self.validation_score_ = np.asarray(self._scores["validation"])
+
+    def _round(self, it, train, validation, growth):
+        """Grow this round's tree(s) and update raw scores in place."""
+        backend, loss = self._backend, self._loss
+        xp = backend.xp
+        rng = tree_rng(self._seed, it, _ROUND_STREAM)
+        w = train.w * self._row_mask(rng, train.w.shape[0]) if self.subsample < 1 else train.w
+        g, h = loss.gradients(xp, train.y, train.raw, w)
+        for start, stop in self._groups:
+            stats = newton_statistics(g[:, start:stop], h[:, start:stop], w, xp)
+            tree, positions = self._grow(train.data, stats, growth, rng)
+            loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)
+            tree.value *= self.learning_rate
+            values = backend.asarray(tree.value[:, :, 0])
+            train.raw[:, start:stop] += values[positions]
+            if validation is not None:
+                leaves = device_leaves(backend, validation.data.X_binned, [tree])[:, 0]
+                validation.raw[:, start:stop] += values[leaves]
+            self._trees.append(tree)
+
+    def _row_mask(self, rng, n_samples):
+        """float64 (n,) on the device: 1 for round(subsample * n) rows drawn
+        without replacement, else 0."""
+        mask = np.zeros(n_samples)
+        mask[rng.choice(n_samples, max(1, int(round(self.subsample * n_samples))),
+                        replace=False)] = 1.0
+        return self._backend.asarray(mask)
+
+    def _grow(self, data, stats, growth, rng):
+        """grow_tree on a colsample_bytree subset of the features; the tree
+        refers to original feature indices."""
+        n_features = data.X_binned.shape[1]
+        k = max(1, int(round(self.colsample_bytree * n_features)))
+        if k >= n_features:
+            return grow_tree(self._backend, data, stats, growth, rng)
+        columns = np.sort(rng.choice(n_features, k, replace=False))
+        tree, positions = grow_tree(self._backend, take_columns(self._backend, data, columns),
+                                    stats, growth, rng)
+        internal = tree.feature >= 0
+        tree.feature[internal] = columns[tree.feature[internal]]
+        return tree, positions
+
+    def _record_scores(self, train, validation):
+        xp = self._backend.xp
+        self._scores["train"].append(-self._loss.value(xp, train.y, train.raw, train.w))
+        if validation is not None:
+            self._scores["validation"].append(self._validation_score(validation))
+
+    def _validation_score(self, rows):
+        scorer = self._scorer()
+        if scorer is None:
+            return -self._loss.value(self._backend.xp, rows.y, rows.raw, rows.w)
+        raw = _RawScores(np.array(self._backend.to_host(rows.raw), copy=True))
+        return float(scorer(self, raw, self._labels(rows.labels), sample_weight=rows.w_host))
+
+    def _latest_scores(self):
+        scores = {"train_loss": -self._scores["train"][-1]}
+        if self._scores["validation"]:
+            name = "validation_loss" if self._scorer() is None else "validation_score"
+            sign = -1.0 if self._scorer() is None else 1.0
+            scores[name] = sign * self._scores["validation"][-1]
+        return scores
+
+    # ------------------------------------------------------------ prediction
+    def _trees_for_prediction(self):
+        return self._trees
+
+    def _raw_rounds(self, X_binned, staged):
+        """Device raw scores (n, K) of binned rows: after every round when
+        ``staged``, else once with all rounds. The same array is updated in
+        place between yields."""
+        backend = self._backend
+        xp = backend.xp
+        raw = xp.tile(backend.asarray(self._baseline), (X_binned.shape[0], 1))
+        per_round = len(self._groups)
+        n_rounds = len(self._trees) // per_round
+        for first in range(0, n_rounds, _PREDICT_BLOCK):
+            trees = self._trees[first * per_round:(first + _PREDICT_BLOCK) * per_round]
+            leaves = device_leaves(backend, X_binned, trees)
+            values = stacked_values(backend, trees)[:, :, 0]
+            for t in range(len(trees)):
+                start, stop = self._groups[t % per_round]
+                raw[:, start:stop] += values[leaves[:, t]]
+                if staged and t % per_round == per_round - 1:
+                    yield raw
+        if not staged:
+            yield raw
+
+    def _raw_predict(self, X):
+        """Host raw scores (n, K) of X."""
+        if isinstance(X, _RawScores):
+            return X.raw
+        raw = next(self._raw_rounds(self._bin_new_data(X).X_binned, staged=False))
+        return np.array(self._backend.to_host(raw), copy=True)
+
+    def _staged_raw(self, X):
+        """Host raw scores (n, K) of X after each round."""
+        for raw in self._raw_rounds(self._bin_new_data(X).X_binned, staged=True):
+            yield np.array(self._backend.to_host(raw), copy=True)
+
+    @property
+    def feature_importances_(self):
+        """Total split gain per feature over all trees, normalised to sum to 1."""
+        self._check_fitted()
+        total = np.zeros(self.n_features_in_)
+        for tree in self._trees:
+            internal = tree.feature >= 0
+            total += np.bincount(tree.feature[internal], weights=tree.gain[internal],
+                                 minlength=self.n_features_in_)
+        return total / total.sum() if total.sum() > 0 else total
+
+    def _is_classifier(self):
+        return False
+
+    def _weight_factor(self, y):
+        return 1.0
+
+    def _labels(self, y):
+        return y
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
+    """Gradient-boosted trees for classification (binary log-loss or softmax).
+
+    Histogram GBDT with level-wise trees (XGBoost-style parameters): leaf
+    values are Newton steps ``sum(y - p) / (sum(p (1 - p)) + reg_lambda)``
+    times ``learning_rate``; ``gamma`` is the minimum split gain,
+    ``min_child_weight`` the minimum hessian sum of a child, ``subsample``
+    the fraction of rows drawn (without replacement) per round,
+    ``colsample_bytree`` the fraction of features per tree. Multiclass grows
+    one tree per class per round, or one multi-output tree per round with
+    ``multi_strategy="multi_output_tree"``. Early stopping: see the module
+    docstring; ``early_stopping="auto"`` turns it on for more than 10,000
+    rows or when ``eval_set`` is given. ``device``: "auto", "cpu", "cuda",
+    "cuda-sim".
+
+    Attributes: ``classes_``, ``n_iter_``, ``n_trees_per_iteration_``,
+    ``train_score_`` (``-loss`` on the training rows, before the first round
+    and after each), ``validation_score_`` (``scoring`` on the validation
+    rows; empty without validation data), ``feature_importances_`` (gain).
+    """
+
+    _losses = CLASSIFICATION_LOSSES
+
+    def __init__(self, loss="log_loss", learning_rate=0.1, n_estimators=100, max_depth=6,
+                 max_leaf_nodes=None, min_samples_leaf=20, min_child_weight=1e-3,
+                 reg_lambda=1.0, gamma=0.0, subsample=1.0, colsample_bytree=1.0,
+                 max_bins=255, categorical_features=None, early_stopping="auto",
+                 scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
+                 multi_strategy="one_output_per_tree", class_weight=None, warm_start=False,
+                 random_state=None, verbose=0, device="auto"):
+        set_params_from(self, locals())
+
+    def _encode_targets(self, y, fitting):
+        codes, classes, n_classes = encode_labels(y)
+        if fitting:
+            if n_classes[0] < 2:
+                raise ValueError("GradientBoostingClassifier needs samples of at least 2 "
+                                 f"classes in y; got only class {classes[0][0]!r}.")
+            self.classes_, self.n_classes_ = classes[0], n_classes[0]
+        elif not np.array_equal(classes[0], self.classes_):
+            raise ValueError(f"warm_start needs the same classes as before ({self.classes_}); "
+                             f"y has {classes[0]}.")
+        return codes[:, 0]
+
+    def _encode_eval_targets(self, y):
+        codes = np.clip(np.searchsorted(self.classes_, y), 0, self.n_classes_ - 1)
+        unknown = self.classes_[codes] != y
+        if np.any(unknown):
+            raise ValueError(f"eval_set has labels not seen in y: {np.unique(y[unknown])[:5]}.")
+        return codes
+
+    def _weight_factor(self, y):
+        return class_weights(self.class_weight, y[:, None], [self.classes_])
+
+    def _is_classifier(self):
+        return True
+
+    def _labels(self, y):
+        return self.classes_[y]
+
+    def _decision(self, raw):
+        return raw[:, 0] if raw.shape[1] == 1 else raw
+
+    def _proba(self, raw):
+        return self._loss.predict(np, raw)
+
+    def _predict_labels(self, raw):
+        return self.classes_[np.argmax(self._proba(raw), axis=1)]
+
+    def decision_function(self, X):
+        """Raw scores: log-odds (n_samples,) for two classes, else logits
+        (n_samples, n_classes)."""
+        return self._decision(self._raw_predict(X))
+
+    def predict_proba(self, X):
+        """Class probabilities, float64 (n_samples, n_classes)."""
+        return self._proba(self._raw_predict(X))
+
+    def predict(self, X):
+        """Most probable class of every row."""
+        return self._predict_labels(self._raw_predict(X))
+
+    def staged_decision_function(self, X):
+        """decision_function after each round (a generator)."""
+        return map(self._decision, self._staged_raw(X))
+
+    def staged_predict_proba(self, X):
+        """predict_proba after each round (a generator)."""
+        return map(self._proba, self._staged_raw(X))
+
+    def staged_predict(self, X):
+        """predict after each round (a generator)."""
+        return map(self._predict_labels, self._staged_raw(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
+    """Gradient-boosted trees for regression: ``loss`` "squared_error",
+    "absolute_error" (trees grown on the gradient's sign, leaf values refit to
+    the median residual) or "poisson" (log link; predictions are positive).
+    Other parameters, early stopping and attributes as in
+    :class:`GradientBoostingClassifier`.
+    """
+
+    _losses = tuple(REGRESSION_LOSSES)
+
+    def __init__(self, loss="squared_error", learning_rate=0.1, n_estimators=100, max_depth=6,
+                 max_leaf_nodes=None, min_samples_leaf=20, min_child_weight=1e-3,
+                 reg_lambda=1.0, gamma=0.0, subsample=1.0, colsample_bytree=1.0,
+                 max_bins=255, categorical_features=None, early_stopping="auto",
+                 scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
+                 warm_start=False, random_state=None, verbose=0, device="auto"):
+        set_params_from(self, locals())
+
+    def _encode_targets(self, y, fitting):
+        y = as_float_targets(y)
+        if self.loss == "poisson":
+            check_poisson_targets(y[:, None])
+        return y
+
+    def _encode_eval_targets(self, y):
+        return as_float_targets(y)
+
+    def _mean(self, raw):
+        return self._loss.predict(np, raw)[:, 0]
+
+    def predict(self, X):
+        """Predicted mean, float64 (n_samples,)."""
+        return self._mean(self._raw_predict(X))
+
+    def staged_predict(self, X):
+        """predict after each round (a generator)."""
+        return map(self._mean, self._staged_raw(X))

@@ -1,0 +1,321 @@
+"""Random forests with the scikit-learn API: ``RandomForestClassifier`` and
+``RandomForestRegressor``.
+
+Owns bagging. X is binned once per fit on the backend and every tree is grown
+by :func:`gputree.grower.grow_tree` on it. A bootstrap sample is drawn as
+integer counts that become the tree's sample weights (exact in fixed point;
+the statistics' count channel then counts distinct in-bag rows, so
+``min_samples_leaf`` counts rows as scikit-learn does); the random feature
+subset of every node is ``GrowthParams.max_features``, drawn on the host from
+the tree's seeded RandomState. Out-of-bag rows have weight 0 but still reach a
+leaf in the grower's ``positions``, so OOB predictions need no extra pass.
+
+Trees are grown one at a time. Growing the same level of many trees in one
+launch (tree id x node id) is the intended GPU follow-up; it needs the grower
+to take a tree axis.
+"""
+import warnings
+
+import numpy as np
+
+from ._compat import ClassifierMixin, RegressorMixin
+from ._ensemble import Progress, device_leaves, set_params_from, stacked_values, tree_rng
+from ._training import bin_training_data, seed_from
+from ._validation import (check_choice, check_float, check_int, check_random_state,
+                          check_sample_weight, check_y)
+from .criteria import (CLASSIFICATION_CRITERIA, POISSON, REGRESSION_CRITERIA,
+                       classification_statistics, regression_statistics)
+from .grower import grow_tree
+from .tree_estimators import (BaseTreeModel, DecisionTreeClassifier, DecisionTreeRegressor,
+                              as_float_targets, check_poisson_targets, class_weights,
+                              encode_labels, growth_params, impurity_importances)
+
+#: trees predicted in one launch
+_PREDICT_BLOCK = 64
+
+
+class _ClassTargets:
+    """Encoded labels (int (n, n_outputs)) and class weights of one fit."""
+
+    def __init__(self, y_encoded, classes, class_weight, criterion):
+        self.y, self.criterion = y_encoded, CLASSIFICATION_CRITERIA[criterion]
+        self.n_classes = [len(c) for c in classes]
+        self.per_bootstrap = isinstance(class_weight, str) and class_weight == "balanced_subsample"
+        self.factor = 1.0 if self.per_bootstrap else class_weights(class_weight, y_encoded, classes)
+
+    def tree_weight(self, weight, counts):
+        """Sample weights of one tree: weight x bootstrap counts x class weights."""
+        w = weight * counts * self.factor
+        if self.per_bootstrap:
+            for o, k in enumerate(self.n_classes):
+                in_bag = np.bincount(self.y[:, o], weights=counts, minlength=k)
+                per_class = np.divide(counts.sum(), k * in_bag, out=np.zeros(k), where=in_bag > 0)
+                w = w * per_class[self.y[:, o]]
+        return w
+
+    def statistics(self, w):
+        return classification_statistics(self.y, max(self.n_classes), w, self.criterion)
+
+
+class _RegressionTargets:
+    """Float targets (n, n_outputs) of one fit."""
+
+    def __init__(self, y, criterion):
+        self.y, self.criterion = y, REGRESSION_CRITERIA[criterion]
+
+    def tree_weight(self, weight, counts):
+        return weight * counts
+
+    def statistics(self, w):
+        return regression_statistics(self.y, w, self.criterion)
+
+
+class _OutOfBag:
+    """Per row: sum of the leaf values of the trees that left it out, and how
+    many trees did (device arrays)."""
+
+    def __init__(self, backend, shape):
+        self.backend = backend
+        self.total = backend.xp.zeros(shape)
+        self.n = backend.xp.zeros(shape[0])
+
+    def add(self, values, leaves, counts):
+        """values (nodes, n_outputs, n_classes) and leaves (n,) on the device;
+        counts host (n,) bootstrap counts of the tree."""
+        out = self.backend.asarray((counts == 0).astype(np.float64))
+        self.total += values[leaves] * out[:, None, None]
+        self.n += out
+
+    def mean(self):
+        """host (n, n_outputs, n_classes); rows never out of bag get zeros."""
+        n = self.backend.to_host(self.n)
+        if np.any(n == 0):
+            warnings.warn("Some inputs do not have OOB scores. This probably means too few "
+                          "trees were used to compute any reliable OOB estimates.", UserWarning)
+        return self.backend.to_host(self.total) / np.maximum(n, 1)[:, None, None]
+
+
+class _BaseForest(BaseTreeModel):
+    """Bagging of trees grown by the shared grower; subclasses define the
+    targets, OOB scoring and outputs."""
+
+    _criteria = {}
+
+    def _check_params(self):
+        check_int(self.n_estimators, "n_estimators", 1)
+        check_choice(self.criterion, "criterion", set(self._criteria))
+        if not self.bootstrap and self.oob_score:
+            raise ValueError("Out of bag estimation only available if bootstrap=True.")
+        if not self.bootstrap and self.max_samples is not None:
+            raise ValueError("`max_sample` cannot be set if `bootstrap=False`. Either switch "
+                             "to `bootstrap=True` or set `max_sample=None`.")
+
+    def _n_bootstrap(self, n_samples):
+        if self.max_samples is None:
+            return n_samples
+        if isinstance(self.max_samples, (int, np.integer)) and not isinstance(self.max_samples, bool):
+            return check_int(self.max_samples, "max_samples", 1, n_samples)
+        fraction = check_float(self.max_samples, "max_samples", 0.0, 1.0, low_open=True)
+        return max(1, int(round(fraction * n_samples)))
+
+    def _counts(self, rng, n_samples, n_bootstrap):
+        """float64 (n,) times each row is drawn (with replacement); ones
+        without bootstrap. Drawn first from the tree's rng."""
+        if not self.bootstrap:
+            return np.ones(n_samples)
+        return np.bincount(rng.randint(0, n_samples, n_bootstrap),
+                           minlength=n_samples).astype(np.float64)
+
+    def fit(self, X, y, sample_weight=None):
+        """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs);
+        sample_weight (n_samples,) >= 0. With ``warm_start`` the trees of the
+        previous fit are kept and ``n_estimators - len(trees)`` are added."""
+        self._check_params()
+        warm = bool(self.warm_start) and hasattr(self, "_trees")
+        if warm:
+            data = self._bin_new_data(X)
+        else:
+            self._seed = seed_from(check_random_state(self.random_state))
+            inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features,
+                                          self.device, self._seed)
+            self._store_inputs(inputs)
+            data = inputs.data
+            self._trees = []
+        n_samples = data.X_binned.shape[0]
+        y = check_y(y, n_samples)
+        weight = check_sample_weight(sample_weight, n_samples)
+        targets = self._targets(y, fitting=not warm)
+        self._grow_trees(data, targets, weight, warm)
+        return self
+
+    def _grow_trees(self, data, targets, weight, warm):
+        backend = self._backend
+        n_samples, n_features = data.X_binned.shape
+        n_bootstrap = self._n_bootstrap(n_samples)
+        start = len(self._trees)
+        if self.n_estimators < start:
+            raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
+                             f"len(trees)={start} when warm_start==True.")
+        if warm and self.n_estimators == start:
+            warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
+                          "new trees.", UserWarning)
+        oob = _OutOfBag(backend, (n_samples,) + self._value_shape()) if self.oob_score else None
+        if oob is not None and start:
+            self._add_old_trees_oob(oob, data, n_bootstrap)
+        progress = Progress(self.n_estimators - start, self.verbose, type(self).__name__)
+        try:
+            for i in range(start, self.n_estimators):
+                rng = tree_rng(self._seed, i)
+                counts = self._counts(rng, n_samples, n_bootstrap)
+                w = targets.tree_weight(weight, counts)
+                stats = targets.statistics(w)
+                stats.stats = backend.asarray(stats.stats)
+                growth = growth_params(self, n_samples, w.sum(), n_features)
+                tree, positions = grow_tree(backend, data, stats, growth, rng)
+                self._trees.append(tree)
+                if oob is not None:
+                    oob.add(backend.asarray(tree.value), positions, counts)
+                progress.step()
+        finally:
+            progress.close()
+        self.max_features_ = growth_params(self, n_samples, 1.0, n_features).max_features
+        if oob is not None:
+            self._set_oob(oob.mean(), targets)
+
+    def _add_old_trees_oob(self, oob, data, n_bootstrap):
+        """OOB contributions of trees kept by warm_start (their bootstrap
+        counts are redrawn from their seeds; leaves in one launch)."""
+        n_samples = data.X_binned.shape[0]
+        leaves = device_leaves(self._backend, data.X_binned, self._trees)
+        values = stacked_values(self._backend, self._trees)
+        for i in range(len(self._trees)):
+            counts = self._counts(tree_rng(self._seed, i), n_samples, n_bootstrap)
+            oob.add(values, leaves[:, i], counts)
+
+    def _trees_for_prediction(self):
+        return self._trees
+
+    def _raw_values(self, X):
+        """Mean over trees of the leaf values, host float64 (n_samples,
+        n_outputs, n_classes): class probabilities or regression means."""
+        backend = self._backend
+        data = self._bin_new_data(X)
+        total = backend.xp.zeros((data.X_binned.shape[0],) + self._value_shape())
+        for first in range(0, len(self._trees), _PREDICT_BLOCK):
+            trees = self._trees[first:first + _PREDICT_BLOCK]
+            leaves = device_leaves(backend, data.X_binned, trees)
+            values = stacked_values(backend, trees)
+            for t in range(len(trees)):
+                total += values[leaves[:, t]]
+        return backend.to_host(total / len(self._trees))
+
+    def _value_shape(self):
+        return self._trees_value_shape
+
+    def apply(self, X):
+        """Leaf id of every row in every tree, int64 (n_samples, n_estimators)."""
+        return self._leaves(X).astype(np.int64)
+
+    @property
+    def feature_importances_(self):
+        """Mean over trees of their normalised impurity decrease, normalised."""
+        self._check_fitted()
+        per_tree = [impurity_importances(t, self.n_features_in_)
+                    for t in self._trees if t.node_count > 1]
+        if not per_tree:
+            return np.zeros(self.n_features_in_)
+        mean = np.mean(per_tree, axis=0)
+        return mean / mean.sum() if mean.sum() > 0 else mean
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class RandomForestClassifier(ClassifierMixin, _BaseForest):
+    """A random forest of classification trees grown level by level on binned
+    features, with scikit-learn's parameters (``criterion`` "gini",
+    "entropy"/"log_loss" or "gain_ratio"; ``max_features="sqrt"``;
+    ``bootstrap``, ``max_samples``, ``oob_score``, ``class_weight`` including
+    "balanced_subsample") plus ``max_bins``, ``categorical_features`` and
+    ``device`` as in :class:`gputree.DecisionTreeClassifier`. Probabilities
+    are the mean of the trees' leaf class fractions.
+    """
+
+    _criteria = CLASSIFICATION_CRITERIA
+    predict_proba = DecisionTreeClassifier.predict_proba
+    predict_log_proba = DecisionTreeClassifier.predict_log_proba
+    predict = DecisionTreeClassifier.predict
+
+    def __init__(self, n_estimators=100, criterion="gini", max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features="sqrt",
+                 max_leaf_nodes=None, min_impurity_decrease=0.0, bootstrap=True,
+                 oob_score=False, random_state=None, verbose=0, warm_start=False,
+                 class_weight=None, max_samples=None, max_bins=255, categorical_features=None,
+                 device="auto"):
+        set_params_from(self, locals())
+
+    def _targets(self, y, fitting):
+        y_encoded, classes, n_classes = encode_labels(y)
+        labels = classes if y.ndim == 2 else classes[0]
+        if fitting:
+            self.classes_, self.n_classes_ = labels, (n_classes if y.ndim == 2 else n_classes[0])
+            self.n_outputs_ = y_encoded.shape[1]
+            self._trees_value_shape = (self.n_outputs_, max(n_classes))
+        else:
+            previous = self.classes_ if y.ndim == 2 else [self.classes_]
+            if len(previous) != len(classes) or not all(
+                    np.array_equal(a, b) for a, b in zip(previous, classes)):
+                raise ValueError("warm_start needs the same classes as the previous fit.")
+        return _ClassTargets(y_encoded, classes, self.class_weight, self.criterion)
+
+    def _set_oob(self, mean, targets):
+        if self.n_outputs_ == 1:
+            self.oob_decision_function_ = mean[:, 0, :self.n_classes_]
+        else:
+            self.oob_decision_function_ = mean.transpose(0, 2, 1)
+        predicted = np.argmax(mean, axis=2)
+        self.oob_score_ = float(np.mean(predicted == targets.y))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+class RandomForestRegressor(RegressorMixin, _BaseForest):
+    """A random forest of regression trees (``criterion`` "squared_error" or
+    "poisson"; ``max_features=1.0``); other parameters as in
+    :class:`RandomForestClassifier`. Predictions are the mean of the trees'
+    leaf means.
+    """
+
+    _criteria = REGRESSION_CRITERIA
+    predict = DecisionTreeRegressor.predict
+
+    def __init__(self, n_estimators=100, criterion="squared_error", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 bootstrap=True, oob_score=False, random_state=None, verbose=0,
+                 warm_start=False, max_samples=None, max_bins=255, categorical_features=None,
+                 device="auto"):
+        set_params_from(self, locals())
+
+    def _targets(self, y, fitting):
+        y = as_float_targets(y)
+        y2 = y.reshape(y.shape[0], -1)
+        if REGRESSION_CRITERIA[self.criterion] == POISSON:
+            check_poisson_targets(y2)
+        if fitting:
+            self._y_ndim, self.n_outputs_ = y.ndim, y2.shape[1]
+            self._trees_value_shape = (self.n_outputs_, 1)
+        return _RegressionTargets(y2, self.criterion)
+
+    def _set_oob(self, mean, targets):
+        prediction = mean[:, :, 0]
+        self.oob_prediction_ = prediction[:, 0] if self._y_ndim == 1 else prediction
+        residual = ((targets.y - prediction) ** 2).sum(axis=0)
+        spread = ((targets.y - targets.y.mean(axis=0)) ** 2).sum(axis=0)
+        self.oob_score_ = float(np.mean(1.0 - residual / np.where(spread > 0, spread, 1.0)))

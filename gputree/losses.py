@@ -1,0 +1,242 @@
+"""Boosting losses: for each loss the initial raw score, per-row gradients and
+hessians, the loss value, the inverse link (raw score -> prediction) and, for
+the absolute error, the refit of leaf values to medians.
+
+Every array operation goes through ``xp`` (numpy, or cupy on a GPU) so that
+targets, gradients, hessians and raw scores stay on the device across rounds.
+
+Conventions (``K`` = raw outputs: 1, or the number of classes for softmax):
+
+* ``y``   float64 (n_samples, K): the target in the loss's coding (0/1 for
+  the binary log-loss, one-hot for softmax, the value for regression);
+* ``raw`` float64 (n_samples, K): raw scores (log-odds, logits, log-mean...);
+* ``w``   float64 (n_samples,): sample weights (0 for rows left out);
+* gradients ``g = w * dl/draw`` and hessians ``h = w * d2l/draw2`` (the
+  diagonal for softmax), so that :data:`gputree.criteria.NEWTON`'s leaf value
+  ``-G / (H + lambda)`` is the Newton step ``sum(w * residual) / (H + lambda)``
+  (for the log-loss the residual is ``y - p``).
+"""
+import numpy as np
+
+from ._dtypes import FLOAT_DTYPE
+
+_EPS = np.finfo(FLOAT_DTYPE).eps
+
+
+def _average(xp, values, w):
+    """Weighted mean over rows of (n, K) values -> host float64 (K,)."""
+    total = xp.sum(w)
+    return np.asarray([float(xp.sum(values[:, k] * w) / total) for k in range(values.shape[1])])
+
+
+def _logsumexp(xp, raw):
+    top = raw.max(axis=1, keepdims=True)
+    return (top + xp.log(xp.exp(raw - top).sum(axis=1, keepdims=True)))[:, 0]
+
+
+def _softmax(xp, raw):
+    e = xp.exp(raw - raw.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _sigmoid(xp, raw):
+    return xp.exp(-xp.logaddexp(0.0, -raw))
+
+
+class Loss:
+    """One boosting loss. Subclasses set ``name`` and implement
+    ``pointwise``, ``_derivatives`` (dl/draw, d2l/draw2 without weights),
+    ``init_raw`` and ``predict``."""
+
+    name = ""
+    n_outputs = 1
+    is_classification = False
+
+    def targets(self, xp, y):
+        """Device targets (n, K) from host y (n,) (values or class codes)."""
+        return xp.asarray(np.asarray(y, dtype=FLOAT_DTYPE).reshape(-1, 1))
+
+    def gradients(self, xp, y, raw, w):
+        """(g, h) float64 (n, K): weighted first and second derivatives."""
+        d1, d2 = self._derivatives(xp, y, raw)
+        return d1 * w[:, None], d2 * w[:, None]
+
+    def value(self, xp, y, raw, w):
+        """Weighted mean loss (host float)."""
+        return float(xp.sum(self.pointwise(xp, y, raw) * w) / xp.sum(w))
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        """Replace ``tree.value`` of leaves where the Newton step is not the
+        loss's minimiser (in place); the default keeps Newton values."""
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class BinaryLogLoss(Loss):
+    """l = log(1 + exp(raw)) - y * raw; p = sigmoid(raw); g = p - y, h = p (1 - p)."""
+
+    name = "log_loss"
+    is_classification = True
+
+    def init_raw(self, y, w):
+        p = np.clip(_average(np, y, w), _EPS, 1 - _EPS)
+        return np.log(p / (1 - p))
+
+    def pointwise(self, xp, y, raw):
+        return (xp.logaddexp(0.0, raw) - y * raw)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        p = _sigmoid(xp, raw)
+        return p - y, p * (1 - p)
+
+    def predict(self, xp, raw):
+        """Class probabilities (n, 2)."""
+        p = _sigmoid(xp, raw)
+        return xp.concatenate([1 - p, p], axis=1)
+
+
+class MultinomialLoss(Loss):
+    """Softmax cross-entropy: l = logsumexp(raw) - sum_k y_k raw_k;
+    g_k = p_k - y_k, h_k = p_k (1 - p_k) (the Hessian's diagonal)."""
+
+    name = "log_loss"
+    is_classification = True
+
+    def __init__(self, n_classes):
+        self.n_outputs = int(n_classes)
+
+    def targets(self, xp, y):
+        codes = np.asarray(y, dtype=np.int64)
+        one_hot = np.zeros((codes.shape[0], self.n_outputs), dtype=FLOAT_DTYPE)
+        one_hot[np.arange(codes.shape[0]), codes] = 1.0
+        return xp.asarray(one_hot)
+
+    def init_raw(self, y, w):
+        """Symmetric logits of the class priors (they sum to zero)."""
+        log_p = np.log(np.clip(_average(np, y, w), _EPS, 1 - _EPS))
+        return log_p - log_p.mean()
+
+    def pointwise(self, xp, y, raw):
+        return _logsumexp(xp, raw) - (y * raw).sum(axis=1)
+
+    def _derivatives(self, xp, y, raw):
+        p = _softmax(xp, raw)
+        return p - y, p * (1 - p)
+
+    def predict(self, xp, raw):
+        return _softmax(xp, raw)
+
+    def __repr__(self):
+        return f"MultinomialLoss(n_classes={self.n_outputs})"
+
+
+class SquaredError(Loss):
+    """l = (y - raw)**2 / 2; g = raw - y, h = 1."""
+
+    name = "squared_error"
+
+    def init_raw(self, y, w):
+        return _average(np, y, w)
+
+    def pointwise(self, xp, y, raw):
+        return (0.5 * (y - raw) ** 2)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        return raw - y, xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+
+class AbsoluteError(Loss):
+    """l = |y - raw|; g = sign(raw - y), h = 1 to grow the tree, then every
+    leaf's value is refit to the weighted median of its residuals."""
+
+    name = "absolute_error"
+
+    def init_raw(self, y, w):
+        y = np.asarray(y, dtype=FLOAT_DTYPE)
+        return grouped_weighted_median(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
+                                       np.zeros(y.shape[0], dtype=np.int64), 1)
+
+    def pointwise(self, xp, y, raw):
+        return xp.abs(y - raw)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        return xp.sign(raw - y), xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        medians = grouped_weighted_median(xp, (y - raw)[:, 0], w, positions, tree.node_count)
+        medians = np.asarray(medians if xp is np else xp.asnumpy(medians))
+        leaves = np.flatnonzero(tree.is_leaf & np.isfinite(medians))
+        tree.value[leaves, 0, 0] = medians[leaves]
+
+
+class PoissonLoss(Loss):
+    """Half Poisson deviance with a log link: l = exp(raw) - y raw + y log y - y;
+    g = exp(raw) - y, h = exp(raw)."""
+
+    name = "poisson"
+
+    def init_raw(self, y, w):
+        return np.log(np.maximum(_average(np, y, w), _EPS))
+
+    def pointwise(self, xp, y, raw):
+        y_log_y = xp.where(y > 0, y * xp.log(xp.where(y > 0, y, 1.0)), 0.0)
+        return (xp.exp(raw) - y * raw + y_log_y - y)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        mu = xp.exp(raw)
+        return mu - y, mu
+
+    def predict(self, xp, raw):
+        return xp.exp(raw)
+
+
+REGRESSION_LOSSES = {"squared_error": SquaredError, "absolute_error": AbsoluteError,
+                     "poisson": PoissonLoss}
+CLASSIFICATION_LOSSES = ("log_loss",)
+
+
+def make_loss(name, n_classes=None):
+    """The Loss for a loss name; classification needs n_classes (>= 2)."""
+    if name in CLASSIFICATION_LOSSES:
+        return BinaryLogLoss() if n_classes == 2 else MultinomialLoss(n_classes)
+    return REGRESSION_LOSSES[name]()
+
+
+def grouped_weighted_median(xp, values, weights, groups, n_groups):
+    """Weighted median of ``values`` within each group (float64 (n_groups,),
+    NaN for groups without positive weight). Rows with zero weight are
+    ignored; where the cumulative weight hits exactly half, the two middle
+    values are averaged (the ordinary median for unit weights).
+
+    Vectorised: sort by (group, value), then count per group how many rows lie
+    below half the group's weight.
+    """
+    keep = weights > 0
+    values, weights, groups = values[keep], weights[keep], groups[keep].astype(np.int64)
+    m = values.shape[0]
+    rank = xp.empty(m, dtype=np.int64)
+    rank[xp.argsort(values)] = xp.arange(m, dtype=np.int64)
+    order = xp.argsort(groups * m + rank)          # unique keys: any sort is stable
+    values, weights, groups = values[order], weights[order], groups[order]
+    count = xp.bincount(groups, minlength=n_groups)
+    total = xp.bincount(groups, weights=weights, minlength=n_groups)
+    first = xp.cumsum(count) - count
+    before = (xp.cumsum(total) - total)[groups]
+    within = xp.cumsum(weights) - before            # cumulative weight inside the group
+    half = 0.5 * total[groups]
+    lower = first + xp.bincount(groups, weights=(within < half).astype(FLOAT_DTYPE),
+                                minlength=n_groups).astype(np.int64)
+    upper = first + xp.bincount(groups, weights=(within <= half).astype(FLOAT_DTYPE),
+                                minlength=n_groups).astype(np.int64)
+    if m == 0:
+        return xp.full(n_groups, xp.nan)
+    last = xp.maximum(first + count - 1, 0)
+    middle = values[xp.minimum(lower, last)] + values[xp.minimum(upper, last)]
+    return xp.where(count > 0, 0.5 * middle, xp.nan)
