@@ -1,0 +1,56 @@
+// common.cuh — owns what every gputree CUDA C kernel shares: the fixed layout
+// constants (bitset words per node), the grid-stride loop helpers, the int64
+// fixed-point atomic add, and the one rule that maps a row to its child node.
+//
+// NVRTC has no host headers, so this file (and every kernel file) includes
+// nothing and uses only built-in types: unsigned char = uint8, int = int32,
+// unsigned int = uint32, long long = int64 (see gputree/_dtypes.py).
+#ifndef GPUTREE_COMMON_CUH
+#define GPUTREE_COMMON_CUH
+
+// uint32 words in the per-node "goes left" bitset; covers bins 0..255.
+#define GT_BITSET_WORDS 8
+
+// Index of this thread in the flattened x dimension of the grid.
+__device__ __forceinline__ long long gt_thread_x()
+{
+    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+// Number of threads in the x dimension of the grid (the grid-stride step).
+__device__ __forceinline__ long long gt_stride_x()
+{
+    return (long long)gridDim.x * blockDim.x;
+}
+
+// Position of global node `node` within the current level, or -1 when the
+// node is not one of the level's n_level_nodes nodes (finished rows carry -1).
+__device__ __forceinline__ int gt_level_index(int node, int level_start, int n_level_nodes)
+{
+    const int k = node - level_start;
+    return (k >= 0 && k < n_level_nodes) ? k : -1;
+}
+
+// 1 when `bin` goes to the left child under `bitset`.
+//   bitset: IN (GT_BITSET_WORDS,) uint32 words of one node
+__device__ __forceinline__ int gt_goes_left(const unsigned int* bitset, int bin)
+{
+    return (int)((bitset[bin >> 5] >> (bin & 31)) & 1u);
+}
+
+// Child node reached from a split node: the right child is always left + 1.
+//   bitset: IN (GT_BITSET_WORDS,) uint32 words of the split node
+__device__ __forceinline__ int gt_child(int left, const unsigned int* bitset, int bin)
+{
+    return left + (gt_goes_left(bitset, bin) ? 0 : 1);
+}
+
+// Order-free int64 accumulation: two's-complement addition wraps exactly like
+// unsigned addition, so the unsigned 64-bit atomic gives the int64 sum.
+//   cell: INOUT one int64 histogram cell (shared or global memory)
+__device__ __forceinline__ void gt_atomic_add_i64(long long* cell, long long value)
+{
+    atomicAdd((unsigned long long*)cell, (unsigned long long)value);
+}
+
+#endif  // GPUTREE_COMMON_CUH

@@ -1,0 +1,31 @@
+// partition.cu — owns update_positions: after a level's splits are chosen,
+// move every row of a split node to its left or right child.
+//
+// A row at level node k (= positions[i] - level_start) whose node is split on
+// feature f = split_feature[k] >= 0 goes to left_child[k] when bit
+// X_binned[i, f] of split_bitset[k] is set, else to left_child[k] + 1. Rows of
+// other nodes (other levels, finished rows, unsplit nodes) keep their position.
+#include "common.cuh"
+
+// One thread per row, grid-stride.
+extern "C" __global__ void update_positions(
+    const unsigned char* __restrict__ X_binned,   // IN    (n_samples, n_features) uint8, F order
+    int* __restrict__ positions,                  // INOUT (n_samples,) int32 global node id per row
+    const int* __restrict__ split_feature,        // IN    (n_level_nodes,) int32, -1 = not split
+    const unsigned int* __restrict__ split_bitset,  // IN  (n_level_nodes, 8) uint32 goes-left bits
+    const int* __restrict__ left_child,           // IN    (n_level_nodes,) int32 global id of left child
+    int n_samples, int level_start, int n_level_nodes)
+{
+    for (long long i = gt_thread_x(); i < n_samples; i += gt_stride_x()) {
+        const int k = gt_level_index(positions[i], level_start, n_level_nodes);
+        if (k < 0) {
+            continue;
+        }
+        const int f = split_feature[k];
+        if (f < 0) {
+            continue;
+        }
+        const int bin = X_binned[i + (long long)f * n_samples];
+        positions[i] = gt_child(left_child[k], split_bitset + (long long)k * GT_BITSET_WORDS, bin);
+    }
+}

@@ -1,0 +1,32 @@
+// predict.cu — owns predict_leaves: route binned rows down a batch of trees
+// stored as one set of concatenated node arrays, returning leaf node ids.
+//
+// Tree t starts at node tree_roots[t]; while node_feature[node] >= 0 the row
+// moves to node_left[node] when its bin's bit is set in node_bitset[node],
+// else to node_left[node] + 1. The leaf id written is a global index into the
+// concatenated node arrays.
+#include "common.cuh"
+
+// 2-D grid: x strides over rows, y strides over trees, so a warp walks one tree.
+extern "C" __global__ void predict_leaves(
+    const unsigned char* __restrict__ X_binned,   // IN  (n_samples, n_features) uint8, F order
+    const int* __restrict__ node_feature,         // IN  (n_total_nodes,) int32, -1 = leaf
+    const unsigned int* __restrict__ node_bitset, // IN  (n_total_nodes, 8) uint32 goes-left bits
+    const int* __restrict__ node_left,            // IN  (n_total_nodes,) int32 global id of left child
+    const int* __restrict__ tree_roots,           // IN  (n_trees,) int32 global id of each root
+    int* __restrict__ leaves,                     // OUT (n_samples, n_trees) int32, C order
+    int n_samples, int n_trees)
+{
+    for (int t = blockIdx.y; t < n_trees; t += gridDim.y) {
+        for (long long i = gt_thread_x(); i < n_samples; i += gt_stride_x()) {
+            int node = tree_roots[t];
+            int f = node_feature[node];
+            while (f >= 0) {
+                const int bin = X_binned[i + (long long)f * n_samples];
+                node = gt_child(node_left[node], node_bitset + (long long)node * GT_BITSET_WORDS, bin);
+                f = node_feature[node];
+            }
+            leaves[i * n_trees + t] = node;
+        }
+    }
+}
