@@ -175,15 +175,19 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
                       np.concatenate(inv_scales), layout, 1)
 
 
-def make_criterion_functions(jit):
+def make_criterion_functions(jit, inline=None):
     """Compile the scalar criterion formulas with ``jit`` (``numba.njit`` or
     ``numba.cuda.jit(device=True)``); returns a namespace of functions.
 
     Every function takes ``S`` int64 (n_channels,) channel sums of one node
     (or child), ``layout`` int64 (LAYOUT_SIZE,), ``inv`` float64 (n_channels,).
+    ``inline`` (default ``jit``) compiles the small helpers called once per
+    split candidate; on the CPU it inlines them (numba's array-argument calls
+    are costly in the hot loop).
     """
+    inline = inline or jit
 
-    @jit
+    @inline
     def node_weight(S, layout, inv):
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
@@ -202,14 +206,14 @@ def make_criterion_functions(jit):
             total += S[k]
         return total * inv[0]
 
-    @jit
+    @inline
     def node_count(S, layout, inv):
         c = layout[LAYOUT_COUNT_CHANNEL]
         if c >= 0:
             return S[c] * 1.0
         return node_weight(S, layout, inv)
 
-    @jit
+    @inline
     def class_impurity(S, layout, inv, o):
         per = layout[LAYOUT_PER_OUTPUT]
         total = 0
@@ -226,7 +230,7 @@ def make_criterion_functions(jit):
                 result -= p * math.log2(p)
         return result
 
-    @jit
+    @inline
     def impurity(S, layout, inv):
         crit = layout[LAYOUT_CRITERION]
         n_out = layout[LAYOUT_N_OUTPUTS]
@@ -253,7 +257,7 @@ def make_criterion_functions(jit):
                 result += (s2 - sy * math.log(mean)) / w
         return result / n_out
 
-    @jit
+    @inline
     def newton_score(S, layout, inv, reg_lambda):
         """sum over outputs of G**2 / (H + lambda)."""
         score = 0.0
@@ -263,7 +267,7 @@ def make_criterion_functions(jit):
             score += g * g / (h + reg_lambda)
         return score
 
-    @jit
+    @inline
     def poisson_child_ok(S, layout, inv):
         off = layout[LAYOUT_VALUE_OFFSET]
         for o in range(layout[LAYOUT_N_OUTPUTS]):

@@ -31,8 +31,9 @@ SCRATCH_VECTORS = 5
 MAX_CATEGORIES = 256
 
 
-def make_split_scanner(jit):
-    """Compile the (node, feature) scan with ``jit``; returns ``scan(t, ...)``.
+def make_split_scanner(jit, inline=None):
+    """Compile the (node, feature) scan with ``jit`` (small per-candidate
+    helpers with ``inline``, default ``jit``); returns ``scan(t, ...)``.
 
     scan(t, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, missing_bin, layout, inv, params,
@@ -53,27 +54,28 @@ def make_split_scanner(jit):
       out_left           : OUT int64 (n_nodes, n_features, n_channels), the
                            left child's sums of the feature's best split
     """
-    crit = make_criterion_functions(jit)
+    inline = inline or jit
+    crit = make_criterion_functions(jit, inline)
     split_gain, node_count, impurity, sort_key = (
         crit.split_gain, crit.node_count, crit.impurity, crit.sort_key)
 
-    @jit
+    @inline
     def combine(L, R, A, M, T, with_missing):
         """L = A (+ M), R = T - L."""
         for c in range(L.shape[0]):
             L[c] = A[c] + (M[c] if with_missing else 0)
             R[c] = T[c] - L[c]
 
-    @jit
+    @inline
     def accumulate(A, H):
         for c in range(A.shape[0]):
             A[c] += H[c]
 
-    @jit
+    @inline
     def set_bit(bitset, b):
         bitset[b >> 5] |= np.uint32(1) << np.uint32(b & 31)
 
-    @jit
+    @inline
     def majority_class(T, layout):
         best = 0
         for k in range(1, layout[LAYOUT_PER_OUTPUT]):

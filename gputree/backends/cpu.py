@@ -5,6 +5,8 @@ Loops are parallel over features (histograms, binning) or over rows
 atomics are needed. Histogram cells are int64 fixed-point sums, so the result
 equals the CUDA backend's bit for bit.
 """
+import functools
+
 import numpy as np
 from numba import njit, prange
 
@@ -13,7 +15,10 @@ from ..splitting import (best_split_per_node, empty_scan_outputs, empty_scratch,
                          make_split_scanner)
 from .base import Backend, node_summaries_kernel_body
 
-_scan = make_split_scanner(njit)
+# small per-candidate helpers are inlined: calls with array arguments cost
+# more than the arithmetic they do
+_inline = functools.partial(njit, inline="always")
+_scan = make_split_scanner(njit, _inline)
 _node_summary = node_summaries_kernel_body(njit)
 
 
