@@ -11,6 +11,7 @@ arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
 CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
 ``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
 """
+import contextlib
 import math
 from collections import Counter
 
@@ -82,6 +83,35 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
         _summary(node, totals, layout, inv, params, values, impurity)
 
 
+@contextlib.contextmanager
+def _exact_float_arithmetic():
+    """Compile numba.cuda kernels launched inside with FMA contraction off.
+
+    Without ``fastmath``, numba leaves NVVM's default ``-fma=1`` on, so a GPU
+    could fuse ``a * b + c`` in the gain formulas and round differently from
+    the CPU; split gains must round identically on every backend. numba has
+    no public switch, so NVVM's compile call is wrapped while our kernels
+    compile (best effort: a numba without ``cudadrv.nvvm.compile_ir`` is left
+    alone).
+    """
+    try:
+        from numba.cuda.cudadrv import nvvm
+        original = nvvm.compile_ir
+    except (ImportError, AttributeError):
+        yield
+        return
+
+    def compile_ir(llvmir, **options):
+        options.setdefault("fma", False)
+        return original(llvmir, **options)
+
+    nvvm.compile_ir = compile_ir
+    try:
+        yield
+    finally:
+        nvvm.compile_ir = original
+
+
 class CUDABackend(Backend):
     """The CUDA primitives on a runtime: "cupy" (a GPU) or "emulator" (CPU)."""
 
@@ -137,17 +167,19 @@ class CUDABackend(Backend):
         scratch = empty_scratch(xp, n_nodes, n_features, n_channels,
                                 bool(self.to_host(is_categorical).any()))
         blocks = math.ceil(n_nodes * n_features / _SCAN_THREADS_PER_BLOCK)
-        _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
-            hist, n_bins_non_missing, is_categorical, feature_allowed, np.int64(missing_bin),
-            layout, inv, params, *scratch, *outputs)
+        with _exact_float_arithmetic():
+            _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
+                hist, n_bins_non_missing, is_categorical, feature_allowed,
+                np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
         return best_split_per_node(xp, *outputs)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         self._count("node_summaries")
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
         blocks = max(1, math.ceil(totals.shape[0] / _SCAN_THREADS_PER_BLOCK))
-        _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
-                                                        values, impurity)
+        with _exact_float_arithmetic():
+            _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
+                                                            values, impurity)
         return values, impurity
 
     def free_memory_bytes(self):
