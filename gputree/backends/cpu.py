@@ -22,18 +22,25 @@ _scan = make_split_scanner(njit, _inline)
 _node_summary = node_summaries_kernel_body(njit)
 
 
-_BINNING_BLOCK = 4096
+_BINNING_BLOCK = 256
+#: thresholds are padded to this width (2**8 - 1) for the unrolled search
+_SEARCH_WIDTH = 255
+
+
+@njit(inline="always")
+def _search_step(row, lo, x, step):
+    return lo + step * (row[lo + step - 1] < x)
 
 
 @njit(parallel=True, cache=True)
 def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
-    """X float (n, F) IN; thresholds float64 (F, 2**k - 1) IN, rows padded with
+    """X float (n, F) IN; thresholds float64 (F, 255) IN, rows padded with
     +inf; out uint8 (n, F) OUT (Fortran order).
 
     Parallel over blocks of rows; within a block, feature by feature so that
-    writes are contiguous. The search is branch-free: k halvings."""
+    writes are contiguous. The binary search is unrolled and branch-free:
+    ``lo`` ends as the number of thresholds strictly below ``x``."""
     n_samples, n_features = X.shape
-    n_thresholds = thresholds.shape[1]
     n_blocks = (n_samples + _BINNING_BLOCK - 1) // _BINNING_BLOCK
     for block in prange(n_blocks):
         start = block * _BINNING_BLOCK
@@ -42,23 +49,23 @@ def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
             row = thresholds[f]
             for i in range(start, stop):
                 x = np.float64(X[i, f])
-                lo = 0
-                step = (n_thresholds + 1) >> 1
-                while step > 0:
-                    lo += step if row[lo + step - 1] < x else 0
-                    step >>= 1
-                if np.isnan(x) or (is_categorical[f] and (lo == n_thresholds or row[lo] != x)):
+                lo = _search_step(row, 0, x, 128)
+                lo = _search_step(row, lo, x, 64)
+                lo = _search_step(row, lo, x, 32)
+                lo = _search_step(row, lo, x, 16)
+                lo = _search_step(row, lo, x, 8)
+                lo = _search_step(row, lo, x, 4)
+                lo = _search_step(row, lo, x, 2)
+                lo = _search_step(row, lo, x, 1)
+                if np.isnan(x) or (is_categorical[f] and (lo == _SEARCH_WIDTH or row[lo] != x)):
                     out[i, f] = missing_bin
                 else:
                     out[i, f] = lo
 
 
-def _pad_to_power_of_two(thresholds):
-    """thresholds (F, T) -> (F, 2**k - 1) padded with +inf, 2**k - 1 >= T."""
-    width = 1
-    while width - 1 < thresholds.shape[1]:
-        width *= 2
-    padded = np.full((thresholds.shape[0], width - 1), np.inf)
+def _pad_thresholds(thresholds):
+    """thresholds (F, T <= 255) -> (F, 255) padded with +inf."""
+    padded = np.full((thresholds.shape[0], _SEARCH_WIDTH), np.inf)
     padded[:, :thresholds.shape[1]] = thresholds
     return padded
 
@@ -163,7 +170,7 @@ class CPUBackend(Backend):
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
-        _map_to_bins(X, _pad_to_power_of_two(thresholds), is_categorical, missing_bin, out)
+        _map_to_bins(X, _pad_thresholds(thresholds), is_categorical, missing_bin, out)
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
