@@ -10,7 +10,7 @@ import numpy as np
 X_BINNED_DTYPE = np.uint8
 #: raw feature values handed to the binning kernel
 X_DTYPE = np.float64
-#: bin thresholds, shape (n_features, max_bins - 1), padded with +inf
+#: bin thresholds, shape (n_features, max_bins), padded with +inf
 THRESHOLD_DTYPE = np.float64
 #: fixed-point per-row statistics and histogram cells (order-free sums)
 STAT_DTYPE = np.int64

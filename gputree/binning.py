@@ -29,7 +29,7 @@ class BinMapper:
 
     Attributes
     ----------
-    bin_thresholds_ : float64 (n_features, max_bins - 1)
+    bin_thresholds_ : float64 (n_features, max_bins)
         Per feature, ``x`` goes to bin ``searchsorted(row, x, 'left')``; rows
         are padded with +inf. For categorical features the row holds the
         sorted category codes and a value's bin is the index of its code.
@@ -67,7 +67,9 @@ class BinMapper:
             rng = np.random.RandomState(self.random_state)
             sampled = np.sort(rng.choice(used, self.subsample, replace=False))
         sample = np.asarray(X[sampled], dtype=X_DTYPE)
-        thresholds = np.full((n_features, self.max_bins - 1), np.inf,
+        # max_bins columns (n_bins - 1): numerical features use at most
+        # max_bins - 1 of them, a categorical one up to max_bins codes
+        thresholds = np.full((n_features, self.max_bins), np.inf,
                              dtype=THRESHOLD_DTYPE)
         n_non_missing = np.zeros(n_features, dtype=np.int32)
         for f in range(n_features):

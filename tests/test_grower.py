@@ -1,0 +1,194 @@
+"""Level-wise growth: the partition and prediction kernels agree with the
+numpy reference; children partition their parent; every split is the
+brute-force best split of its node's rows; stopping rules hold; the tree's
+arrays have fixed-width dtypes."""
+import numpy as np
+import pytest
+
+import reference
+from gputree.binning import BinMapper
+from gputree.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
+                              classification_statistics, regression_statistics)
+from gputree.grower import BinnedData, GrowthParams, grow_tree
+from gputree.tree import concatenate_trees
+
+
+def _grow(backend, X, y, criterion="squared_error", w=None, categorical=None, seed=0,
+          max_bins=255, **growth):
+    w = np.ones(len(y)) if w is None else w
+    categorical = np.zeros(X.shape[1], bool) if categorical is None else np.asarray(categorical)
+    mapper = BinMapper(max_bins, categorical).fit(X, w)
+    X_binned = mapper.transform(X, backend)
+    data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
+                      categorical.astype(np.uint8), mapper.bin_thresholds_)
+    if criterion in CLASSIFICATION_CRITERIA:
+        stats = classification_statistics(y.reshape(len(y), -1), int(y.max()) + 1, w,
+                                          CLASSIFICATION_CRITERIA[criterion])
+    else:
+        stats = regression_statistics(y.reshape(len(y), -1).astype(float), w,
+                                      REGRESSION_CRITERIA[criterion])
+    tree, positions = grow_tree(backend, data, stats, GrowthParams(**growth),
+                                np.random.RandomState(seed))
+    return tree, positions, data
+
+
+def _node_rows(tree, X_binned):
+    """bool (n_nodes, n_samples): which rows pass through each node (reference walk)."""
+    rows = np.zeros((tree.node_count, X_binned.shape[0]), dtype=bool)
+    rows[0] = True
+    for node in range(tree.node_count):          # breadth-first: parents come first
+        left = tree.left_child[node]
+        if left >= 0:
+            go_left = np.isin(X_binned[:, tree.feature[node]],
+                              list(reference.bins_of(tree.bitset[node])))
+            rows[left] = rows[node] & go_left
+            rows[left + 1] = rows[node] & ~go_left
+    return rows
+
+
+def _regression_data(seed, n=240, n_features=3):
+    rng = np.random.RandomState(seed)
+    X = rng.randint(0, 7, (n, n_features)) * rng.uniform(0.5, 2, n_features)
+    X[rng.rand(n, n_features) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) ** 1.5 + rng.normal(0, 0.5, n)
+    return X, y
+
+
+def test_update_positions_matches_reference(backend):
+    rng = np.random.RandomState(0)
+    n, n_features, n_level = 1000, 4, 6
+    X_binned = np.asfortranarray(rng.randint(0, 256, (n, n_features)).astype(np.uint8))
+    positions = rng.randint(3, 3 + n_level, n).astype(np.int32)
+    positions[:50] = -1
+    split_feature = rng.randint(-1, n_features, n_level).astype(np.int32)
+    bitset = rng.randint(0, 2**32, (n_level, 8), dtype=np.uint64).astype(np.uint32)
+    left_child = (20 + 2 * np.arange(n_level)).astype(np.int32)
+    expected = reference.update_positions(X_binned, positions, 3, split_feature, bitset, left_child)
+    backend.update_positions(X_binned, positions, 3, split_feature, bitset, left_child)
+    np.testing.assert_array_equal(positions, expected)
+
+
+def test_predict_leaves_matches_reference_for_several_trees(backend):
+    X, y = _regression_data(1)
+    trees = [_grow(backend, X, y, max_depth=d)[0] for d in (2, 4)]
+    X_binned = _grow(backend, X, y, max_depth=1)[2].X_binned
+    feature, bitset, left, roots = concatenate_trees(trees)
+    leaves = backend.predict_leaves(X_binned, feature, bitset, left, roots) - roots
+    for t, tree in enumerate(trees):
+        np.testing.assert_array_equal(leaves[:, t], reference.predict_leaves(tree, X_binned))
+
+
+@pytest.mark.parametrize("criterion,seed", [("squared_error", 2), ("gini", 3), ("poisson", 4)])
+def test_every_split_is_the_brute_force_best_of_its_node(backend, criterion, seed):
+    X, y = _regression_data(seed)
+    if criterion == "gini":
+        y = (y > np.median(y)).astype(int)
+    elif criterion == "poisson":
+        y = np.exp(y / 4).round(2)
+    tree, positions, data = _grow(backend, X, y, criterion, max_depth=4)
+    X_binned = data.X_binned
+    rows = _node_rows(tree, X_binned)
+    n_classes = 2 if criterion == "gini" else None
+    ones = np.ones(len(y), dtype=bool)
+    checked = 0
+    for node in np.flatnonzero(tree.feature >= 0):
+        r = rows[node]
+        candidates = reference.brute_force_splits(
+            X_binned[r], y[r], np.ones(r.sum()), criterion, data.n_bins_non_missing,
+            data.is_categorical, data.missing_bin, 1, n_classes)
+        best, margin = reference.best_gain_margin(candidates, ones[r])
+        assert tree.gain[node] == pytest.approx(best[0], rel=1e-7, abs=1e-9)
+        if margin > 1e-6 * (1 + abs(best[0])):
+            np.testing.assert_array_equal(rows[tree.left_child[node]][r], best[3])
+            checked += 1
+    assert checked >= 3
+
+
+def test_children_partition_the_parent_and_leaves_hold_their_rows(backend):
+    X, y = _regression_data(5)
+    w = np.random.RandomState(5).randint(0, 4, len(y)).astype(float)
+    tree, positions, data = _grow(backend, X, y, w=w, max_depth=5)
+    X_binned = data.X_binned
+    rows = _node_rows(tree, X_binned)
+    internal = np.flatnonzero(tree.feature >= 0)
+    left = tree.left_child[internal]
+    np.testing.assert_array_equal(rows[left] | rows[left + 1], rows[internal])
+    assert not np.any(rows[left] & rows[left + 1])
+    np.testing.assert_array_equal(tree.n_node_samples[internal],
+                                  tree.n_node_samples[left] + tree.n_node_samples[left + 1])
+    # node statistics are those of the node's rows
+    np.testing.assert_array_equal(tree.n_node_samples, (rows & (w > 0)).sum(axis=1))
+    np.testing.assert_allclose(tree.weighted_n_node_samples, rows @ w)
+    mean = (rows @ (w * y)) / (rows @ w)
+    np.testing.assert_allclose(tree.value[:, 0, 0], mean, rtol=1e-12)
+    # the returned positions are the leaves, and every row is in exactly one leaf
+    np.testing.assert_array_equal(positions, reference.predict_leaves(tree, X_binned))
+    assert np.all(rows[tree.feature < 0].sum(axis=0) == 1)
+
+
+def test_tree_layout_and_fixed_width_dtypes(backend):
+    X, y = _regression_data(6)
+    tree, _, _ = _grow(backend, X, y, max_depth=6)
+    expected = {"feature": np.int32, "left_child": np.int32, "bitset": np.uint32,
+                "threshold": np.float64, "missing_left": np.uint8, "is_categorical": np.uint8,
+                "value": np.float64, "impurity": np.float64, "n_node_samples": np.int64,
+                "weighted_n_node_samples": np.float64, "gain": np.float64,
+                "depth": np.int32, "parent": np.int32}
+    for name, dtype in expected.items():
+        assert getattr(tree, name).dtype == dtype, name
+    internal = np.flatnonzero(tree.left_child >= 0)
+    left = tree.left_child[internal]
+    # breadth-first numbering, right child = left + 1, parents and depths consistent
+    assert np.all(np.diff(tree.depth) >= 0) and np.all(left > internal)
+    np.testing.assert_array_equal(tree.parent[left], internal)
+    np.testing.assert_array_equal(tree.parent[left + 1], internal)
+    np.testing.assert_array_equal(tree.depth[left], tree.depth[internal] + 1)
+    assert np.all(tree.feature[tree.left_child < 0] == -1)
+
+
+@pytest.mark.parametrize("growth", [dict(max_depth=3), dict(min_samples_leaf=7),
+                                    dict(min_samples_split=40),
+                                    dict(min_weight_leaf=30.0)])
+def test_stopping_rules_hold(backend, growth):
+    X, y = _regression_data(7, n=400)
+    w = np.random.RandomState(7).uniform(0.5, 1.5, len(y))
+    tree, _, _ = _grow(backend, X, y, w=w, **growth)
+    leaves, internal = tree.feature < 0, tree.feature >= 0
+    assert tree.max_depth <= growth.get("max_depth", 99)
+    assert np.all(tree.n_node_samples[leaves] >= growth.get("min_samples_leaf", 1))
+    assert np.all(tree.weighted_n_node_samples[leaves] >= growth.get("min_weight_leaf", 0))
+    assert np.all(tree.n_node_samples[internal] >= growth.get("min_samples_split", 2))
+    assert tree.node_count > 3
+
+
+def test_max_leaf_nodes_keeps_the_best_splits_of_a_level_wise_tree(backend):
+    X, y = _regression_data(8, n=400)
+    full, _, data = _grow(backend, X, y, max_depth=8)
+    X_binned = data.X_binned
+    full_rows = _node_rows(full, X_binned)
+    full_splits = {(full_rows[i].tobytes(), full.feature[i]) for i in np.flatnonzero(full.feature >= 0)}
+    for budget in (2, 5, 12):
+        tree, _, _ = _grow(backend, X, y, max_depth=8, max_leaf_nodes=budget)
+        assert tree.n_leaves == min(budget, full.n_leaves)
+        rows = _node_rows(tree, X_binned)
+        internal = np.flatnonzero(tree.feature >= 0)
+        # every split is one of the unlimited tree's (same rows, same feature)
+        assert {(rows[i].tobytes(), tree.feature[i]) for i in internal} <= full_splits
+        # where the budget ran out, no node left unsplit beat a split that was kept
+        last = tree.depth[internal].max()
+        kept = tree.gain[internal[tree.depth[internal] == last]]
+        unsplit = [full.gain[j] for j in np.flatnonzero((full.feature >= 0) & (full.depth == last))
+                   if not any(np.array_equal(full_rows[j], rows[i]) for i in internal)]
+        assert max(unsplit, default=-np.inf) <= kept.min() + 1e-12
+
+
+def test_feature_subsets_depend_only_on_the_seed(backend):
+    X, y = _regression_data(9)
+    full = _grow(backend, X, y, max_depth=5)[0]
+    trees = [_grow(backend, X, y, max_depth=5, max_features=1, seed=s)[0] for s in range(6)]
+    again = _grow(backend, X, y, max_depth=5, max_features=1, seed=0)[0]
+    np.testing.assert_array_equal(trees[0].feature, again.feature)
+    np.testing.assert_array_equal(trees[0].bitset, again.bitset)
+    # one random feature per node: roots vary with the seed, never beat the best split
+    assert len({t.feature[0] for t in trees}) > 1
+    assert all(t.gain[0] <= full.gain[0] + 1e-12 for t in trees)
