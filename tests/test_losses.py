@@ -1,0 +1,159 @@
+"""Boosting losses (gputree.losses): gradients and hessians against central
+finite differences of the loss, loss values against scikit-learn's metrics,
+initial raw scores as the best constant, weighted medians against brute
+force, and the inverse links."""
+import numpy as np
+import pytest
+from sklearn import metrics
+
+from gputree.losses import (AbsoluteError, BinaryLogLoss, MultinomialLoss, PoissonLoss,
+                            SquaredError, grouped_weighted_median, make_loss)
+
+LOSSES = {
+    "binary": BinaryLogLoss(),
+    "multinomial": MultinomialLoss(3),
+    "squared_error": SquaredError(),
+    "absolute_error": AbsoluteError(),
+    "poisson": PoissonLoss(),
+}
+
+
+def _problem(name, n=50, seed=0):
+    """(loss, y in the loss's coding (n, K), raw (n, K), weights (n,), host y)."""
+    rng = np.random.RandomState(seed)
+    loss = LOSSES[name]
+    if name == "binary":
+        labels = rng.randint(0, 2, n)
+    elif name == "multinomial":
+        labels = rng.randint(0, 3, n)
+    elif name == "poisson":
+        labels = rng.poisson(2.0, n).astype(float)
+    else:
+        labels = rng.normal(size=n)
+    raw = rng.normal(scale=1.5, size=(n, loss.n_outputs))
+    if name == "absolute_error":          # keep clear of the kink at raw == y
+        raw[:, 0] = labels + np.where(rng.rand(n) < 0.5, -1, 1) * rng.uniform(0.1, 1.0, n)
+    weights = rng.uniform(0.2, 3.0, n)
+    return loss, loss.targets(np, labels), raw, weights, labels
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_gradients_match_finite_differences(name):
+    loss, y, raw, w, _ = _problem(name)
+    g, h = loss.gradients(np, y, raw, w)
+    eps = 1e-5
+    for k in range(loss.n_outputs):
+        step = np.zeros_like(raw)
+        step[:, k] = eps
+        up = loss.pointwise(np, y, raw + step) * w
+        down = loss.pointwise(np, y, raw - step) * w
+        np.testing.assert_allclose(g[:, k], (up - down) / (2 * eps), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["binary", "multinomial", "squared_error", "poisson"])
+def test_hessians_match_finite_differences(name):
+    loss, y, raw, w, _ = _problem(name)
+    _, h = loss.gradients(np, y, raw, w)
+    eps = 1e-4
+    for k in range(loss.n_outputs):
+        step = np.zeros_like(raw)
+        step[:, k] = eps
+        centre = loss.pointwise(np, y, raw)
+        up, down = loss.pointwise(np, y, raw + step), loss.pointwise(np, y, raw - step)
+        np.testing.assert_allclose(h[:, k], w * (up - 2 * centre + down) / eps ** 2,
+                                   rtol=1e-4, atol=1e-6)
+
+
+def test_absolute_error_uses_unit_hessian_times_weight():
+    loss, y, raw, w, _ = _problem("absolute_error")
+    _, h = loss.gradients(np, y, raw, w)
+    np.testing.assert_array_equal(h[:, 0], w)
+
+
+def test_loss_values_match_sklearn_metrics():
+    for name, metric in [
+        ("binary", lambda y, p: metrics.log_loss(y, p[:, 1], labels=[0, 1])),
+        ("multinomial", lambda y, p: metrics.log_loss(y, p, labels=[0, 1, 2])),
+        ("squared_error", lambda y, p: metrics.mean_squared_error(y, p[:, 0]) / 2),
+        ("absolute_error", lambda y, p: metrics.mean_absolute_error(y, p[:, 0])),
+        ("poisson", lambda y, p: metrics.mean_poisson_deviance(y, p[:, 0]) / 2),
+    ]:
+        loss, y, raw, _, labels = _problem(name)
+        ones = np.ones(labels.shape[0])
+        expected = metric(labels, loss.predict(np, raw))
+        assert loss.value(np, y, raw, ones) == pytest.approx(expected, rel=1e-10), name
+
+
+@pytest.mark.parametrize("name", ["binary", "multinomial", "squared_error", "poisson"])
+def test_initial_raw_score_zeroes_the_total_gradient(name):
+    """The best constant raw score: the weighted gradient sums to zero there."""
+    loss, y, _, w, _ = _problem(name)
+    init = loss.init_raw(y, w)
+    raw = np.tile(init, (y.shape[0], 1))
+    g, _ = loss.gradients(np, y, raw, w)
+    np.testing.assert_allclose(g.sum(axis=0), 0.0, atol=1e-10)
+
+
+def test_binary_initial_raw_score_is_the_log_odds():
+    loss = BinaryLogLoss()
+    y = loss.targets(np, np.array([0, 1, 1, 1]))
+    assert loss.init_raw(y, np.ones(4))[0] == pytest.approx(np.log(3.0))
+    assert loss.init_raw(y, np.array([3.0, 1, 1, 1]))[0] == pytest.approx(0.0)
+
+
+def test_multinomial_initial_raw_scores_are_symmetric_logits_of_the_priors():
+    loss = MultinomialLoss(3)
+    y = loss.targets(np, np.array([0, 1, 1, 2, 2, 2]))
+    init = loss.init_raw(y, np.ones(6))
+    assert init.sum() == pytest.approx(0.0, abs=1e-12)
+    np.testing.assert_allclose(loss.predict(np, init[None, :])[0], [1 / 6, 2 / 6, 3 / 6])
+
+
+def test_absolute_error_initial_raw_score_minimises_the_weighted_loss():
+    loss, y, _, w, labels = _problem("absolute_error", n=41)
+    init = loss.init_raw(y, w)[0]
+    candidates = np.concatenate([labels, [init]])
+    totals = [np.sum(w * np.abs(labels - c)) for c in candidates]
+    assert totals[-1] <= min(totals) + 1e-12
+
+
+def test_grouped_weighted_median_with_unit_weights_is_the_median():
+    rng = np.random.RandomState(1)
+    values = rng.normal(size=200)
+    groups = rng.randint(0, 7, 200)
+    medians = grouped_weighted_median(np, values, np.ones(200), groups, 9)
+    for k in range(7):
+        assert medians[k] == np.median(values[groups == k])
+    assert np.isnan(medians[7]) and np.isnan(medians[8])       # empty groups
+
+
+def test_grouped_weighted_median_with_integer_weights_repeats_rows():
+    rng = np.random.RandomState(2)
+    values = rng.normal(size=120)
+    weights = rng.randint(0, 4, 120).astype(float)             # zeros drop rows
+    groups = rng.randint(0, 5, 120)
+    medians = grouped_weighted_median(np, values, weights, groups, 5)
+    for k in range(5):
+        repeated = np.repeat(values[groups == k], weights[groups == k].astype(int))
+        assert medians[k] == pytest.approx(np.median(repeated), abs=0)
+
+
+def test_inverse_links():
+    raw = np.random.RandomState(3).normal(scale=3, size=(20, 3))
+    proba = BinaryLogLoss().predict(np, raw[:, :1])
+    np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-raw[:, 0])))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    soft = MultinomialLoss(3).predict(np, raw)
+    np.testing.assert_allclose(soft.sum(axis=1), 1.0)
+    np.testing.assert_allclose(MultinomialLoss(3).predict(np, raw + 5.0), soft)
+    np.testing.assert_allclose(PoissonLoss().predict(np, raw[:, :1]), np.exp(raw[:, :1]))
+    assert np.all(np.isfinite(BinaryLogLoss().pointwise(np, np.ones((2, 1)),
+                                                        np.array([[800.0], [-800.0]]))))
+
+
+def test_make_loss_picks_the_loss():
+    assert isinstance(make_loss("log_loss", 2), BinaryLogLoss)
+    multinomial = make_loss("log_loss", 4)
+    assert isinstance(multinomial, MultinomialLoss) and multinomial.n_outputs == 4
+    assert isinstance(make_loss("poisson"), PoissonLoss)
+    assert isinstance(make_loss("absolute_error"), AbsoluteError)
