@@ -190,7 +190,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         else:
             self._seed = seed_from(check_random_state(self.random_state))
             inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features,
-                                          self.device, self._seed)
+                                          self.device, self._seed, sample_weight)
             self._store_inputs(inputs)
             data = inputs.data
         n_samples = data.X_binned.shape[0]
@@ -433,7 +433,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         if fitting:
             if n_classes[0] < 2:
                 raise ValueError("GradientBoostingClassifier needs samples of at least 2 "
-                                 f"classes in y; got only class {classes[0][0]!r}.")
+                                 f"classes; y has only one class ({classes[0][0]!r}).")
             self.classes_, self.n_classes_ = classes[0], n_classes[0]
         elif not np.array_equal(classes[0], self.classes_):
             raise ValueError(f"warm_start needs the same classes as before ({self.classes_}); "

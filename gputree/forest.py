@@ -137,7 +137,7 @@ class _BaseForest(BaseTreeModel):
         else:
             self._seed = seed_from(check_random_state(self.random_state))
             inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features,
-                                          self.device, self._seed)
+                                          self.device, self._seed, sample_weight)
             self._store_inputs(inputs)
             data = inputs.data
             self._trees = []
@@ -198,8 +198,8 @@ class _BaseForest(BaseTreeModel):
     def _raw_values(self, X):
         """Mean over trees of the leaf values, host float64 (n_samples,
         n_outputs, n_classes): class probabilities or regression means."""
-        backend = self._backend
         data = self._bin_new_data(X)
+        backend = self._backend
         total = backend.xp.zeros((data.X_binned.shape[0],) + self._value_shape())
         for first in range(0, len(self._trees), _PREDICT_BLOCK):
             trees = self._trees[first:first + _PREDICT_BLOCK]
@@ -259,13 +259,14 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
 
     def _targets(self, y, fitting):
         y_encoded, classes, n_classes = encode_labels(y)
-        labels = classes if y.ndim == 2 else classes[0]
+        single = len(classes) == 1          # a column vector y is single-output too
         if fitting:
-            self.classes_, self.n_classes_ = labels, (n_classes if y.ndim == 2 else n_classes[0])
+            self.classes_ = classes[0] if single else classes
+            self.n_classes_ = n_classes[0] if single else n_classes
             self.n_outputs_ = y_encoded.shape[1]
             self._trees_value_shape = (self.n_outputs_, max(n_classes))
         else:
-            previous = self.classes_ if y.ndim == 2 else [self.classes_]
+            previous = [self.classes_] if single else self.classes_
             if len(previous) != len(classes) or not all(
                     np.array_equal(a, b) for a, b in zip(previous, classes)):
                 raise ValueError("warm_start needs the same classes as the previous fit.")
@@ -309,13 +310,13 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
         if REGRESSION_CRITERIA[self.criterion] == POISSON:
             check_poisson_targets(y2)
         if fitting:
-            self._y_ndim, self.n_outputs_ = y.ndim, y2.shape[1]
+            self.n_outputs_ = y2.shape[1]
             self._trees_value_shape = (self.n_outputs_, 1)
         return _RegressionTargets(y2, self.criterion)
 
     def _set_oob(self, mean, targets):
         prediction = mean[:, :, 0]
-        self.oob_prediction_ = prediction[:, 0] if self._y_ndim == 1 else prediction
+        self.oob_prediction_ = prediction[:, 0] if self.n_outputs_ == 1 else prediction
         residual = ((targets.y - prediction) ** 2).sum(axis=0)
         spread = ((targets.y - targets.y.mean(axis=0)) ** 2).sum(axis=0)
         self.oob_score_ = float(np.mean(1.0 - residual / np.where(spread > 0, spread, 1.0)))
