@@ -217,18 +217,23 @@ def _splittable(totals, impurity, depth, growth, layout, inv, stats):
 def _accept_splits(gain, totals, impurity, growth, layout, inv, stats, root_totals,
                    n_leaves):
     """Which candidates split: valid gain, min_impurity_decrease (weighted as
-    scikit-learn does) or gamma, then the max_leaf_nodes budget by gain."""
+    scikit-learn does) or gamma, then the max_leaf_nodes budget by weighted
+    impurity decrease."""
     valid = np.isfinite(gain)
+    # budget priority: what the split removes from the whole tree's impurity
+    # (node gain weighted by the node's weight share, as scikit-learn's
+    # best-first growth ranks splits); newton gains are loss reductions already
+    decrease = np.where(valid, gain, 0.0)
     if layout[LAYOUT_CRITERION] == NEWTON:
         valid &= gain > growth.min_split_gain
     else:
         _, weight = _counts_and_weights(totals, layout, inv)
         _, root_weight = _counts_and_weights(root_totals[None, :], layout, inv)
-        decrease = np.where(valid, gain, 0.0) * weight / root_weight[0]
+        decrease = decrease * weight / root_weight[0]
         valid &= decrease + _PURE >= growth.min_impurity_decrease
     if growth.max_leaf_nodes:
         budget = max(growth.max_leaf_nodes - n_leaves, 0)
-        order = np.argsort(-np.where(valid, gain, -np.inf), kind="stable")
+        order = np.argsort(-np.where(valid, decrease, -np.inf), kind="stable")
         keep = np.zeros_like(valid)
         keep[order[:budget]] = True
         valid &= keep

@@ -174,12 +174,15 @@ def test_max_leaf_nodes_keeps_the_best_splits_of_a_level_wise_tree(backend):
         internal = np.flatnonzero(tree.feature >= 0)
         # every split is one of the unlimited tree's (same rows, same feature)
         assert {(rows[i].tobytes(), tree.feature[i]) for i in internal} <= full_splits
-        # where the budget ran out, no node left unsplit beat a split that was kept
+        # where the budget ran out, no node left unsplit would have removed more
+        # impurity (gain x node weight) than a split that was kept
         last = tree.depth[internal].max()
-        kept = tree.gain[internal[tree.depth[internal] == last]]
-        unsplit = [full.gain[j] for j in np.flatnonzero((full.feature >= 0) & (full.depth == last))
+        at_last = internal[tree.depth[internal] == last]
+        kept = tree.gain[at_last] * tree.weighted_n_node_samples[at_last]
+        unsplit = [full.gain[j] * full.weighted_n_node_samples[j]
+                   for j in np.flatnonzero((full.feature >= 0) & (full.depth == last))
                    if not any(np.array_equal(full_rows[j], rows[i]) for i in internal)]
-        assert max(unsplit, default=-np.inf) <= kept.min() + 1e-12
+        assert max(unsplit, default=-np.inf) <= kept.min() * (1 + 1e-12)
 
 
 def test_feature_subsets_depend_only_on_the_seed(backend):
