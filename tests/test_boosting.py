@@ -3,7 +3,10 @@ training loss, agreement with scikit-learn where the algorithms coincide
 (integer features with fewer values than bins, so binning is exact), the
 sampling and regularisation parameters, early stopping's rule, warm start,
 and backend independence."""
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -366,3 +369,21 @@ def test_backends_grow_the_same_ensemble(device):
         np.testing.assert_array_equal(a.feature, b.feature)
         np.testing.assert_array_equal(a.bitset, b.bitset)
     np.testing.assert_allclose(cpu.predict_proba(X), other.predict_proba(X), rtol=1e-12)
+
+
+def test_simulated_device_grows_the_same_ensembles():
+    """Run the backend tests of boosting and forests in a process with numba's
+    CUDA simulator on (it must be on before numba is imported), so that
+    device="cuda-sim" runs the CUDA backend end to end."""
+    from numba import config
+    if config.ENABLE_CUDASIM:
+        pytest.skip("this process already runs the simulator")
+    here = Path(__file__).parent
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "-k", "backends_grow and cuda-sim", str(here / "test_boosting.py"),
+         str(here / "test_forest.py")],
+        env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"), capture_output=True, text=True,
+        timeout=600)
+    print(result.stdout[-5000:], result.stderr[-3000:])
+    assert result.returncode == 0 and "2 passed" in result.stdout

@@ -17,7 +17,7 @@ from gputree import (DecisionTreeClassifier, GradientBoostingClassifier,
                      GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
 
 SMALL = [
-    GradientBoostingClassifier(n_estimators=5, device="cpu"),
+    GradientBoostingClassifier(n_estimators=5, max_depth=3, device="cpu"),
     GradientBoostingRegressor(n_estimators=10, learning_rate=0.3, device="cpu"),
     RandomForestClassifier(n_estimators=5, device="cpu"),
     RandomForestRegressor(n_estimators=5, device="cpu"),

@@ -182,6 +182,7 @@ def test_invalid_combinations_are_rejected():
         RandomForestRegressor(criterion="gini", **FAST).fit(X, y)
 
 
+@pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
 @pytest.mark.parametrize("device", ["cuda-sim", "cuda"])
 def test_backends_grow_the_same_forest(device):
     try:
