@@ -158,6 +158,8 @@ class FeatureEncoder:
         return mask
 
     def _feature_index(self, item, n_features):
+        if isinstance(item, np.generic):
+            item = item.item()      # plain int / str, also in error messages
         if isinstance(item, (str, np.str_)):
             if self.feature_names_in_ is None or item not in list(self.feature_names_in_):
                 raise ValueError(f"categorical_features names {item!r}, which is not a "

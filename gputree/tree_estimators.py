@@ -121,14 +121,18 @@ class _BaseDecisionTree(BaseTreeModel):
         n_samples = X_float.shape[0]
         y = check_y(y, n_samples)
         weight = inputs.sample_weight
-        stats = self._statistics(y, weight)
+        stats, target_attributes = self._statistics(y, weight)
         stats.stats = inputs.backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, weight.sum(), X_float.shape[1])
         tree, _ = grow_tree(inputs.backend, inputs.data, stats, growth, rng)
+        tree = prune(tree, self.ccp_alpha)
+        # fitted attributes change together, only once the fit has succeeded
         self._store_inputs(inputs)
+        for name, value in target_attributes.items():
+            setattr(self, name, value)
         self.max_features_ = growth.max_features
         self.n_outputs_ = stats.n_outputs
-        self.tree_ = prune(tree, self.ccp_alpha)
+        self.tree_ = tree
         return self
 
     def _trees_for_prediction(self):
@@ -232,14 +236,15 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         return self._fit(X, y, sample_weight)
 
     def _statistics(self, y, weight):
+        """(Statistics, fitted attributes that describe the targets)."""
         y_encoded, classes, n_classes = encode_labels(y)
+        weight = weight * class_weights(self.class_weight, y_encoded, classes)
         # a column vector y (n_samples, 1) is single-output, as in scikit-learn
         single = len(classes) == 1
-        self.classes_ = classes[0] if single else classes
-        self.n_classes_ = n_classes[0] if single else n_classes
-        weight = weight * class_weights(self.class_weight, y_encoded, classes)
-        return classification_statistics(y_encoded, max(n_classes),
-                                         weight, CLASSIFICATION_CRITERIA[self.criterion])
+        attributes = {"classes_": classes[0] if single else classes,
+                      "n_classes_": n_classes[0] if single else n_classes}
+        return classification_statistics(y_encoded, max(n_classes), weight,
+                                         CLASSIFICATION_CRITERIA[self.criterion]), attributes
 
     def predict_proba(self, X):
         """Class probabilities: float64 (n_samples, n_classes), or a list of
@@ -311,7 +316,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         criterion = REGRESSION_CRITERIA[self.criterion]
         if criterion == POISSON:
             check_poisson_targets(y2)
-        return regression_statistics(y2, weight, criterion)
+        return regression_statistics(y2, weight, criterion), {}
 
     def predict(self, X):
         """float64 (n_samples,) or (n_samples, n_outputs)."""
@@ -381,7 +386,7 @@ def class_weights(class_weight, y_encoded, classes):
             per_class = n_samples / (n_classes[o] * np.maximum(counts, 1))
         elif isinstance(spec, dict):
             per_class = np.ones(n_classes[o])
-            known = list(classes[o])
+            known = list(classes[o].tolist())
             for label, value in spec.items():
                 if label not in known:
                     raise ValueError(f"class_weight names class {label!r}, which is not "

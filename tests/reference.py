@@ -181,7 +181,7 @@ def missing_goes_left_when_unseen(go_left, w):
     return np.sum(positive & go_left) >= np.sum(positive & ~go_left)
 
 
-# ------------------------------------------------------------ data helpers
+# ------------------------------------------ data and scikit-learn helpers
 
 def dyadic_weights(rng, n):
     """Weights k/16: sums are exact in float64 (pure nodes have impurity
@@ -208,3 +208,23 @@ def same_grouping(a, b):
     """True when two labelings of the same rows group them identically."""
     pairs = set(zip(np.asarray(a).tolist(), np.asarray(b).tolist()))
     return len(pairs) == len(set(np.asarray(a).tolist())) == len(set(np.asarray(b).tolist()))
+
+
+def assert_same_tree(ours, theirs, X):
+    """Same splits: predictions, leaf grouping, node count, node impurities."""
+    a, b = ours.predict(X), theirs.predict(X)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(a, b)
+    if hasattr(theirs, "predict_proba") and theirs.n_outputs_ == 1:
+        np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-12)
+    assert same_grouping(ours.apply(X), theirs.apply(X))
+    assert ours.tree_.node_count == theirs.tree_.node_count
+    assert ours.get_depth() == theirs.get_depth() and ours.get_n_leaves() == theirs.get_n_leaves()
+    # variances come from sums of squares: absolute rounding grows with the largest
+    scale = max(1.0, float(np.max(theirs.tree_.impurity)))
+    np.testing.assert_allclose(np.sort(ours.tree_.impurity), np.sort(theirs.tree_.impurity),
+                               rtol=1e-9, atol=1e-12 * scale)
+    np.testing.assert_allclose(np.sort(ours.tree_.weighted_n_node_samples),
+                               np.sort(theirs.tree_.weighted_n_node_samples), rtol=1e-12)

@@ -27,26 +27,6 @@ def _pair(kind, **params):
     return ours(device="cpu", random_state=0, **params), theirs(random_state=0, **params)
 
 
-def assert_same_tree(ours, theirs, X):
-    """Same splits: predictions, leaf grouping, node count, node impurities."""
-    a, b = ours.predict(X), theirs.predict(X)
-    if a.dtype.kind == "f":
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-    else:
-        np.testing.assert_array_equal(a, b)
-    if hasattr(theirs, "predict_proba") and theirs.n_outputs_ == 1:
-        np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-12)
-    assert reference.same_grouping(ours.apply(X), theirs.apply(X))
-    assert ours.tree_.node_count == theirs.tree_.node_count
-    assert ours.get_depth() == theirs.get_depth() and ours.get_n_leaves() == theirs.get_n_leaves()
-    # variances come from sums of squares: absolute rounding grows with the largest
-    scale = max(1.0, float(np.max(theirs.tree_.impurity)))
-    np.testing.assert_allclose(np.sort(ours.tree_.impurity), np.sort(theirs.tree_.impurity),
-                               rtol=1e-9, atol=1e-12 * scale)
-    np.testing.assert_allclose(np.sort(ours.tree_.weighted_n_node_samples),
-                               np.sort(theirs.tree_.weighted_n_node_samples), rtol=1e-12)
-
-
 @pytest.mark.parametrize("params", [dict(), dict(min_samples_leaf=5), dict(max_depth=4),
                                     dict(min_samples_split=20, max_depth=6),
                                     dict(min_impurity_decrease=0.01)])
@@ -54,7 +34,7 @@ def test_regression_trees_coincide(params):
     rng = np.random.RandomState(0)
     X, y = reference.grid_data(rng)
     ours, theirs = _pair("reg", **params)
-    assert_same_tree(ours.fit(X, y), theirs.fit(X, y), X)
+    reference.assert_same_tree(ours.fit(X, y), theirs.fit(X, y), X)
 
 
 def test_poisson_trees_coincide():
@@ -62,7 +42,7 @@ def test_poisson_trees_coincide():
     X, signal = reference.grid_data(rng)
     y = np.where(rng.rand(len(signal)) < 0.2, 0.0, rng.exponential(np.exp(signal / 4)))
     ours, theirs = _pair("reg", criterion="poisson", min_samples_leaf=3)
-    assert_same_tree(ours.fit(X, y), theirs.fit(X, y), X)
+    reference.assert_same_tree(ours.fit(X, y), theirs.fit(X, y), X)
 
 
 @pytest.mark.parametrize("criterion", ["gini", "entropy", "log_loss"])
@@ -73,7 +53,7 @@ def test_classification_trees_coincide(criterion, params):
     X, y = reference.grid_classification(rng)
     w = reference.dyadic_weights(rng, len(y))
     ours, theirs = _pair("clf", criterion=criterion, **params)
-    assert_same_tree(ours.fit(X, y, sample_weight=w), theirs.fit(X, y, sample_weight=w), X)
+    reference.assert_same_tree(ours.fit(X, y, sample_weight=w), theirs.fit(X, y, sample_weight=w), X)
 
 
 def test_multi_output_trees_coincide():
@@ -81,13 +61,13 @@ def test_multi_output_trees_coincide():
     X, signal = reference.grid_data(rng)
     Y = np.column_stack([signal, signal ** 2 / 5 + rng.normal(size=len(signal))])
     ours, theirs = _pair("reg", min_samples_leaf=2)
-    assert_same_tree(ours.fit(X, Y), theirs.fit(X, Y), X)
+    reference.assert_same_tree(ours.fit(X, Y), theirs.fit(X, Y), X)
     labels = np.column_stack([(signal > 0).astype(int), (Y[:, 1] > 1).astype(int) + (signal > 2)])
     w = reference.dyadic_weights(rng, len(signal))
     ours, theirs = _pair("clf", min_samples_leaf=2)
     ours.fit(X, labels, sample_weight=w)
     theirs.fit(X, labels, sample_weight=w)
-    assert_same_tree(ours, theirs, X)
+    reference.assert_same_tree(ours, theirs, X)
     for p, q in zip(ours.predict_proba(X), theirs.predict_proba(X)):
         np.testing.assert_allclose(p, q, atol=1e-12)
 
@@ -99,7 +79,7 @@ def test_string_labels_and_class_weight_coincide():
     w = reference.dyadic_weights(rng, len(y))
     class_weight = {"low": 1.0, "mid": 2.5, "high": 0.75}    # dyadic: sums stay exact
     ours, theirs = _pair("clf", class_weight=class_weight, min_samples_leaf=3)
-    assert_same_tree(ours.fit(X, labels, sample_weight=w), theirs.fit(X, labels, sample_weight=w), X)
+    reference.assert_same_tree(ours.fit(X, labels, sample_weight=w), theirs.fit(X, labels, sample_weight=w), X)
     np.testing.assert_array_equal(ours.classes_, theirs.classes_)
 
 
@@ -110,7 +90,7 @@ def test_feature_importances_coincide():
     ours, theirs = _pair("clf", min_samples_leaf=5)
     ours.fit(X, y, sample_weight=w)
     theirs.fit(X, y, sample_weight=w)
-    assert_same_tree(ours, theirs, X)
+    reference.assert_same_tree(ours, theirs, X)
     np.testing.assert_allclose(ours.feature_importances_, theirs.feature_importances_, atol=1e-12)
     X, y = reference.grid_data(rng)
     ours, theirs = _pair("reg", max_depth=5)
@@ -127,7 +107,7 @@ def test_max_leaf_nodes_coincides_while_best_first_and_level_wise_agree():
     y = 100 * X[:, 0] + 10 * X[:, 1] + X[:, 2] + rng.normal(0, 0.01, 400)
     for budget in (2, 3, 5, 8):
         ours, theirs = _pair("reg", max_leaf_nodes=budget)
-        assert_same_tree(ours.fit(X, y), theirs.fit(X, y), X)
+        reference.assert_same_tree(ours.fit(X, y), theirs.fit(X, y), X)
 
 
 DATASETS = {
@@ -164,5 +144,5 @@ def test_held_out_predictions_coincide_on_binary_features():
     ours, theirs = _pair("reg", min_samples_leaf=10)
     ours.fit(X[train], y[train])
     theirs.fit(X[train], y[train])
-    assert_same_tree(ours, theirs, X[train])
+    reference.assert_same_tree(ours, theirs, X[train])
     np.testing.assert_allclose(ours.predict(X[test]), theirs.predict(X[test]), rtol=1e-12)
