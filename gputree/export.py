@@ -1,20 +1,43 @@
 """Text export of a fitted tree: ``export_text`` prints its rules with feature
-names, real thresholds, category names and the side missing values take."""
+names, real thresholds, category names and the side missing values take, in
+scikit-learn's ``export_text`` layout (same indentation, leaf and truncation
+lines), so that where the trees coincide the texts differ only by gputree's
+``(missing)`` marks and categorical ``in {...}`` splits."""
+from dataclasses import dataclass
+
 import numpy as np
 
 
+@dataclass
+class _Style:
+    names: list
+    class_names: object
+    max_depth: int
+    spacing: int
+    decimals: int
+    show_weights: bool
+
 
 def export_text(estimator, feature_names=None, max_depth=10, decimals=2,
-                show_weights=False):
-    """Rules of a fitted single tree (or ``tree_index`` of an ensemble's
-    ``estimators_``) as text, one line per node, like scikit-learn's."""
+                show_weights=False, *, class_names=None, spacing=3):
+    """Rules of a fitted DecisionTreeClassifier / DecisionTreeRegressor as
+    text, one line per node, like scikit-learn's ``export_text``.
+
+    Splits show the real threshold (``x <= t``) or the categories that go
+    left (``x in {a, b}``); ``(missing)`` marks the side missing values take.
+    Nodes deeper than ``max_depth`` are summarised as a truncated branch.
+    """
     tree = getattr(estimator, "tree_", None)
     if tree is None:
         raise ValueError("export_text needs a fitted DecisionTreeClassifier or "
                          "DecisionTreeRegressor (no tree_ attribute found).")
-    names = _feature_names(estimator, feature_names)
+    if spacing < 1:
+        raise ValueError(f"spacing must be >= 1, got {spacing}.")
+    style = _Style(_feature_names(estimator, feature_names),
+                   _class_names(estimator, class_names), max_depth, spacing, decimals,
+                   show_weights)
     lines = []
-    _describe(estimator, tree, 0, 0, names, max_depth, decimals, show_weights, lines)
+    _describe(estimator, tree, 0, 0, style, lines)
     return "".join(lines)
 
 
@@ -30,30 +53,56 @@ def _feature_names(estimator, feature_names):
     return [f"feature_{i}" for i in range(n)]
 
 
-def _describe(est, tree, node, depth, names, max_depth, decimals, show_weights, lines):
-    indent = "|   " * depth + "|--- "
+def _class_names(estimator, class_names):
+    """Per output, the names of the classes (None for regressors)."""
+    if not hasattr(estimator, "classes_"):
+        return None
+    classes = estimator.classes_ if estimator.n_outputs_ > 1 else [estimator.classes_]
+    if class_names is None:
+        return [list(c) for c in classes]
+    if len(class_names) != len(classes[0]):
+        raise ValueError(f"class_names has {len(class_names)} names but the tree was "
+                         f"fitted with {len(classes[0])} classes.")
+    return [list(class_names)] + [list(c) for c in classes[1:]]
+
+
+def _describe(est, tree, node, depth, style, lines):
+    indent = ("|" + " " * style.spacing) * depth + "|" + "-" * style.spacing + " "
     if tree.feature[node] < 0:
-        lines.append(indent + _leaf_text(est, tree, node, decimals, show_weights) + "\n")
+        lines.append(indent + _leaf_text(tree, node, style) + "\n")
         return
-    if depth >= max_depth:
-        lines.append(indent + "truncated branch\n")
+    if depth > style.max_depth:
+        lines.append(indent + f"truncated branch of depth {_subtree_depth(tree, node)}\n")
         return
-    left_text, right_text = _split_text(est, tree, node, names, decimals)
+    left_text, right_text = _split_text(est, tree, node, style)
     for child, text in ((tree.left_child[node], left_text),
                         (tree.left_child[node] + 1, right_text)):
         lines.append(indent + text + "\n")
-        _describe(est, tree, child, depth + 1, names, max_depth, decimals, show_weights, lines)
+        _describe(est, tree, child, depth + 1, style, lines)
 
 
-def _split_text(est, tree, node, names, decimals):
+def _subtree_depth(tree, node):
+    """Levels of the subtree under ``node`` (a leaf counts 1); loops over depth."""
+    levels, frontier = 0, np.array([node])
+    while frontier.size:
+        levels += 1
+        frontier = tree.left_child[frontier]
+        frontier = frontier[frontier >= 0]
+        frontier = np.concatenate([frontier, frontier + 1])
+    return levels
+
+
+def _split_text(est, tree, node, style):
     f = tree.feature[node]
-    missing = " (missing)" if tree.missing_left[node] else ""
+    name = style.names[f]
+    missing_left = " (missing)" if tree.missing_left[node] else ""
     missing_right = "" if tree.missing_left[node] else " (missing)"
     if not tree.is_categorical[node]:
-        t = f"{tree.threshold[node]:.{decimals}f}"
-        return (f"{names[f]} <= {t}{missing}", f"{names[f]} >  {t}{missing_right}")
-    left = ", ".join(_category_labels(est, f, _left_bins(tree, node, est._bin_mapper.missing_bin_)))
-    return (f"{names[f]} in {{{left}}}{missing}", f"{names[f]} not in {{{left}}}{missing_right}")
+        t = f"{tree.threshold[node]:.{style.decimals}f}"
+        return f"{name} <= {t}{missing_left}", f"{name} >  {t}{missing_right}"
+    bins = _left_bins(tree, node, est._bin_mapper.missing_bin_)
+    left = ", ".join(_category_labels(est, f, bins))
+    return f"{name} in {{{left}}}{missing_left}", f"{name} not in {{{left}}}{missing_right}"
 
 
 def _left_bins(tree, node, missing_bin):
@@ -69,18 +118,18 @@ def _category_labels(est, feature, bins):
     return [str(categories[c]) for c in codes]
 
 
-def _leaf_text(est, tree, node, decimals, show_weights):
+def _numbers(values, decimals):
+    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
+
+
+def _leaf_text(tree, node, style):
     value = tree.value[node]
-    if hasattr(est, "classes_"):
-        classes = est.classes_ if est.n_outputs_ == 1 else est.classes_[0]
-        label = classes[int(np.argmax(value[0, :len(classes)]))]
-        text = f"class: {label}"
-        if show_weights:
-            weights = value[0, :len(classes)] * tree.weighted_n_node_samples[node]
-            text = f"weights: {np.round(weights, decimals).tolist()} " + text
-        return text
-    shown = value[:, 0]
-    shown = shown[0] if shown.size == 1 else shown
-    return f"value: {np.round(shown, decimals)}"
-
-
+    if style.class_names is None:
+        return f"value: {_numbers(value[:, 0], style.decimals)}"
+    labels = [str(names[int(np.argmax(value[o, :len(names)]))])
+              for o, names in enumerate(style.class_names)]
+    text = f"class: {labels[0] if len(labels) == 1 else '[' + ', '.join(labels) + ']'}"
+    if style.show_weights:
+        weights = value[0, :len(style.class_names[0])] * tree.weighted_n_node_samples[node]
+        text = f"weights: {_numbers(weights, style.decimals)} {text}"
+    return text
