@@ -1,4 +1,5 @@
-"""What forests and boosting share: per-tree random streams, leaf ids and
+"""What forests and boosting share: binning the training data once per fit
+(or reusing the bins on a warm start), per-tree random streams, leaf ids and
 leaf values of many trees on the device, storing ``__init__`` parameters, and
 the progress report of long fits (a tqdm bar when tqdm is importable, plain
 lines otherwise).
@@ -7,6 +8,8 @@ import sys
 
 import numpy as np
 
+from ._training import bin_training_data, seed_from
+from ._validation import check_random_state
 from .tree import concatenate_trees
 
 
@@ -15,6 +18,19 @@ def set_params_from(estimator, arguments):
     for name, value in arguments.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
+
+
+def training_data(estimator, X, sample_weight):
+    """(BinnedData of X on the backend, warm). With ``warm_start`` on a
+    fitted ensemble X is binned with the first fit's bins; otherwise a new
+    seed is drawn and new bins are learned and stored on the estimator."""
+    if estimator.warm_start and hasattr(estimator, "_trees"):
+        return estimator._bin_new_data(X), True
+    estimator._seed = seed_from(check_random_state(estimator.random_state))
+    inputs, _ = bin_training_data(X, estimator.max_bins, estimator.categorical_features,
+                                  estimator.device, estimator._seed, sample_weight)
+    estimator._store_inputs(inputs)
+    return inputs.data, False
 
 
 def tree_rng(seed, index, stream=0):

@@ -30,10 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._compat import ClassifierMixin, RegressorMixin
-from ._ensemble import Progress, device_leaves, set_params_from, stacked_values, tree_rng
-from ._training import bin_training_data, seed_from
-from ._validation import (check_choice, check_float, check_int, check_random_state,
-                          check_sample_weight, check_y)
+from ._ensemble import (Progress, device_leaves, set_params_from, stacked_values,
+                        training_data, tree_rng)
+from ._validation import check_choice, check_float, check_int, check_sample_weight, check_y
 from .criteria import newton_statistics
 from .grower import BinnedData, GrowthParams, grow_tree
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
@@ -184,15 +183,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         split.
         """
         growth = self._growth_params()
-        warm = bool(self.warm_start) and hasattr(self, "_trees")
-        if warm:
-            data = self._bin_new_data(X)
-        else:
-            self._seed = seed_from(check_random_state(self.random_state))
-            inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features,
-                                          self.device, self._seed, sample_weight)
-            self._store_inputs(inputs)
-            data = inputs.data
+        data, warm = training_data(self, X, sample_weight)
         n_samples = data.X_binned.shape[0]
         y = self._encode_targets(_one_column_y(y, n_samples), fitting=not warm)
         weight = check_sample_weight(sample_weight, n_samples) * self._weight_factor(y)
@@ -328,9 +319,9 @@ class _BaseGradientBoosting(BaseTreeModel):
     def _latest_scores(self):
         scores = {"train_loss": -self._scores["train"][-1]}
         if self._scores["validation"]:
-            name = "validation_loss" if self._scorer() is None else "validation_score"
-            sign = -1.0 if self._scorer() is None else 1.0
-            scores[name] = sign * self._scores["validation"][-1]
+            last = self._scores["validation"][-1]
+            scores.update({"validation_loss": -last} if self._scorer() is None
+                          else {"validation_score": last})
         return scores
 
     # ------------------------------------------------------------ prediction

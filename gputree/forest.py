@@ -19,10 +19,9 @@ import warnings
 import numpy as np
 
 from ._compat import ClassifierMixin, RegressorMixin
-from ._ensemble import Progress, device_leaves, set_params_from, stacked_values, tree_rng
-from ._training import bin_training_data, seed_from
-from ._validation import (check_choice, check_float, check_int, check_random_state,
-                          check_sample_weight, check_y)
+from ._ensemble import (Progress, device_leaves, set_params_from, stacked_values,
+                        training_data, tree_rng)
+from ._validation import check_choice, check_float, check_int, check_sample_weight, check_y
 from .criteria import (CLASSIFICATION_CRITERIA, POISSON, REGRESSION_CRITERIA,
                        classification_statistics, regression_statistics)
 from .grower import grow_tree
@@ -131,15 +130,8 @@ class _BaseForest(BaseTreeModel):
         sample_weight (n_samples,) >= 0. With ``warm_start`` the trees of the
         previous fit are kept and ``n_estimators - len(trees)`` are added."""
         self._check_params()
-        warm = bool(self.warm_start) and hasattr(self, "_trees")
-        if warm:
-            data = self._bin_new_data(X)
-        else:
-            self._seed = seed_from(check_random_state(self.random_state))
-            inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features,
-                                          self.device, self._seed, sample_weight)
-            self._store_inputs(inputs)
-            data = inputs.data
+        data, warm = training_data(self, X, sample_weight)
+        if not warm:
             self._trees = []
         n_samples = data.X_binned.shape[0]
         y = check_y(y, n_samples)
