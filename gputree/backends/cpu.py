@@ -153,9 +153,10 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
               out_bitset, out_left)
 
 
-@njit(parallel=True)
+@njit
 def _node_summaries(totals, layout, inv, params, values, impurity):
-    for node in prange(totals.shape[0]):
+    # serial: a few thousand nodes at most, less work than waking threads
+    for node in range(totals.shape[0]):
         _node_summary(node, totals, layout, inv, params, values, impurity)
 
 
