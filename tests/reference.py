@@ -10,9 +10,11 @@ few data generators for which gputree and scikit-learn's exact trees coincide.
 import itertools
 
 import numpy as np
+from hypothesis import strategies as st
 
 CLASSIFICATION = ("gini", "entropy", "log_loss", "gain_ratio")
 REGRESSION = ("squared_error", "poisson")
+CRITERIA = ("gini", "entropy", "gain_ratio", "squared_error", "poisson")
 
 
 # --------------------------------------------------------------- primitives
@@ -179,6 +181,55 @@ def missing_goes_left_when_unseen(go_left, w):
     child with more rows of positive weight (left on ties)."""
     positive = w > 0
     return np.sum(positive & go_left) >= np.sum(positive & ~go_left)
+
+
+# ------------------------------------------------ random small datasets
+
+@st.composite
+def small_datasets(draw, max_rows=24):
+    """Random small datasets: numerical and categorical features, NaNs, weights
+    (zeros included), every criterion, a few min_samples_leaf values.
+    Returns (X, categorical mask, y, w, criterion, max_bins, min_samples_leaf,
+    n_classes or None)."""
+    rng = np.random.RandomState(draw(st.integers(0, 2**31 - 1)))
+    n = draw(st.integers(2, max_rows))
+    n_features = draw(st.integers(1, 3))
+    categorical = draw(st.lists(st.booleans(), min_size=n_features, max_size=n_features))
+    max_bins = draw(st.sampled_from([3, 6, 255]))
+    X = np.empty((n, n_features))
+    for f, is_cat in enumerate(categorical):
+        X[:, f] = (rng.randint(0, min(5, max_bins), n) if is_cat
+                   else rng.randint(0, 8, n) * rng.uniform(0.1, 10))
+    X[rng.rand(n, n_features) < draw(st.sampled_from([0.0, 0.25]))] = np.nan
+    criterion = draw(st.sampled_from(CRITERIA))
+    n_classes = draw(st.integers(2, 3)) if criterion in CLASSIFICATION else None
+    if n_classes:
+        y = rng.randint(0, n_classes, n)
+    elif criterion == "poisson":
+        y = rng.poisson(1.5, n).astype(float)
+    else:
+        y = rng.normal(0, 2, n).round(3)
+    weights = draw(st.sampled_from(["unit", "integer", "float"]))
+    w = {"unit": np.ones(n), "integer": rng.randint(0, 3, n).astype(float),
+         "float": rng.uniform(0.2, 2.0, n)}[weights]
+    w[0] = max(w[0], 1.0)
+    if criterion == "poisson":
+        y[0] = max(y[0], 1.0)
+    msl = draw(st.sampled_from([1, 1, 2, 3]))
+    return X, np.array(categorical), y, w, criterion, max_bins, msl, n_classes
+
+
+def subset_scan_is_exact(criterion, n_classes, min_samples_leaf, any_categorical):
+    """Sorting categories by the criterion's key and scanning prefixes finds the
+    best subset for binary classification (gini, entropy) and squared error
+    (Breiman); for multiclass, gain ratio, poisson or min_samples_leaf > 1 it
+    is a heuristic, so only "no better than brute force" holds. Numerical
+    thresholds are always scanned exhaustively."""
+    if not any_categorical:
+        return True
+    if min_samples_leaf > 1:
+        return False
+    return criterion == "squared_error" or (criterion in ("gini", "entropy") and n_classes == 2)
 
 
 # ------------------------------------------ data and scikit-learn helpers

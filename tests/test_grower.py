@@ -4,6 +4,7 @@ brute-force best split of its node's rows; stopping rules hold; the tree's
 arrays have fixed-width dtypes."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import reference
 from gputree.binning import BinMapper
@@ -14,7 +15,7 @@ from gputree.tree import concatenate_trees
 
 
 def _grow(backend, X, y, criterion="squared_error", w=None, categorical=None, seed=0,
-          max_bins=255, **growth):
+          max_bins=255, n_classes=None, **growth):
     w = np.ones(len(y)) if w is None else w
     categorical = np.zeros(X.shape[1], bool) if categorical is None else np.asarray(categorical)
     mapper = BinMapper(max_bins, categorical).fit(X, w)
@@ -22,7 +23,7 @@ def _grow(backend, X, y, criterion="squared_error", w=None, categorical=None, se
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       categorical.astype(np.uint8), mapper.bin_thresholds_)
     if criterion in CLASSIFICATION_CRITERIA:
-        stats = classification_statistics(y.reshape(len(y), -1), int(y.max()) + 1, w,
+        stats = classification_statistics(y.reshape(len(y), -1), n_classes or int(y.max()) + 1, w,
                                           CLASSIFICATION_CRITERIA[criterion])
     else:
         stats = regression_statistics(y.reshape(len(y), -1).astype(float), w,
@@ -102,6 +103,39 @@ def test_every_split_is_the_brute_force_best_of_its_node(backend, criterion, see
             np.testing.assert_array_equal(rows[tree.left_child[node]][r], best[3])
             checked += 1
     assert checked >= 3
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(case=reference.small_datasets(max_rows=40))
+def test_grown_trees_equal_brute_force_on_random_data(backend, case):
+    """Every split is the best of its node's rows (so level histograms, built or
+    subtracted, are right) and every splittable leaf has no valid split."""
+    X, categorical, y, w, criterion, max_bins, msl, n_classes = case
+    tree, positions, data = _grow(backend, X, y, criterion, w=w, categorical=categorical,
+                                  max_bins=max_bins, n_classes=n_classes, max_depth=3,
+                                  min_samples_leaf=msl)
+    rows = _node_rows(tree, data.X_binned)
+    positive = w > 0
+    np.testing.assert_array_equal(positions, reference.predict_leaves(tree, data.X_binned))
+    exact = reference.subset_scan_is_exact(criterion, n_classes, msl, categorical.any())
+    for node in range(tree.node_count):
+        r = rows[node]
+        assert tree.n_node_samples[node] == np.sum(positive[r])
+        candidates = reference.brute_force_splits(
+            data.X_binned[r], y[r], w[r], criterion, data.n_bins_non_missing,
+            categorical, data.missing_bin, msl, n_classes)
+        best, margin = reference.best_gain_margin(candidates, positive[r])
+        if tree.left_child[node] < 0:
+            splittable = tree.depth[node] < 3 and tree.impurity[node] > 1e-9
+            assert not (splittable and exact and best is not None)
+            continue
+        gain = tree.gain[node]
+        assert gain <= best[0] + 1e-9 * (1 + abs(best[0]))
+        if exact:
+            assert gain == pytest.approx(best[0], rel=1e-7, abs=1e-9)
+            if margin > 1e-6 * (1 + abs(best[0])):
+                left = rows[tree.left_child[node]][r]
+                np.testing.assert_array_equal(left[positive[r]], best[3][positive[r]])
 
 
 def test_children_partition_the_parent_and_leaves_hold_their_rows(backend):

@@ -4,7 +4,6 @@ go to the lowest feature and bin; the per-feature mask is respected."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import reference
 from gputree.binning import BinMapper
@@ -12,7 +11,7 @@ from gputree.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
                               classification_statistics, regression_statistics)
 from gputree.grower import GrowthParams
 
-CRITERIA = ["gini", "entropy", "gain_ratio", "squared_error", "poisson"]
+CRITERIA = list(reference.CRITERIA)
 
 
 class Node:
@@ -66,53 +65,8 @@ def _close(a, b):
     return np.isclose(a, b, rtol=1e-7, atol=1e-9)
 
 
-@st.composite
-def small_nodes(draw):
-    """Random small datasets: numerical and categorical features, NaNs, weights
-    (zeros included), every criterion, a few min_samples_leaf values."""
-    rng = np.random.RandomState(draw(st.integers(0, 2**31 - 1)))
-    n = draw(st.integers(2, 24))
-    n_features = draw(st.integers(1, 3))
-    categorical = draw(st.lists(st.booleans(), min_size=n_features, max_size=n_features))
-    max_bins = draw(st.sampled_from([3, 6, 255]))
-    X = np.empty((n, n_features))
-    for f, is_cat in enumerate(categorical):
-        X[:, f] = (rng.randint(0, min(5, max_bins), n) if is_cat
-                   else rng.randint(0, 8, n) * rng.uniform(0.1, 10))
-    X[rng.rand(n, n_features) < draw(st.sampled_from([0.0, 0.25]))] = np.nan
-    criterion = draw(st.sampled_from(CRITERIA))
-    n_classes = draw(st.integers(2, 3)) if criterion in CLASSIFICATION_CRITERIA else None
-    if n_classes:
-        y = rng.randint(0, n_classes, n)
-    elif criterion == "poisson":
-        y = rng.poisson(1.5, n).astype(float)
-    else:
-        y = rng.normal(0, 2, n).round(3)
-    weights = draw(st.sampled_from(["unit", "integer", "float"]))
-    w = {"unit": np.ones(n), "integer": rng.randint(0, 3, n).astype(float),
-         "float": rng.uniform(0.2, 2.0, n)}[weights]
-    w[0] = max(w[0], 1.0)
-    if criterion == "poisson":
-        y[0] = max(y[0], 1.0)
-    msl = draw(st.sampled_from([1, 1, 2, 3]))
-    return X, categorical, y, w, criterion, max_bins, msl, n_classes
-
-
-def _subset_scan_is_exact(node):
-    """Sorting categories by the criterion's key and scanning prefixes finds the
-    best subset for binary classification (gini, entropy) and squared error
-    (Breiman); for multiclass, gain ratio, poisson or min_samples_leaf > 1
-    it is a heuristic, so only "no better than brute force" holds."""
-    if not node.mapper.is_categorical_.any():
-        return True
-    if node.min_samples_leaf > 1:
-        return False
-    return node.criterion == "squared_error" or (
-        node.criterion in ("gini", "entropy") and node.n_classes == 2)
-
-
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(case=small_nodes())
+@given(case=reference.small_datasets())
 def test_scan_equals_brute_force(backend, case):
     X, categorical, y, w, criterion, max_bins, msl, n_classes = case
     node = Node(backend, X, categorical, y, w, criterion, max_bins, msl, n_classes)
@@ -129,7 +83,7 @@ def test_scan_equals_brute_force(backend, case):
     assert _close(gain, node.gain_of(go_left))
     # left sums are the exact sums of the rows sent left
     np.testing.assert_array_equal(split.left_sums[0], node.stats.stats[go_left].sum(axis=0))
-    if _subset_scan_is_exact(node):
+    if reference.subset_scan_is_exact(criterion, n_classes, msl, categorical.any()):
         assert _close(gain, best[0])
         if margin > 1e-6 * (1 + abs(best[0])):
             np.testing.assert_array_equal(go_left[positive], best[3][positive])
