@@ -151,19 +151,13 @@ class _BaseForest(BaseTreeModel):
         if warm and self.n_estimators == start:
             warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
                           "new trees.", UserWarning)
-        oob = _OutOfBag(backend, (n_samples,) + self._value_shape()) if self.oob_score else None
+        oob = _OutOfBag(backend, (n_samples,) + self._value_shape) if self.oob_score else None
         if oob is not None and start:
             self._add_old_trees_oob(oob, data, n_bootstrap)
         progress = Progress(self.n_estimators - start, self.verbose, type(self).__name__)
         try:
             for i in range(start, self.n_estimators):
-                rng = tree_rng(self._seed, i)
-                counts = self._counts(rng, n_samples, n_bootstrap)
-                w = targets.tree_weight(weight, counts)
-                stats = targets.statistics(w)
-                stats.stats = backend.asarray(stats.stats)
-                growth = growth_params(self, n_samples, w.sum(), n_features)
-                tree, positions = grow_tree(backend, data, stats, growth, rng)
+                tree, positions, counts = self._grow_one(i, data, targets, weight, n_bootstrap)
                 self._trees.append(tree)
                 if oob is not None:
                     oob.add(backend.asarray(tree.value), positions, counts)
@@ -173,6 +167,19 @@ class _BaseForest(BaseTreeModel):
         self.max_features_ = growth_params(self, n_samples, 1.0, n_features).max_features
         if oob is not None:
             self._set_oob(oob.mean(), targets)
+
+    def _grow_one(self, i, data, targets, weight, n_bootstrap):
+        """Tree ``i``: its bootstrap counts (host), then its tree and the leaf
+        of every training row (device), all from the tree's own rng."""
+        n_samples, n_features = data.X_binned.shape
+        rng = tree_rng(self._seed, i)
+        counts = self._counts(rng, n_samples, n_bootstrap)
+        w = targets.tree_weight(weight, counts)
+        stats = targets.statistics(w)
+        stats.stats = self._backend.asarray(stats.stats)
+        growth = growth_params(self, n_samples, w.sum(), n_features)
+        tree, positions = grow_tree(self._backend, data, stats, growth, rng)
+        return tree, positions, counts
 
     def _add_old_trees_oob(self, oob, data, n_bootstrap):
         """OOB contributions of trees kept by warm_start (their bootstrap
@@ -192,7 +199,7 @@ class _BaseForest(BaseTreeModel):
         n_outputs, n_classes): class probabilities or regression means."""
         data = self._bin_new_data(X)
         backend = self._backend
-        total = backend.xp.zeros((data.X_binned.shape[0],) + self._value_shape())
+        total = backend.xp.zeros((data.X_binned.shape[0],) + self._value_shape)
         for first in range(0, len(self._trees), _PREDICT_BLOCK):
             trees = self._trees[first:first + _PREDICT_BLOCK]
             leaves = device_leaves(backend, data.X_binned, trees)
@@ -200,9 +207,6 @@ class _BaseForest(BaseTreeModel):
             for t in range(len(trees)):
                 total += values[leaves[:, t]]
         return backend.to_host(total / len(self._trees))
-
-    def _value_shape(self):
-        return self._trees_value_shape
 
     def apply(self, X):
         """Leaf id of every row in every tree, int64 (n_samples, n_estimators)."""
@@ -256,7 +260,7 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
             self.classes_ = classes[0] if single else classes
             self.n_classes_ = n_classes[0] if single else n_classes
             self.n_outputs_ = y_encoded.shape[1]
-            self._trees_value_shape = (self.n_outputs_, max(n_classes))
+            self._value_shape = (self.n_outputs_, max(n_classes))
         else:
             previous = [self.classes_] if single else self.classes_
             if len(previous) != len(classes) or not all(
@@ -303,7 +307,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
             check_poisson_targets(y2)
         if fitting:
             self.n_outputs_ = y2.shape[1]
-            self._trees_value_shape = (self.n_outputs_, 1)
+            self._value_shape = (self.n_outputs_, 1)
         return _RegressionTargets(y2, self.criterion)
 
     def _set_oob(self, mean, targets):

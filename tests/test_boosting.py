@@ -241,7 +241,9 @@ def test_warm_start_equals_one_long_fit():
         warm.set_params(n_estimators=2).fit(X, y)
 
 
-def test_zero_weights_equal_dropping_rows():
+def test_integer_weights_equal_repeating_rows_and_zero_weights_dropping_them():
+    """min_samples_leaf=1 so that counting distinct rows (weighted fit) and
+    counting repeated rows (repeated fit) cannot differ."""
     X, latent, rng = _integer_data(n=300)
     y = (latent > 0).astype(int)
     weight = rng.randint(0, 3, 300).astype(float)
@@ -254,7 +256,6 @@ def test_zero_weights_equal_dropping_rows():
     # thresholds are midpoints between the same 12 values, so trees agree
     assert np.all([np.unique(X[keep][:, f]).size == 12 for f in range(4)])
     grown = [t.feature for t in _trees(weighted)], [t.feature for t in _trees(repeated)]
-    # min_samples_leaf counts distinct rows, so compare with a rule that cannot bind
     assert all(np.array_equal(a, b) for a, b in zip(*grown))
     np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X),
                                rtol=1e-9)
