@@ -67,9 +67,17 @@ def make_split_scanner(jit, inline=None):
             R[c] = T[c] - L[c]
 
     @inline
-    def accumulate(A, H):
+    def accumulate(A, H, b):
+        """A += H[b] (H is (n_bins, C); indexing it, not slicing it, keeps
+        numba from reference-counting a view per bin)."""
         for c in range(A.shape[0]):
-            A[c] += H[c]
+            A[c] += H[b, c]
+
+    @inline
+    def copy_bin(A, H, b):
+        """A = H[b]."""
+        for c in range(A.shape[0]):
+            A[c] = H[b, c]
 
     @inline
     def set_bit(bitset, b):
@@ -91,10 +99,13 @@ def make_split_scanner(jit, inline=None):
         for c in range(A.shape[0]):
             A[c] = 0
         n_ml = 2 if has_missing else 1
+        previous_count = -1.0
         for b in range(n_non_missing - 1):
-            accumulate(A, H[b])
-            if b > 0 and node_count(H[b], layout, inv) == 0:
+            accumulate(A, H, b)
+            count = node_count(A, layout, inv)
+            if count == previous_count:
                 continue  # an empty bin repeats the previous candidate exactly
+            previous_count = count
             for ml in range(n_ml):
                 combine(L, R, A, M, T, ml == 1)
                 gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
@@ -110,13 +121,15 @@ def make_split_scanner(jit, inline=None):
         return best, best_bin, best_ml
 
     @jit
-    def sort_categories(H, T, n_non_missing, keys, order, layout, inv, params):
-        """Fill order[:n] with the bins that hold rows, stably sorted by key."""
+    def sort_categories(H, T, A, n_non_missing, keys, order, layout, inv, params):
+        """Fill order[:n] with the bins that hold rows, stably sorted by key
+        (A is scratch)."""
         majority = majority_class(T, layout)
         n = 0
         for b in range(n_non_missing):
-            if node_count(H[b], layout, inv) > 0:
-                key = sort_key(H[b], T, layout, inv, params, majority)
+            copy_bin(A, H, b)
+            if node_count(A, layout, inv) > 0:
+                key = sort_key(A, T, layout, inv, params, majority)
                 j = n
                 while j > 0 and keys[j - 1] > key:
                     keys[j] = keys[j - 1]
@@ -132,13 +145,13 @@ def make_split_scanner(jit, inline=None):
                          parent_impurity, layout, inv, params, keys, order):
         """Returns (gain, kind, index, missing_left, n_categories); kind 0 is
         the prefix order[:index+1], 1 the single order[index], 2 all."""
-        n_cat = sort_categories(H, T, n_non_missing, keys, order, layout, inv, params)
+        n_cat = sort_categories(H, T, A, n_non_missing, keys, order, layout, inv, params)
         best, best_kind, best_index, best_ml = -math.inf, 0, -1, 0
         n_ml = 2 if has_missing else 1
         for c in range(A.shape[0]):
             A[c] = 0
         for i in range(n_cat - 1):
-            accumulate(A, H[order[i]])
+            accumulate(A, H, order[i])
             for ml in range(n_ml):
                 combine(L, R, A, M, T, ml == 1)
                 gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
@@ -146,8 +159,9 @@ def make_split_scanner(jit, inline=None):
                     best, best_kind, best_index, best_ml = gain, 0, i, ml
         if n_cat > 2:
             for i in range(n_cat):
+                copy_bin(A, H, order[i])
                 for ml in range(n_ml):
-                    combine(L, R, H[order[i]], M, T, ml == 1)
+                    combine(L, R, A, M, T, ml == 1)
                     gain = split_gain(L, R, T, parent_impurity, layout, inv, params)
                     if gain > best:
                         best, best_kind, best_index, best_ml = gain, 1, i, ml
@@ -167,7 +181,7 @@ def make_split_scanner(jit, inline=None):
             L[c] = 0
         for b in range(n_bins):
             if (bitset[b >> 5] >> np.uint32(b & 31)) & np.uint32(1):
-                accumulate(L, H[b])
+                accumulate(L, H, b)
 
     @jit
     def finish(H, T, L, R, bitset, missing_bin, has_missing, layout, inv):
@@ -203,7 +217,7 @@ def make_split_scanner(jit, inline=None):
             T[c] = 0
             M[c] = H[missing_bin, c]
         for b in range(missing_bin + 1):
-            accumulate(T, H[b])
+            accumulate(T, H, b)
         parent_impurity = impurity(T, layout, inv)
         has_missing = node_count(M, layout, inv) > 0
         n_non_missing = n_bins_non_missing[f]
