@@ -37,7 +37,7 @@ def bin_training_data(X, max_bins, categorical_features, device, random_state,
     max_bins = check_int(max_bins, "max_bins", 2, MAX_NON_MISSING_BINS)
     backend = resolve_backend(device)
     encoder = FeatureEncoder(categorical_features)
-    X_float = encoder.fit_transform(X)
+    X_float = encoder.fit_transform(X, backend.device_xp)
     mapper = BinMapper(max_bins, encoder.is_categorical_, random_state=random_state)
     weight = check_sample_weight(sample_weight, X_float.shape[0])
     mapper.fit(X_float, weight)

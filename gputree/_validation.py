@@ -5,7 +5,9 @@ arrays, with errors that say what is wrong, where, and how to fix it.
 feature names, pandas ``category`` columns (their codes, matched by category
 value at predict time), and the categorical mask.
 """
+import functools
 import numbers
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -65,6 +67,54 @@ def _device_to_host(X):
                         "install gputree[cuda] or pass a numpy array.") from exc
 
 
+def is_device_array(X):
+    """True for GPU arrays: cupy, or anything with ``__cuda_array_interface__``."""
+    return hasattr(X, "__cuda_array_interface__") and not isinstance(X, np.ndarray)
+
+
+def to_numpy(array):
+    """numpy version of a host or device array (a copy only for device arrays)."""
+    return _device_to_host(array) if is_device_array(array) else np.asarray(array)
+
+
+def device_matrix(X, xp, name="X"):
+    """A device array as a checked 2-D float array of ``xp`` (cupy), used in
+    place: no host copy."""
+    array = xp.asarray(X)
+    if array.ndim != 2:
+        raise ValueError(f"Expected 2D array for {name}, got {array.ndim}D array instead "
+                         f"(shape {array.shape}).")
+    if 0 in array.shape:
+        raise ValueError(f"Found array with shape {array.shape}; {name} needs at least "
+                         "1 sample and 1 feature.")
+    if array.dtype.kind not in "fiub":
+        raise TypeError(f"{name} has dtype {array.dtype}; pass real numbers.")
+    if array.dtype not in (np.float32, np.float64):
+        array = array.astype(np.float64)
+    return array
+
+
+def returns_input_kind(method):
+    """Decorator for predict-like methods ``f(self, X, ...)``: when X is a
+    device array, results (arrays, lists of arrays, or a generator of them)
+    come back as cupy arrays."""
+    def convert(result):
+        import cupy
+        if isinstance(result, list):
+            return [cupy.asarray(r) for r in result]
+        return cupy.asarray(result)
+
+    @functools.wraps(method)
+    def wrapper(self, X, *args, **kwargs):
+        result = method(self, X, *args, **kwargs)
+        if not is_device_array(X):
+            return result
+        if isinstance(result, Iterator):  # staged predictions
+            return map(convert, result)
+        return convert(result)
+    return wrapper
+
+
 class FeatureEncoder:
     """Learn the feature layout at fit; encode X identically at predict.
 
@@ -76,10 +126,18 @@ class FeatureEncoder:
     def __init__(self, categorical_features=None):
         self.categorical_features = categorical_features
 
-    def fit_transform(self, X):
-        """Returns float array (n_samples, n_features), NaN for missing."""
+    def fit_transform(self, X, device_xp=None):
+        """Returns float array (n_samples, n_features), NaN for missing.
+
+        With ``device_xp`` (cupy, on the CUDA backend), a device array X is
+        checked and returned as a device array, without a host copy."""
         self.feature_names_in_ = None
         self.categories_ = {}
+        if device_xp is not None and is_device_array(X):
+            array = device_matrix(X, device_xp)
+            self.n_features_in_ = array.shape[1]
+            self.is_categorical_ = self._categorical_mask(array.shape[1])
+            return array
         if _is_dataframe(X):
             self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
             self.categories_ = {i: X.iloc[:, i].cat.categories
@@ -90,8 +148,13 @@ class FeatureEncoder:
         self.is_categorical_ = self._categorical_mask(array.shape[1])
         return array
 
-    def transform(self, X, estimator_name="the model"):
-        """Encode X for prediction; checks feature count and names."""
+    def transform(self, X, estimator_name="the model", device_xp=None):
+        """Encode X for prediction; checks feature count and names (a device
+        array stays on the device when ``device_xp`` is given)."""
+        if device_xp is not None and is_device_array(X):
+            array = device_matrix(X, device_xp)
+            self._check_n_features(array, estimator_name)
+            return array
         if _is_dataframe(X) and self.feature_names_in_ is not None:
             names = [str(c) for c in X.columns]
             unknown = [n for n in names if n not in set(self.feature_names_in_)]
@@ -107,12 +170,15 @@ class FeatureEncoder:
                     "in the same order. Reorder the columns with "
                     "X[estimator.feature_names_in_].")
         array = self._encode(X)
+        self._check_n_features(array, estimator_name)
+        return array
+
+    def _check_n_features(self, array, estimator_name):
         if array.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {array.shape[1]} features, but {estimator_name} is expecting "
                 f"{self.n_features_in_} features as input. Pass the same columns "
                 "as at fit.")
-        return array
 
     def _encode(self, X):
         if not _is_dataframe(X):
@@ -204,7 +270,7 @@ def check_sample_weight(sample_weight, n_samples):
         return np.ones(n_samples, dtype=np.float64)
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, float(sample_weight))
-    w = np.asarray(sample_weight, dtype=np.float64)
+    w = np.asarray(to_numpy(sample_weight), dtype=np.float64)
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_samples},): "
                          "one weight per row of X.")

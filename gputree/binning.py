@@ -9,6 +9,7 @@ which is always bin ``n_bins - 1`` with ``n_bins = max_bins + 1``.
 """
 import numpy as np
 
+from ._validation import to_numpy
 from ._dtypes import (MAX_NON_MISSING_BINS, THRESHOLD_DTYPE, X_BINNED_DTYPE,
                       X_DTYPE)
 
@@ -56,8 +57,7 @@ class BinMapper:
         if not 2 <= self.max_bins <= MAX_NON_MISSING_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_NON_MISSING_BINS}], "
                              f"got {self.max_bins}.")
-        X = np.asarray(X)
-        n_samples, n_features = X.shape
+        n_samples, n_features = X.shape  # numpy, or a device array (host copies of samples)
         is_cat = (np.zeros(n_features, dtype=bool) if self.is_categorical is None
                   else np.asarray(self.is_categorical, dtype=bool))
         used = (np.arange(n_samples) if sample_weight is None
@@ -66,7 +66,7 @@ class BinMapper:
         if self.subsample is not None and used.size > self.subsample:
             rng = np.random.RandomState(self.random_state)
             sampled = np.sort(rng.choice(used, self.subsample, replace=False))
-        sample = np.asarray(X[sampled], dtype=X_DTYPE)
+        sample = to_numpy(X[sampled]).astype(X_DTYPE)
         # max_bins columns (n_bins - 1): numerical features use at most
         # max_bins - 1 of them, a categorical one up to max_bins codes
         thresholds = np.full((n_features, self.max_bins), np.inf,
@@ -74,7 +74,7 @@ class BinMapper:
         n_non_missing = np.zeros(n_features, dtype=np.int32)
         for f in range(n_features):
             # categories must be checked on all rows, not on the subsample
-            edges = (_category_edges(X[:, f].astype(X_DTYPE), used, f, self.max_bins)
+            edges = (_category_edges(to_numpy(X[:, f]).astype(X_DTYPE), used, f, self.max_bins)
                      if is_cat[f] else _quantile_edges(sample[:, f], self.max_bins))
             thresholds[f, :len(edges)] = edges
             n_non_missing[f] = len(edges) + (0 if is_cat[f] else 1)

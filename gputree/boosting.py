@@ -32,7 +32,8 @@ import numpy as np
 from ._compat import ClassifierMixin, RegressorMixin
 from ._ensemble import (Progress, device_leaves, set_params_from, stacked_values,
                         training_data, tree_rng)
-from ._validation import check_choice, check_float, check_int, check_sample_weight, check_y
+from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
+                          returns_input_kind)
 from .criteria import newton_statistics
 from .grower import BinnedData, GrowthParams, grow_tree
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
@@ -456,27 +457,33 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     def _predict_labels(self, raw):
         return self.classes_[np.argmax(self._proba(raw), axis=1)]
 
+    @returns_input_kind
     def decision_function(self, X):
         """Raw scores: log-odds (n_samples,) for two classes, else logits
         (n_samples, n_classes)."""
         return self._decision(self._raw_predict(X))
 
+    @returns_input_kind
     def predict_proba(self, X):
         """Class probabilities, float64 (n_samples, n_classes)."""
         return self._proba(self._raw_predict(X))
 
+    @returns_input_kind
     def predict(self, X):
         """Most probable class of every row."""
         return self._predict_labels(self._raw_predict(X))
 
+    @returns_input_kind
     def staged_decision_function(self, X):
         """decision_function after each round (a generator)."""
         return map(self._decision, self._staged_raw(X))
 
+    @returns_input_kind
     def staged_predict_proba(self, X):
         """predict_proba after each round (a generator)."""
         return map(self._proba, self._staged_raw(X))
 
+    @returns_input_kind
     def staged_predict(self, X):
         """predict after each round (a generator)."""
         return map(self._predict_labels, self._staged_raw(X))
@@ -517,10 +524,12 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     def _mean(self, raw):
         return self._loss.predict(np, raw)[:, 0]
 
+    @returns_input_kind
     def predict(self, X):
         """Predicted mean, float64 (n_samples,)."""
         return self._mean(self._raw_predict(X))
 
+    @returns_input_kind
     def staged_predict(self, X):
         """predict after each round (a generator)."""
         return map(self._mean, self._staged_raw(X))

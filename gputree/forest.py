@@ -21,7 +21,8 @@ import numpy as np
 from ._compat import ClassifierMixin, RegressorMixin
 from ._ensemble import (Progress, device_leaves, set_params_from, stacked_values,
                         training_data, tree_rng)
-from ._validation import check_choice, check_float, check_int, check_sample_weight, check_y
+from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
+                          returns_input_kind)
 from .criteria import (CLASSIFICATION_CRITERIA, POISSON, REGRESSION_CRITERIA,
                        classification_statistics, regression_statistics)
 from .grower import grow_tree
@@ -208,6 +209,7 @@ class _BaseForest(BaseTreeModel):
                 total += values[leaves[:, t]]
         return backend.to_host(total / len(self._trees))
 
+    @returns_input_kind
     def apply(self, X):
         """Leaf id of every row in every tree, int64 (n_samples, n_estimators)."""
         return self._leaves(X).astype(np.int64)

@@ -7,7 +7,8 @@ import numpy as np
 
 from ._compat import BaseEstimator, ClassifierMixin, NotFittedError, RegressorMixin
 from ._training import bin_training_data, bin_with, seed_from
-from ._validation import check_choice, check_float, check_int, check_random_state, check_y
+from ._validation import (check_choice, check_float, check_int, check_random_state, check_y,
+                          returns_input_kind)
 from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
@@ -71,7 +72,8 @@ class BaseTreeModel(BaseEstimator):
     def _bin_new_data(self, X):
         self._check_fitted()
         return bin_with(self._backend, self._bin_mapper,
-                        self._encoder.transform(X, type(self).__name__))
+                        self._encoder.transform(X, type(self).__name__,
+                                                self._backend.device_xp))
 
     def _leaves(self, X, trees=None):
         """int32 (n_samples, n_trees) leaf ids (host) of X in ``trees``."""
@@ -138,13 +140,17 @@ class _BaseDecisionTree(BaseTreeModel):
     def _trees_for_prediction(self):
         return [self.tree_]
 
+    @returns_input_kind
     def apply(self, X):
         """Leaf id (int64 (n_samples,)) of every row."""
+        return self._apply(X)
+
+    def _apply(self, X):
         return self._leaves(X)[:, 0].astype(np.int64)
 
     def decision_path(self, X):
         """CSR indicator (n_samples, n_nodes) of the nodes each row passes."""
-        leaves = self.apply(X)
+        leaves = self._apply(X)
         return decision_path_indicator(self.tree_, leaves)
 
     def get_depth(self):
@@ -178,7 +184,7 @@ class _BaseDecisionTree(BaseTreeModel):
 
     def _raw_values(self, X):
         """float64 (n_samples, n_outputs, n_classes) leaf values of X."""
-        leaves = self.apply(X)
+        leaves = self._apply(X)
         return self.tree_.value[leaves]
 
 
@@ -246,6 +252,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         return classification_statistics(y_encoded, max(n_classes), weight,
                                          CLASSIFICATION_CRITERIA[self.criterion]), attributes
 
+    @returns_input_kind
     def predict_proba(self, X):
         """Class probabilities: float64 (n_samples, n_classes), or a list of
         such arrays (one per output) for multi-output y."""
@@ -254,13 +261,15 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
             return values[:, 0, :self.n_classes_]
         return [values[:, o, :k] for o, k in enumerate(self.n_classes_)]
 
+    @returns_input_kind
     def predict_log_proba(self, X):
-        proba = self.predict_proba(X)
+        proba = self.predict_proba.__wrapped__(self, X)
         with np.errstate(divide="ignore"):
             if isinstance(proba, list):
                 return [np.log(p) for p in proba]
             return np.log(proba)
 
+    @returns_input_kind
     def predict(self, X):
         """Most probable class of every row ((n_samples,) or (n_samples, n_outputs))."""
         values = self._raw_values(X)
@@ -318,6 +327,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
             check_poisson_targets(y2)
         return regression_statistics(y2, weight, criterion), {}
 
+    @returns_input_kind
     def predict(self, X):
         """float64 (n_samples,) or (n_samples, n_outputs)."""
         values = self._raw_values(X)[:, :, 0]

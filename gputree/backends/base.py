@@ -28,6 +28,8 @@ class Backend:
 
     name = "base"
     xp = np
+    #: array module whose device arrays are used in place (None: copy to host)
+    device_xp = None
 
     def asarray(self, array, dtype=None, order="C"):
         """Move a host (or device) array to this backend."""

@@ -121,6 +121,7 @@ class CUDABackend(Backend):
         self.name = "cuda" if runtime == "cupy" else "cuda-sim"
         self.kernels = get_kernels(runtime)
         self.xp = self.kernels.xp
+        self.device_xp = self.xp if runtime == "cupy" else None
         self.launches = Counter()
         #: free device memory to assume (bytes) in the simulated device, for tests
         self.simulated_free_bytes = None
