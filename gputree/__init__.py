@@ -3,14 +3,6 @@ quantile-binned features, on an NVIDIA GPU (``device="cuda"``) or the CPU.
 
 Public estimators only; see the README for the two commands to start.
 """
-import os as _os
-
-# numba's OpenMP threads otherwise spin-wait between parallel launches, which
-# costs milliseconds per launch whenever the cores are shared (tests, other
-# libraries, a busy machine); a passive wait costs microseconds. A value the
-# user set is kept. Must run before numba starts its threading layer.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .export import export_text
 from .forest import RandomForestClassifier, RandomForestRegressor
