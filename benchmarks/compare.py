@@ -234,8 +234,8 @@ def measure_speed(runner, device, data, args):
         X_train, X_test = data.inputs(runner.categorical)
         if runner.library == "gputree":
             seconds = _timed(warm_up, make, X_train, data.y_train)[1]
-            print(f"  warm-up of {runner.title} on {device}: numba JIT compile on "
-                  f"{WARM_UP_ROWS:,} rows, {seconds:.1f} s, not timed")
+            print(f"  warm-up of {runner.title} on {device} (numba JIT compile, on at most "
+                  f"{WARM_UP_ROWS:,} rows): {seconds:.1f} s, not timed")
         fits, predicts = [], []
         for _ in range(args.repeat):
             model = None
@@ -398,7 +398,16 @@ def machine_lines(threads):
             f"load average (1, 5, 15 min) at start: {_load()}",
             f"GPU: {_gpu_name()}",
             f"python {platform.python_version()}; " + ", ".join(versions),
-            f"threads per library: {threads}"]
+            f"threads per library: {threads}; numba threading layer: {_threading_layer()}; "
+            f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}"]
+
+
+def _threading_layer():
+    import numba
+    try:
+        return numba.threading_layer()
+    except ValueError:            # no parallel region has run yet
+        return numba.config.THREADING_LAYER
 
 
 def _load():
