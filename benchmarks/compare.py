@@ -121,20 +121,30 @@ class Scenario:
 
 
 SEED = dict(random_state=0)
-ONE_TREE = Group("one tree, depth 10, 256 bins (255 + missing)", (
-    Runner("DecisionTreeClassifier", "gputree.DecisionTreeClassifier",
-           dict(max_depth=10, max_bins=255, **SEED)),
-    Runner("DecisionTreeClassifier (exact)", "sklearn.tree.DecisionTreeClassifier",
-           dict(max_depth=10, **SEED), categorical="codes"),
-    Runner("1 tree (gbdt, lr 1)", "lightgbm.LGBMClassifier",
-           dict(n_estimators=1, learning_rate=1.0, max_depth=10, num_leaves=1024,
-                max_bin=255, min_child_samples=1, reg_lambda=0.0, verbose=-1, **SEED),
-           threads="n_jobs"),
-    Runner("1 tree (hist, lr 1)", "xgboost.XGBClassifier",
-           dict(n_estimators=1, learning_rate=1.0, max_depth=10, tree_method="hist",
-                max_bin=256, min_child_weight=0.0, reg_lambda=0.0,
-                enable_categorical=True, **SEED), threads="n_jobs"),
-))
+LIGHTGBM_ONE_TREE = dict(n_estimators=1, learning_rate=1.0, max_depth=10, num_leaves=1024,
+                         max_bin=255, min_child_samples=1, reg_lambda=0.0, verbose=-1, **SEED)
+XGBOOST_ONE_TREE = dict(n_estimators=1, learning_rate=1.0, max_depth=10, tree_method="hist",
+                        max_bin=256, min_child_weight=0.0, reg_lambda=0.0,
+                        enable_categorical=True, **SEED)
+
+
+def one_tree(kind):
+    """One depth-10 tree from every library; kind: "Classifier" or "Regressor"."""
+    what = "tree" if kind == "Classifier" else "regression tree"
+    return Group(f"one {what}, depth 10, 256 bins (255 + missing)", (
+        Runner(f"DecisionTree{kind}", f"gputree.DecisionTree{kind}",
+               dict(max_depth=10, max_bins=255, **SEED)),
+        Runner(f"DecisionTree{kind} (exact)", f"sklearn.tree.DecisionTree{kind}",
+               dict(max_depth=10, **SEED), categorical="codes"),
+        Runner("1 tree (gbdt, lr 1)", f"lightgbm.LGBM{kind}", LIGHTGBM_ONE_TREE,
+               threads="n_jobs"),
+        Runner("1 tree (hist, lr 1)", f"xgboost.XGB{kind}", XGBOOST_ONE_TREE,
+               threads="n_jobs"),
+    ))
+
+
+ONE_TREE = one_tree("Classifier")
+ONE_REGRESSION_TREE = one_tree("Regressor")
 GBDT_SETTINGS = dict(n_estimators=100, learning_rate=0.1, max_depth=8)
 LIGHTGBM_GBDT = Runner("100 trees, num_leaves=256", "lightgbm.LGBMClassifier",
                        dict(GBDT_SETTINGS, num_leaves=256, reg_lambda=1.0, max_bin=255,
@@ -174,19 +184,6 @@ FOREST = Group("random forest, 100 trees, depth 10, sqrt(features) per split", (
            dict(n_estimators=100, max_depth=10, subsample=0.632,
                 colsample_bynode=SQRT_FRACTION, tree_method="hist", max_bin=256,
                 min_child_weight=0.0, enable_categorical=True, **SEED), threads="n_jobs"),
-))
-ONE_REGRESSION_TREE = Group("one regression tree, depth 10, 256 bins (255 + missing)", (
-    Runner("DecisionTreeRegressor", "gputree.DecisionTreeRegressor",
-           dict(max_depth=10, max_bins=255, **SEED)),
-    Runner("DecisionTreeRegressor (exact)", "sklearn.tree.DecisionTreeRegressor",
-           dict(max_depth=10, **SEED), categorical="codes"),
-    Runner("1 tree (gbdt, lr 1)", "lightgbm.LGBMRegressor",
-           dict(n_estimators=1, learning_rate=1.0, max_depth=10, num_leaves=1024,
-                max_bin=255, min_child_samples=1, reg_lambda=0.0, verbose=-1, **SEED),
-           threads="n_jobs"),
-    Runner("1 tree (hist, lr 1)", "xgboost.XGBRegressor",
-           dict(n_estimators=1, learning_rate=1.0, max_depth=10, tree_method="hist",
-                max_bin=256, min_child_weight=0.0, reg_lambda=0.0, **SEED), threads="n_jobs"),
 ))
 PREDICT = Group("predict with 100 boosted trees of depth 8",
                 (GPUTREE_GBDT, XGBOOST_GBDT, LIGHTGBM_GBDT))
