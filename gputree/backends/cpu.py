@@ -128,17 +128,28 @@ def _update_positions(X_binned, positions, level_start, split_feature,
             positions[i] = left_child[k] + (0 if goes_left else 1)
 
 
+_PREDICT_BLOCK = 64
+
+
 @njit(parallel=True, cache=True)
 def _predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves):
-    """leaves int32 (n, n_trees) OUT: leaf node id of every row in every tree."""
-    for i in prange(X_binned.shape[0]):
+    """leaves int32 (n, n_trees) OUT: leaf node id of every row in every tree.
+
+    Parallel over blocks of rows; each block walks one tree at a time, so the
+    tree's nodes stay in cache while the block's rows traverse it."""
+    n_samples = X_binned.shape[0]
+    n_blocks = (n_samples + _PREDICT_BLOCK - 1) // _PREDICT_BLOCK
+    for block in prange(n_blocks):
+        start = block * _PREDICT_BLOCK
+        stop = min(start + _PREDICT_BLOCK, n_samples)
         for t in range(tree_roots.shape[0]):
-            node = tree_roots[t]
-            while node_feature[node] >= 0:
-                b = X_binned[i, node_feature[node]]
-                bit = (node_bitset[node, b >> 5] >> np.uint32(b & 31)) & np.uint32(1)
-                node = node_left[node] + (0 if bit else 1)
-            leaves[i, t] = node
+            for i in range(start, stop):
+                node = tree_roots[t]
+                while node_feature[node] >= 0:
+                    b = X_binned[i, node_feature[node]]
+                    bit = (node_bitset[node, b >> 5] >> np.uint32(b & 31)) & np.uint32(1)
+                    node = node_left[node] + (0 if bit else 1)
+                leaves[i, t] = node
 
 
 @njit(parallel=True)
