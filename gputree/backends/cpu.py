@@ -71,8 +71,10 @@ def _pad_thresholds(thresholds):
 
 
 @njit(cache=True)
-def _rows_to_build(positions, level_start, node_to_build):
-    """Rows whose node needs a histogram, and that histogram's index (int32)."""
+def _rows_to_build(positions, level_start, node_to_build, stats):
+    """Rows whose node needs a histogram (int32), that histogram's index
+    (int32), and those rows' statistics gathered in order (int64 (m, C)), so
+    that every feature's pass reads them sequentially."""
     n_level = node_to_build.shape[0]
     rows = np.empty(positions.shape[0], dtype=np.int32)
     slots = np.empty(positions.shape[0], dtype=np.int32)
@@ -83,21 +85,24 @@ def _rows_to_build(positions, level_start, node_to_build):
             rows[n] = i
             slots[n] = node_to_build[k]
             n += 1
-    return rows[:n], slots[:n]
+    ordered = np.empty((n, stats.shape[1]), dtype=stats.dtype)
+    for r in range(n):
+        for c in range(stats.shape[1]):
+            ordered[r, c] = stats[rows[r], c]
+    return rows[:n], slots[:n], ordered
 
 
 @njit(parallel=True, cache=True)
-def _build_histograms(X_binned, stats, rows, slots, hist):
-    """hist int64 (n_build, F, n_bins, C) OUT, zeroed; parallel over features."""
+def _build_histograms(X_binned, ordered_stats, rows, slots, hist):
+    """hist int64 (n_build, F, n_bins, C) OUT, zeroed; parallel over features.
+    Cells are indexed, never sliced: numba reference-counts every view."""
     n_features = X_binned.shape[1]
-    n_channels = stats.shape[1]
+    n_channels = ordered_stats.shape[1]
     for f in prange(n_features):
-        column = X_binned[:, f]
         for r in range(rows.shape[0]):
-            i = rows[r]
-            cell = hist[slots[r], f, column[i]]
+            b = X_binned[rows[r], f]
             for c in range(n_channels):
-                cell[c] += stats[i, c]
+                hist[slots[r], f, b, c] += ordered_stats[r, c]
 
 
 @njit(parallel=True, cache=True)
@@ -189,8 +194,8 @@ class CPUBackend(Backend):
                          node_to_build, n_build, n_bins):
         hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                         dtype=STAT_DTYPE)
-        rows, slots = _rows_to_build(positions, level_start, node_to_build)
-        _build_histograms(X_binned, stats, rows, slots, hist)
+        rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build, stats)
+        _build_histograms(X_binned, ordered_stats, rows, slots, hist)
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
