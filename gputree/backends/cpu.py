@@ -70,26 +70,42 @@ def _pad_thresholds(thresholds):
     return padded
 
 
-@njit(cache=True)
+_ROW_CHUNK = 16384
+
+
+@njit(parallel=True, cache=True)
 def _rows_to_build(positions, level_start, node_to_build, stats):
-    """Rows whose node needs a histogram (int32), that histogram's index
-    (int32), and those rows' statistics gathered in order (int64 (m, C)), so
-    that every feature's pass reads them sequentially."""
+    """Rows whose node needs a histogram (int32, ascending), that histogram's
+    index (int32), and those rows' statistics gathered in order (int64
+    (m, C)), so that every feature's pass reads them sequentially.
+
+    Two parallel passes over chunks of rows: count, then fill at each
+    chunk's offset (a prefix sum of the counts)."""
     n_level = node_to_build.shape[0]
-    rows = np.empty(positions.shape[0], dtype=np.int32)
-    slots = np.empty(positions.shape[0], dtype=np.int32)
-    n = 0
-    for i in range(positions.shape[0]):
-        k = positions[i] - level_start
-        if 0 <= k < n_level and node_to_build[k] >= 0:
-            rows[n] = i
-            slots[n] = node_to_build[k]
-            n += 1
+    n_samples = positions.shape[0]
+    n_chunks = (n_samples + _ROW_CHUNK - 1) // _ROW_CHUNK
+    counts = np.zeros(n_chunks + 1, dtype=np.int64)
+    for chunk in prange(n_chunks):
+        for i in range(chunk * _ROW_CHUNK, min((chunk + 1) * _ROW_CHUNK, n_samples)):
+            k = positions[i] - level_start
+            if 0 <= k < n_level and node_to_build[k] >= 0:
+                counts[chunk + 1] += 1
+    offsets = np.cumsum(counts)
+    n = offsets[-1]
+    rows = np.empty(n, dtype=np.int32)
+    slots = np.empty(n, dtype=np.int32)
     ordered = np.empty((n, stats.shape[1]), dtype=stats.dtype)
-    for r in range(n):
-        for c in range(stats.shape[1]):
-            ordered[r, c] = stats[rows[r], c]
-    return rows[:n], slots[:n], ordered
+    for chunk in prange(n_chunks):
+        r = offsets[chunk]
+        for i in range(chunk * _ROW_CHUNK, min((chunk + 1) * _ROW_CHUNK, n_samples)):
+            k = positions[i] - level_start
+            if 0 <= k < n_level and node_to_build[k] >= 0:
+                rows[r] = i
+                slots[r] = node_to_build[k]
+                for c in range(stats.shape[1]):
+                    ordered[r, c] = stats[i, c]
+                r += 1
+    return rows, slots, ordered
 
 
 @njit(parallel=True, cache=True)
