@@ -10,8 +10,7 @@ which is always bin ``n_bins - 1`` with ``n_bins = max_bins + 1``.
 import numpy as np
 
 from ._validation import to_numpy
-from ._dtypes import (MAX_NON_MISSING_BINS, THRESHOLD_DTYPE, X_BINNED_DTYPE,
-                      X_DTYPE)
+from ._dtypes import (MAX_NON_MISSING_BINS, THRESHOLD_DTYPE, X_DTYPE)
 
 
 class BinMapper:

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
-from .criteria import LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, make_criterion_functions
+from .criteria import LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, make_criterion_functions
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
 SCRATCH_VECTORS = 5
