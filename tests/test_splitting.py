@@ -68,6 +68,12 @@ def _close(a, b):
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(case=reference.small_datasets())
 def test_scan_equals_brute_force(backend, case):
+    check_scan_against_brute_force(backend, case)
+
+
+def check_scan_against_brute_force(backend, case):
+    """The backend's best split of a random dataset's root vs brute force
+    (also run on the simulated CUDA device, tests/simulated)."""
     X, categorical, y, w, criterion, max_bins, msl, n_classes = case
     node = Node(backend, X, categorical, y, w, criterion, max_bins, msl, n_classes)
     split = node.scan()
