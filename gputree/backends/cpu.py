@@ -6,6 +6,7 @@ atomics are needed. Histogram cells are int64 fixed-point sums, so the result
 equals the CUDA backend's bit for bit.
 """
 import functools
+import os
 
 import numpy as np
 from numba import njit, prange
@@ -14,6 +15,41 @@ from .._dtypes import NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
 from ..splitting import (best_split_per_node, empty_scan_outputs, empty_scratch,
                          make_split_scanner)
 from .base import Backend, node_summaries_kernel_body
+
+def _cache_scan_kernels():
+    """Let numba cache the split-scan kernels on disk, if it can be done safely.
+
+    numba invalidates a cached function when its own file changes; the scan
+    kernels also compile code from splitting.py, criteria.py and base.py, so
+    their cache stamp is made to cover those files too. Returns False (no
+    caching, compile in every process) where numba's locator classes differ.
+    """
+    try:
+        from numba.core import caching
+        impl, bases = caching.CacheImpl, (caching.InTreeCacheLocator,
+                                           caching.UserWideCacheLocator)
+    except AttributeError:
+        return False
+    here = os.path.dirname(os.path.abspath(__file__))
+    sources = [os.path.abspath(__file__), os.path.join(here, "base.py"),
+               os.path.join(here, "..", "splitting.py"), os.path.join(here, "..", "criteria.py")]
+
+    def stamp(self):
+        return tuple((os.stat(path).st_mtime, os.stat(path).st_size) for path in sources)
+
+    def matches(cls, py_func, py_file):
+        if os.path.abspath(py_file) != sources[0]:
+            return None
+        return super(cls, cls).from_function(py_func, py_file)
+
+    for base in bases:
+        locator = type(f"GputreeScan{base.__name__}", (base,),
+                       {"get_source_stamp": stamp, "from_function": classmethod(matches)})
+        impl._locator_classes.insert(0, locator)
+    return True
+
+
+_CACHE_SCAN = _cache_scan_kernels()
 
 # small per-candidate helpers are inlined: calls with array arguments cost
 # more than the arithmetic they do
@@ -173,7 +209,7 @@ def _predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, 
                 leaves[i, t] = node
 
 
-@njit(parallel=True)
+@njit(parallel=True, cache=_CACHE_SCAN)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left):
@@ -185,7 +221,7 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
               out_bitset, out_left)
 
 
-@njit
+@njit(cache=_CACHE_SCAN)
 def _node_summaries(totals, layout, inv, params, values, impurity):
     # serial: a few thousand nodes at most, less work than waking threads
     for node in range(totals.shape[0]):
