@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._dtypes import BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
-from .criteria import (LAYOUT_CRITERION, NEWTON, PARAM_MIN_SAMPLES_LEAF,
+from .criteria import (LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
+                       LAYOUT_PER_OUTPUT, LAYOUT_WEIGHT_CHANNEL, NEWTON, PARAM_MIN_SAMPLES_LEAF,
                        PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAMS_SIZE)
 from .tree import TreeArrays
 
@@ -100,14 +101,17 @@ def grow_tree(backend, data, stats, growth, rng):
     backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
                              _max_level_nodes(n_samples, growth))
     positions = xp.zeros(n_samples, dtype=NODE_DTYPE)
+    # constant for the whole fit: moved to the device once
+    scan_inputs = (backend.asarray(data.n_bins_non_missing), backend.asarray(data.is_categorical))
+    criterion_inputs = (backend.asarray(layout), backend.asarray(inv), backend.asarray(params))
     table = _NodeTable(backend.to_host(stats.stats.sum(axis=0)))
     level_start, n_level = 0, 1
     previous = None
     n_leaves = 1
     for depth in range(growth.max_depth + 1):
         level_totals = table.totals_all()[level_start:level_start + n_level]
-        impurity = _level_impurity(backend, level_totals, layout, inv, params, stats)
-        candidates = _splittable(level_totals, impurity, depth, growth, layout, inv, stats)
+        impurity = _level_impurity(backend, level_totals, criterion_inputs, stats)
+        candidates = _splittable(level_totals, impurity, depth, growth, layout, inv)
         if candidates.size == 0:
             table.record_level(*_no_splits(n_level))
             break
@@ -121,15 +125,12 @@ def grow_tree(backend, data, stats, growth, rng):
             hist, hist_nodes = _level_histograms(backend, data, stats, positions, level_start,
                                                  n_level, candidates, count, previous)
         allowed = _feature_mask(rng, hist_nodes.size, n_features, growth.max_features)
-        split = backend.find_best_splits(
-            hist, backend.asarray(data.n_bins_non_missing),
-            backend.asarray(data.is_categorical), backend.asarray(allowed),
-            data.missing_bin, backend.asarray(layout), backend.asarray(inv),
-            backend.asarray(params))
+        split = backend.find_best_splits(hist, *scan_inputs, backend.asarray(allowed),
+                                         data.missing_bin, *criterion_inputs)
         rows = np.searchsorted(hist_nodes, candidates)
         gain = backend.to_host(split.gain)[rows]
-        accept = _accept_splits(gain, level_totals[candidates], impurity[candidates],
-                                growth, layout, inv, stats, table.totals[0][0], n_leaves)
+        accept = _accept_splits(gain, level_totals[candidates], growth, layout, inv,
+                                table.totals[0][0], n_leaves)
         n_leaves += int(accept.sum())
         split_nodes = candidates[accept]
         chosen = rows[accept]
@@ -151,8 +152,7 @@ def grow_tree(backend, data, stats, growth, rng):
                            backend.to_host(split.left_sums)[chosen], depth + 1)
         previous = _PreviousLevel(hist, hist_nodes, split_nodes)
         level_start, n_level = next_start, 2 * split_nodes.size
-    else:
-        table.record_level(*_no_splits(n_level))
+    # the loop always ends by a break: at max_depth no node is splittable
     return _finish(backend, table, data, stats, params), positions
 
 
@@ -177,17 +177,15 @@ def _no_splits(n_level):
             np.zeros(n_level, dtype=FLOAT_DTYPE), np.zeros(n_level, dtype=np.uint8))
 
 
-def _level_impurity(backend, totals, layout, inv, params, stats):
-    _, impurity = backend.node_summaries(backend.asarray(totals), backend.asarray(layout),
-                                         backend.asarray(inv), backend.asarray(params),
+def _level_impurity(backend, totals, criterion_inputs, stats):
+    """float64 (n_nodes,) impurity of the level's nodes (host)."""
+    _, impurity = backend.node_summaries(backend.asarray(totals), *criterion_inputs,
                                          stats.n_outputs, stats.n_classes)
     return backend.to_host(impurity)
 
 
 def _counts_and_weights(totals, layout, inv):
     """Per-node (count, weight) float64 from int64 totals (host, vectorised)."""
-    from .criteria import (LAYOUT_COUNT_CHANNEL, LAYOUT_N_OUTPUTS,
-                           LAYOUT_PER_OUTPUT, LAYOUT_WEIGHT_CHANNEL)
     if layout[LAYOUT_CRITERION] == NEWTON:
         h = totals[:, 1:2 * layout[LAYOUT_N_OUTPUTS]:2] * inv[1:2 * layout[LAYOUT_N_OUTPUTS]:2]
         weight = h.min(axis=1)
@@ -201,7 +199,7 @@ def _counts_and_weights(totals, layout, inv):
     return count, weight
 
 
-def _splittable(totals, impurity, depth, growth, layout, inv, stats):
+def _splittable(totals, impurity, depth, growth, layout, inv):
     """Level-relative indices of nodes that may still split (int64)."""
     if depth >= growth.max_depth:
         return np.empty(0, dtype=np.int64)
@@ -214,8 +212,7 @@ def _splittable(totals, impurity, depth, growth, layout, inv, stats):
     return np.flatnonzero(ok)
 
 
-def _accept_splits(gain, totals, impurity, growth, layout, inv, stats, root_totals,
-                   n_leaves):
+def _accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
     """Which candidates split: valid gain, min_impurity_decrease (weighted as
     scikit-learn does) or gamma, then the max_leaf_nodes budget by weighted
     impurity decrease."""
