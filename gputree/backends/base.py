@@ -20,6 +20,7 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
 import numpy as np
 
 from .._dtypes import FLOAT_DTYPE
+from .._validation import to_numpy
 from ..criteria import make_criterion_functions
 
 
@@ -37,7 +38,7 @@ class Backend:
 
     def to_host(self, array):
         """numpy copy (or the array itself) of a backend array."""
-        return np.asarray(array)
+        return to_numpy(array)
 
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
         """Raise MemoryError when a fit cannot fit on the device (host: no check)."""

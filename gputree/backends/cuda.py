@@ -129,11 +129,6 @@ class CUDABackend(Backend):
     def _count(self, name):
         self.launches[name] += 1
 
-    def to_host(self, array):
-        if self.runtime == "cupy" and not isinstance(array, np.ndarray):
-            return self.xp.asnumpy(array)
-        return np.asarray(array)
-
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         self._count("map_to_bins")
         return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin)
