@@ -275,10 +275,19 @@ def make_criterion_functions(jit, inline=None):
                 return False
         return True
 
-    @jit
-    def split_gain(L, R, T, parent_impurity, layout, inv, params):
-        """Gain of splitting node T into L and R (int64 sums); -inf when the
-        split breaks min_samples_leaf / min_weight_leaf (min_child_weight)."""
+    @inline
+    def parent_score(T, layout, inv, params):
+        """The parent's term of split_gain, computed once per (node, feature):
+        its impurity, or for newton sum over outputs of G**2 / (H + lambda)."""
+        if layout[LAYOUT_CRITERION] == NEWTON:
+            return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA])
+        return impurity(T, layout, inv)
+
+    @inline
+    def split_gain(L, R, parent, layout, inv, params):
+        """Gain of splitting a node whose parent_score is ``parent`` into L and
+        R (int64 sums); -inf when the split breaks min_samples_leaf /
+        min_weight_leaf (min_child_weight)."""
         if node_count(L, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
             return -math.inf
         if node_count(R, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
@@ -293,12 +302,12 @@ def make_criterion_functions(jit, inline=None):
         if crit == NEWTON:
             lam = params[PARAM_REG_LAMBDA]
             return 0.5 * (newton_score(L, layout, inv, lam) + newton_score(R, layout, inv, lam)
-                          - newton_score(T, layout, inv, lam))
+                          - parent)
         if crit == POISSON:
             if not (poisson_child_ok(L, layout, inv) and poisson_child_ok(R, layout, inv)):
                 return -math.inf
         w = wl + wr
-        gain = (parent_impurity - (wl / w) * impurity(L, layout, inv)
+        gain = (parent - (wl / w) * impurity(L, layout, inv)
                 - (wr / w) * impurity(R, layout, inv))
         if crit == GAIN_RATIO:
             pl = wl / w
@@ -341,5 +350,5 @@ def make_criterion_functions(jit, inline=None):
         return S[off + 2 * o] * inv[off + 2 * o] / w if w > 0.0 else 0.0
 
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
-                           impurity=impurity, split_gain=split_gain,
+                           impurity=impurity, parent_score=parent_score, split_gain=split_gain,
                            sort_key=sort_key, node_value=node_value)
