@@ -48,6 +48,20 @@ def device_leaves(backend, X_binned, trees):
                                   backend.asarray(left), backend.asarray(roots))
 
 
+def add_tree_values(backend, X_binned, trees, columns, out):
+    """Add every tree's leaf values to ``out`` (n_samples, W) on the backend,
+    in place and in tree order: tree t adds its (n_nodes, V) values
+    ``t.value.reshape(n_nodes, -1)`` to columns ``columns[t] .. + V`` (host
+    ints). One launch on the CPU; no (n_samples, n_trees) leaf array."""
+    if not trees:
+        return
+    feature, bitset, left, roots = concatenate_trees(trees)
+    values = np.concatenate([t.value.reshape(t.node_count, -1) for t in trees])
+    backend.add_leaf_values(X_binned, backend.asarray(feature), backend.asarray(bitset),
+                            backend.asarray(left), backend.asarray(roots),
+                            backend.asarray(values), np.asarray(columns, dtype=np.int32), out)
+
+
 def stacked_values(backend, trees):
     """The trees' leaf values concatenated, float64 (total_nodes, n_outputs,
     n_classes) on the backend; index it with :func:`device_leaves`."""

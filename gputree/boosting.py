@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._compat import ClassifierMixin, RegressorMixin
-from ._ensemble import (Progress, device_leaves, set_params_from, stacked_values,
-                        training_data, tree_rng)
+from ._ensemble import (Progress, add_tree_values, device_leaves, set_params_from,
+                        stacked_values, training_data, tree_rng)
 from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
                           returns_input_kind)
 from .criteria import newton_statistics
@@ -337,6 +337,11 @@ class _BaseGradientBoosting(BaseTreeModel):
         xp = backend.xp
         raw = xp.tile(backend.asarray(self._baseline), (X_binned.shape[0], 1))
         per_round = len(self._groups)
+        columns = [self._groups[t % per_round][0] for t in range(len(self._trees))]
+        if not staged:
+            add_tree_values(backend, X_binned, self._trees, columns, raw)
+            yield raw
+            return
         n_rounds = len(self._trees) // per_round
         for first in range(0, n_rounds, _PREDICT_BLOCK):
             trees = self._trees[first * per_round:(first + _PREDICT_BLOCK) * per_round]
@@ -345,10 +350,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             for t in range(len(trees)):
                 start, stop = self._groups[t % per_round]
                 raw[:, start:stop] += values[leaves[:, t]]
-                if staged and t % per_round == per_round - 1:
+                if t % per_round == per_round - 1:
                     yield raw
-        if not staged:
-            yield raw
 
     def _raw_predict(self, X):
         """Host raw scores (n, K) of X."""

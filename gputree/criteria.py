@@ -156,23 +156,22 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
 
     Boosting always carries an explicit count channel (hessians are not counts).
     With ``xp`` the backend's array module the statistics are built where the
-    gradients live (on the GPU for the CUDA backend).
+    gradients live (on the GPU for the CUDA backend), written column by column
+    into one array.
     """
     n_samples, n_outputs = gradients.shape
-    columns, inv_scales = [], []
-    for o in range(n_outputs):
-        for column in (gradients[:, o], hessians[:, o]):
-            fixed, inv = to_fixed_point(column[:, None], xp=xp)
-            columns.append(fixed)
-            inv_scales.append(inv)
-    counts = (sample_weight > 0).astype(STAT_DTYPE)[:, None]
-    columns.append(counts)
-    inv_scales.append(np.ones(1, FLOAT_DTYPE))
     n_channels = 2 * n_outputs + 1
+    stats = xp.empty((n_samples, n_channels), dtype=STAT_DTYPE)
+    inv_scale = np.ones(n_channels, FLOAT_DTYPE)
+    for o in range(n_outputs):
+        for j, column in enumerate((gradients[:, o], hessians[:, o])):
+            fixed, inv = to_fixed_point(column[:, None], xp=xp)
+            stats[:, 2 * o + j] = fixed[:, 0]
+            inv_scale[2 * o + j] = inv[0]
+    stats[:, n_channels - 1] = sample_weight > 0
     layout = np.array([NEWTON, n_outputs, 2, 0, 1, n_channels - 1, n_channels],
                       dtype=np.int64)
-    return Statistics(xp.ascontiguousarray(xp.hstack(columns)),
-                      np.concatenate(inv_scales), layout, 1)
+    return Statistics(stats, inv_scale, layout, 1)
 
 
 def make_criterion_functions(jit, inline=None):

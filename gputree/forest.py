@@ -19,8 +19,8 @@ import warnings
 import numpy as np
 
 from ._compat import ClassifierMixin, RegressorMixin
-from ._ensemble import (Progress, device_leaves, set_params_from, stacked_values,
-                        training_data, tree_rng)
+from ._ensemble import (Progress, add_tree_values, device_leaves, set_params_from,
+                        stacked_values, training_data, tree_rng)
 from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
                           returns_input_kind)
 from .criteria import (CLASSIFICATION_CRITERIA, POISSON, REGRESSION_CRITERIA,
@@ -29,10 +29,6 @@ from .grower import grow_tree
 from .tree_estimators import (BaseTreeModel, DecisionTreeClassifier, DecisionTreeRegressor,
                               as_float_targets, check_poisson_targets, class_weights,
                               encode_labels, growth_params, impurity_importances)
-
-#: trees predicted in one launch
-_PREDICT_BLOCK = 64
-
 
 class _ClassTargets:
     """Encoded labels (int (n, n_outputs)) and class weights of one fit."""
@@ -200,13 +196,10 @@ class _BaseForest(BaseTreeModel):
         n_outputs, n_classes): class probabilities or regression means."""
         data = self._bin_new_data(X)
         backend = self._backend
-        total = backend.xp.zeros((data.X_binned.shape[0],) + self._value_shape)
-        for first in range(0, len(self._trees), _PREDICT_BLOCK):
-            trees = self._trees[first:first + _PREDICT_BLOCK]
-            leaves = device_leaves(backend, data.X_binned, trees)
-            values = stacked_values(backend, trees)
-            for t in range(len(trees)):
-                total += values[leaves[:, t]]
+        n_samples = data.X_binned.shape[0]
+        total = backend.xp.zeros((n_samples, int(np.prod(self._value_shape))))
+        add_tree_values(backend, data.X_binned, self._trees, np.zeros(len(self._trees)), total)
+        total = total.reshape((n_samples,) + self._value_shape)
         return backend.to_host(total / len(self._trees))
 
     @returns_input_kind

@@ -2,11 +2,14 @@
 numpy reference; children partition their parent; every split is the
 brute-force best split of its node's rows; stopping rules hold; the tree's
 arrays have fixed-width dtypes."""
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 
 import reference
+from gputree.backends.base import Backend
 from gputree.binning import BinMapper
 from gputree.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
                               classification_statistics, regression_statistics)
@@ -77,6 +80,30 @@ def test_predict_leaves_matches_reference_for_several_trees(backend):
     leaves = backend.predict_leaves(X_binned, feature, bitset, left, roots) - roots
     for t, tree in enumerate(trees):
         np.testing.assert_array_equal(leaves[:, t], reference.predict_leaves(tree, X_binned))
+
+
+@pytest.mark.parametrize("implementation", ["backend", "default"])
+def test_add_leaf_values_adds_each_trees_leaf_values_in_tree_order(backend, implementation):
+    """The backend's kernel and the seam's default (through predict_leaves)."""
+    X, y = _regression_data(5)
+    trees = [_grow(backend, X, y, max_depth=d, seed=d)[0] for d in (0, 1, 3, 5)]
+    X_binned = _grow(backend, X, y, max_depth=1)[2].X_binned
+    rng = np.random.RandomState(0)
+    values = [rng.normal(size=(t.node_count, 2)) for t in trees]
+    columns = np.array([0, 2, 1, 0], dtype=np.int32)
+    start = rng.normal(size=(X.shape[0], 4))
+    expected = start.copy()
+    for tree, value, column in zip(trees, values, columns):
+        expected[:, column:column + 2] += value[reference.predict_leaves(tree, X_binned)]
+    feature, bitset, left, roots = concatenate_trees(trees)
+    out = backend.asarray(start)
+    add = backend.add_leaf_values if implementation == "backend" else functools.partial(
+        Backend.add_leaf_values, backend)
+    add(X_binned, backend.asarray(feature), backend.asarray(bitset),
+        backend.asarray(left), backend.asarray(roots),
+        backend.asarray(np.concatenate(values)), columns, out)
+    # same additions in the same order: bit for bit
+    np.testing.assert_array_equal(backend.to_host(out), expected)
 
 
 @pytest.mark.parametrize("criterion,seed", [("squared_error", 2), ("gini", 3), ("poisson", 4)])

@@ -14,6 +14,10 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
   split_bitset, left_child)`` (in place)
 * ``predict_leaves(X_binned, node_feature, node_bitset, node_left,
   tree_roots)`` -> int32 (n_samples, n_trees)
+* ``add_leaf_values(X_binned, node_feature, node_bitset, node_left,
+  tree_roots, node_values, tree_columns, out)``: out float64 (n, W) INOUT,
+  ``out[:, tree_columns[t] + v] += node_values[leaf of tree t, v]``, trees in
+  order (the base class does it through ``predict_leaves``)
 * ``node_summaries(totals, layout, inv, params, n_outputs, n_classes)`` ->
   (values float64 (n_nodes, n_outputs, n_classes), impurity float64 (n_nodes,))
 """
@@ -22,6 +26,10 @@ import numpy as np
 from .._dtypes import FLOAT_DTYPE
 from .._validation import to_numpy
 from ..criteria import make_criterion_functions
+
+
+#: trees whose leaf ids are held at once by the default add_leaf_values
+_TREES_PER_LAUNCH = 64
 
 
 class Backend:
@@ -42,6 +50,18 @@ class Backend:
 
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
         """Raise MemoryError when a fit cannot fit on the device (host: no check)."""
+
+    def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
+                        node_values, tree_columns, out):
+        """Default: leaf ids of a block of trees at a time, then one gather
+        per tree (node_values on the backend, tree_columns a host array)."""
+        width = node_values.shape[1]
+        for first in range(0, tree_roots.shape[0], _TREES_PER_LAUNCH):
+            roots = tree_roots[first:first + _TREES_PER_LAUNCH]
+            leaves = self.predict_leaves(X_binned, node_feature, node_bitset, node_left, roots)
+            for t in range(roots.shape[0]):
+                column = int(tree_columns[first + t])
+                out[:, column:column + width] += node_values[leaves[:, t]]
 
     def empty_summaries(self, n_nodes, n_outputs, n_classes):
         return (self.xp.zeros((n_nodes, n_outputs, n_classes), dtype=FLOAT_DTYPE),

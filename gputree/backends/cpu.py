@@ -128,6 +128,15 @@ def _pad_thresholds(thresholds):
 _ROW_CHUNK = 16384
 
 
+@njit(inline="always")
+def _slot_of(positions, i, level_start, node_to_build):
+    """Histogram index of row i's node, -1 when its node is not built."""
+    k = positions[i] - level_start
+    if k < 0 or k >= node_to_build.shape[0]:
+        return -1
+    return node_to_build[k]
+
+
 @njit(parallel=True, cache=True)
 def _rows_to_build(positions, level_start, node_to_build, stats):
     """Rows whose node needs a histogram (int32, ascending), that histogram's
@@ -136,15 +145,14 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
 
     Two parallel passes over chunks of rows: count, then fill at each
     chunk's offset (a prefix sum of the counts)."""
-    n_level = node_to_build.shape[0]
     n_samples = positions.shape[0]
     n_chunks = (n_samples + _ROW_CHUNK - 1) // _ROW_CHUNK
     counts = np.zeros(n_chunks + 1, dtype=np.int64)
     for chunk in prange(n_chunks):
+        found = 0
         for i in range(chunk * _ROW_CHUNK, min((chunk + 1) * _ROW_CHUNK, n_samples)):
-            k = positions[i] - level_start
-            if 0 <= k < n_level and node_to_build[k] >= 0:
-                counts[chunk + 1] += 1
+            found += _slot_of(positions, i, level_start, node_to_build) >= 0
+        counts[chunk + 1] = found
     offsets = np.cumsum(counts)
     n = offsets[-1]
     rows = np.empty(n, dtype=np.int32)
@@ -153,10 +161,10 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
     for chunk in prange(n_chunks):
         r = offsets[chunk]
         for i in range(chunk * _ROW_CHUNK, min((chunk + 1) * _ROW_CHUNK, n_samples)):
-            k = positions[i] - level_start
-            if 0 <= k < n_level and node_to_build[k] >= 0:
+            slot = _slot_of(positions, i, level_start, node_to_build)
+            if slot >= 0:
                 rows[r] = i
-                slots[r] = node_to_build[k]
+                slots[r] = slot
                 for c in range(stats.shape[1]):
                     ordered[r, c] = stats[i, c]
                 r += 1
@@ -165,8 +173,10 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
 
 @njit(parallel=True, cache=True)
 def _build_histograms(X_binned, ordered_stats, rows, slots, hist):
-    """hist int64 (n_build, F, n_bins, C) OUT, zeroed; parallel over features.
-    Cells are indexed, never sliced: numba reference-counts every view."""
+    """hist int64 (n_build, F, n_bins, C) OUT, zeroed; parallel over features,
+    each sweeping the rows in order (for many nodes: the task's histograms
+    stay cached). Cells are indexed, never sliced: numba reference-counts
+    every view."""
     n_features = X_binned.shape[1]
     n_channels = ordered_stats.shape[1]
     for f in prange(n_features):
@@ -174,6 +184,35 @@ def _build_histograms(X_binned, ordered_stats, rows, slots, hist):
             b = X_binned[rows[r], f]
             for c in range(n_channels):
                 hist[slots[r], f, b, c] += ordered_stats[r, c]
+
+
+@njit(parallel=True, cache=True)
+def _build_histograms_by_block(X_binned, ordered_stats, rows, slots, features_per_task, hist):
+    """As _build_histograms, parallel over blocks of ``features_per_task``
+    features (for few nodes): a block reads each row's statistics once for
+    all its features."""
+    n_features = X_binned.shape[1]
+    n_tasks = (n_features + features_per_task - 1) // features_per_task
+    for task in prange(n_tasks):
+        stop = min((task + 1) * features_per_task, n_features)
+        for r in range(rows.shape[0]):
+            for f in range(task * features_per_task, stop):
+                b = X_binned[rows[r], f]
+                for c in range(ordered_stats.shape[1]):
+                    hist[slots[r], f, b, c] += ordered_stats[r, c]
+
+
+#: histogram cells (one (node, feature) histogram of one task) that stay in
+#: the L1 cache while a task adds rows to them
+_L1_HISTOGRAMS = 8
+
+
+def _features_per_task(n_build, n_features):
+    """Few nodes: several features per task share each row's statistics
+    reads; many nodes: one feature per task keeps its histograms cached."""
+    per_task = max(1, _L1_HISTOGRAMS // n_build)
+    n_tasks = -(-n_features // per_task)
+    return -(-n_features // n_tasks)   # equal blocks
 
 
 @njit(parallel=True, cache=True)
@@ -207,9 +246,54 @@ def _update_positions(X_binned, positions, level_start, split_feature,
 _PREDICT_BLOCK = 64
 
 
+@njit(cache=True)
+def _walk_arrays(node_feature, node_bitset, node_left, tree_roots):
+    """Trees (as ``predict_leaves`` takes them) rewritten so that one step is
+    the same for every node: a leaf gets feature 0, an all-ones bitset and
+    ``next = itself + 1`` (it goes "left" to itself); an internal node gets
+    ``next = left + 1``, so the child is ``next - goes_left``. Also returns
+    each tree's depth (int32 (n_trees,)): the number of steps to take.
+    Children follow their parent (BFS numbering), so one forward pass per
+    tree finds every node's depth."""
+    feature = np.maximum(node_feature, 0)
+    bitset = node_bitset.copy()
+    step_next = np.empty(node_left.shape[0], dtype=np.int32)
+    depth = np.zeros(node_left.shape[0], dtype=np.int32)
+    tree_depth = np.zeros(tree_roots.shape[0], dtype=np.int32)
+    for t in range(tree_roots.shape[0]):
+        stop = tree_roots[t + 1] if t + 1 < tree_roots.shape[0] else node_left.shape[0]
+        depth[tree_roots[t]] = 0
+        for node in range(tree_roots[t], stop):
+            if node_feature[node] < 0:
+                step_next[node] = node + 1
+                bitset[node, :] = np.uint32(0xFFFFFFFF)
+                tree_depth[t] = max(tree_depth[t], depth[node])
+            else:
+                step_next[node] = node_left[node] + 1
+                depth[node_left[node]] = depth[node] + 1
+                depth[node_left[node] + 1] = depth[node] + 1
+    return feature, bitset, step_next, tree_depth
+
+
+@njit(inline="always")
+def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next, nodes):
+    """nodes int32 (>= n_rows,) OUT: leaf of rows start .. start+n_rows-1 in
+    the tree at ``root`` (arrays from _walk_arrays). All rows of the block
+    step down one level together, branch-free, so their loads overlap."""
+    for j in range(n_rows):
+        nodes[j] = root
+    for _ in range(n_steps):
+        for j in range(n_rows):
+            node = nodes[j]
+            b = X_binned[start + j, feature[node]]
+            goes_left = (bitset[node, b >> 5] >> np.uint32(b & 31)) & np.uint32(1)
+            nodes[j] = step_next[node] - np.int32(goes_left)
+
+
 @njit(parallel=True, cache=True)
-def _predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves):
-    """leaves int32 (n, n_trees) OUT: leaf node id of every row in every tree.
+def _predict_leaves(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves):
+    """leaves int32 (n, n_trees) OUT: leaf node id of every row in every tree
+    (tree arrays from _walk_arrays).
 
     Parallel over blocks of rows; each block walks one tree at a time, so the
     tree's nodes stay in cache while the block's rows traverse it."""
@@ -217,15 +301,33 @@ def _predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, 
     n_blocks = (n_samples + _PREDICT_BLOCK - 1) // _PREDICT_BLOCK
     for block in prange(n_blocks):
         start = block * _PREDICT_BLOCK
-        stop = min(start + _PREDICT_BLOCK, n_samples)
+        n_rows = min(_PREDICT_BLOCK, n_samples - start)
+        nodes = np.empty(_PREDICT_BLOCK, dtype=np.int32)
         for t in range(tree_roots.shape[0]):
-            for i in range(start, stop):
-                node = tree_roots[t]
-                while node_feature[node] >= 0:
-                    b = X_binned[i, node_feature[node]]
-                    bit = (node_bitset[node, b >> 5] >> np.uint32(b & 31)) & np.uint32(1)
-                    node = node_left[node] + (0 if bit else 1)
-                leaves[i, t] = node
+            _descend(X_binned, start, n_rows, tree_roots[t], tree_depth[t], feature, bitset,
+                     step_next, nodes)
+            for j in range(n_rows):
+                leaves[start + j, t] = nodes[j]
+
+
+@njit(parallel=True, cache=True)
+def _add_leaf_values(X_binned, feature, bitset, step_next, tree_roots, tree_depth,
+                     node_values, tree_columns, out):
+    """out float64 (n, W) INOUT: ``out[i, tree_columns[t] + v] +=
+    node_values[leaf, v]`` for every tree t in order (so every row's sum has
+    one fixed order) and v < node_values.shape[1]."""
+    n_samples = X_binned.shape[0]
+    n_blocks = (n_samples + _PREDICT_BLOCK - 1) // _PREDICT_BLOCK
+    for block in prange(n_blocks):
+        start = block * _PREDICT_BLOCK
+        n_rows = min(_PREDICT_BLOCK, n_samples - start)
+        nodes = np.empty(_PREDICT_BLOCK, dtype=np.int32)
+        for t in range(tree_roots.shape[0]):
+            _descend(X_binned, start, n_rows, tree_roots[t], tree_depth[t], feature, bitset,
+                     step_next, nodes)
+            for j in range(n_rows):
+                for v in range(node_values.shape[1]):
+                    out[start + j, tree_columns[t] + v] += node_values[nodes[j], v]
 
 
 @njit(parallel=True, cache=_CACHE_SCAN)
@@ -266,7 +368,11 @@ class CPUBackend(Backend):
         hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                         dtype=STAT_DTYPE)
         rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build, stats)
-        _build_histograms(X_binned, ordered_stats, rows, slots, hist)
+        per_task = _features_per_task(n_build, X_binned.shape[1])
+        if per_task == 1:
+            _build_histograms(X_binned, ordered_stats, rows, slots, hist)
+        else:
+            _build_histograms_by_block(X_binned, ordered_stats, rows, slots, per_task, hist)
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
@@ -289,8 +395,14 @@ class CPUBackend(Backend):
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
         leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
-        _predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves)
+        walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
+        _predict_leaves(X_binned, *walk[:3], tree_roots, walk[3], leaves)
         return leaves
+
+    def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
+                        node_values, tree_columns, out):
+        walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
+        _add_leaf_values(X_binned, *walk[:3], tree_roots, walk[3], node_values, tree_columns, out)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
