@@ -69,20 +69,31 @@ class Statistics:
         return int(self.layout[LAYOUT_N_OUTPUTS])
 
 
+def fixed_point_scale(values):
+    """Power-of-two scale (host float) for float columns (n_samples, k) that
+    share it: the largest with ``n_samples * max|value| * scale <= 2**61``,
+    so no sum of scaled rows can overflow. A bound from the maximum (exact on
+    every device) rather than from a float sum (whose rounding depends on the
+    summation order) gives every device the very same scale."""
+    if values.size == 0:
+        return 1.0
+    largest = max(float(values.max()), -float(values.min()))
+    bound = float(values.shape[0]) * largest
+    return 1.0 if bound == 0.0 else math.ldexp(1.0, math.floor(math.log2(_FIXED_POINT_LIMIT / bound)))
+
+
 def to_fixed_point(values, weights_are_counts=False, xp=np):
     """Scale float columns (n_samples, k) to int64 fixed point.
 
-    All columns in one group share one scale so that their sums stay
-    comparable; returns (int64 values, inverse scale float64 (k,)).
-    ``xp`` is the array module of ``values`` (numpy, or cupy on a GPU); the
-    inverse scale is always a host array.
+    All columns in one group share one scale (:func:`fixed_point_scale`) so
+    that their sums stay comparable; returns (int64 values, inverse scale
+    float64 (k,)). ``xp`` is the array module of ``values`` (numpy, or cupy on
+    a GPU); the inverse scale is always a host array.
     """
     values = xp.asarray(values, dtype=FLOAT_DTYPE)
     if weights_are_counts:
         return values.astype(STAT_DTYPE), np.ones(values.shape[1], FLOAT_DTYPE)
-    total = float(xp.abs(values).sum(axis=0).max()) if values.size else 0.0
-    exponent = 0 if total == 0.0 else math.floor(math.log2(_FIXED_POINT_LIMIT / total))
-    scale = math.ldexp(1.0, exponent)
+    scale = fixed_point_scale(values)
     scaled = xp.rint(values * scale).astype(STAT_DTYPE)
     return scaled, np.full(values.shape[1], 1.0 / scale, dtype=FLOAT_DTYPE)
 
@@ -156,8 +167,8 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
 
     Boosting always carries an explicit count channel (hessians are not counts).
     With ``xp`` the backend's array module the statistics are built where the
-    gradients live (on the GPU for the CUDA backend), written column by column
-    into one array.
+    gradients live (on the GPU for the CUDA backend), each column scaled and
+    rounded straight into one int64 array.
     """
     n_samples, n_outputs = gradients.shape
     n_channels = 2 * n_outputs + 1
@@ -165,9 +176,9 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     inv_scale = np.ones(n_channels, FLOAT_DTYPE)
     for o in range(n_outputs):
         for j, column in enumerate((gradients[:, o], hessians[:, o])):
-            fixed, inv = to_fixed_point(column[:, None], xp=xp)
-            stats[:, 2 * o + j] = fixed[:, 0]
-            inv_scale[2 * o + j] = inv[0]
+            scale = fixed_point_scale(column)
+            stats[:, 2 * o + j] = xp.rint(column * scale)
+            inv_scale[2 * o + j] = 1.0 / scale
     stats[:, n_channels - 1] = sample_weight > 0
     layout = np.array([NEWTON, n_outputs, 2, 0, 1, n_channels - 1, n_channels],
                       dtype=np.int64)

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
-from gputree.criteria import GINI, SQUARED_ERROR, classification_statistics, regression_statistics
+from gputree.criteria import (GINI, SQUARED_ERROR, classification_statistics, fixed_point_scale,
+                              regression_statistics, to_fixed_point)
 
 
 def _level(rng, n, n_features, n_bins, n_level, n_channels=3):
@@ -22,7 +23,7 @@ def _level(rng, n, n_features, n_bins, n_level, n_channels=3):
 
 @settings(max_examples=20, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 300), n_features=st.integers(1, 4),
-       n_bins=st.integers(2, 256), n_level=st.integers(1, 6))
+       n_bins=st.integers(2, 256), n_level=st.integers(1, 12))
 def test_build_matches_reference_exactly(backend, seed, n, n_features, n_bins, n_level):
     rng = np.random.RandomState(seed)
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
@@ -83,3 +84,20 @@ def test_fixed_point_sums_do_not_depend_on_row_order(backend):
         exact = np.bincount(X_binned[:, 0], weights=channel0, minlength=33)
         np.testing.assert_allclose(a[0, 0, :, 0] * statistics.inv_scale[0], exact,
                                    rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 2000), magnitude=st.integers(-60, 60))
+def test_fixed_point_scale_is_the_largest_safe_power_of_two_and_ignores_row_order(
+        seed, n, magnitude):
+    rng = np.random.RandomState(seed)
+    values = rng.standard_cauchy((n, 1)) * 2.0 ** magnitude
+    scale = fixed_point_scale(values)
+    bound = n * np.abs(values).max()
+    assert scale * bound <= 2.0 ** 61 < 2 * scale * bound
+    assert scale == 2.0 ** np.round(np.log2(scale))
+    assert fixed_point_scale(values[rng.permutation(n)]) == scale
+    scaled, inv = to_fixed_point(values)
+    # every partial sum fits in int64 and the rounding error is half a unit
+    assert np.abs(scaled).sum(dtype=np.float64) <= 2.0 ** 61
+    np.testing.assert_allclose(scaled[:, 0] * inv[0], values[:, 0], rtol=0, atol=0.5 * inv[0])
