@@ -7,6 +7,9 @@ bins, so splits are exact). Categorical features get one bin per category
 code seen at fit. NaN, and categories unseen at fit, go to the missing bin,
 which is always bin ``n_bins - 1`` with ``n_bins = max_bins + 1``.
 """
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
 
 from ._validation import to_numpy
@@ -71,10 +74,16 @@ class BinMapper:
         thresholds = np.full((n_features, self.max_bins), np.inf,
                              dtype=THRESHOLD_DTYPE)
         n_non_missing = np.zeros(n_features, dtype=np.int32)
-        for f in range(n_features):
+
+        def edges_of(f):
             # categories must be checked on all rows, not on the subsample
-            edges = (_category_edges(to_numpy(X[:, f]).astype(X_DTYPE), used, f, self.max_bins)
-                     if is_cat[f] else _quantile_edges(sample[:, f], self.max_bins))
+            return (_category_edges(to_numpy(X[:, f]).astype(X_DTYPE), used, f, self.max_bins)
+                    if is_cat[f] else _quantile_edges(sample[:, f], self.max_bins))
+
+        # numpy's sorts release the GIL: features in parallel threads
+        with ThreadPoolExecutor(max(1, min(n_features, numba.get_num_threads()))) as pool:
+            all_edges = list(pool.map(edges_of, range(n_features)))
+        for f, edges in enumerate(all_edges):
             thresholds[f, :len(edges)] = edges
             n_non_missing[f] = len(edges) + (0 if is_cat[f] else 1)
         self.bin_thresholds_ = thresholds
