@@ -36,7 +36,7 @@ from ._validation import (check_choice, check_float, check_int, check_sample_wei
                           returns_input_kind)
 from .criteria import newton_statistics
 from .grower import BinnedData, GrowthParams, grow_tree
-from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
+from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss, weighted_mean
 from .tree_estimators import (_UNLIMITED_DEPTH, BaseTreeModel, as_float_targets,
                               check_poisson_targets, class_weights, encode_labels)
 
@@ -245,21 +245,30 @@ class _BaseGradientBoosting(BaseTreeModel):
                      next(self._raw_rounds(data.X_binned, staged=False)), y, weight)
 
     def _boost(self, train, validation, growth, early):
-        """Rounds n_iter_ .. n_estimators-1 (stopping early when asked)."""
+        """Rounds n_iter_ .. n_estimators-1 (stopping early when asked).
+
+        The training loss of the raw scores a round starts from comes with
+        that round's gradients (they share the work); it is computed on its
+        own only where it is needed at once (early stopping on the training
+        loss, progress output) and after the last round."""
+        eager = bool(self.verbose) or (early and validation is None)
         if not self._trees:
-            self._record_scores(train, validation)
+            self._record_scores(train, validation, eager)
         progress = Progress(self.n_estimators - self.n_iter_, self.verbose, type(self).__name__)
         try:
             for it in range(self.n_iter_, self.n_estimators):
                 self._round(it, train, validation, growth)
                 self.n_iter_ = it + 1
-                self._record_scores(train, validation)
-                progress.step(**self._latest_scores())
+                self._record_scores(train, validation, eager)
+                progress.step(**(self._latest_scores() if self.verbose else {}))
                 watched = self._scores["validation" if validation else "train"]
                 if early and should_stop(watched, self.n_iter_no_change, self.tol):
                     break
         finally:
             progress.close()
+        if self._scores["train"][-1] is None:
+            self._scores["train"][-1] = -self._loss.value(self._backend.xp, train.y, train.raw,
+                                                          train.w)
         self.train_score_ = np.asarray(self._scores["train"])
         self.validation_score_ = np.asarray(self._scores["validation"])
 
@@ -269,7 +278,9 @@ class _BaseGradientBoosting(BaseTreeModel):
         xp = backend.xp
         rng = tree_rng(self._seed, it, _ROUND_STREAM)
         w = train.w * self._row_mask(rng, train.w.shape[0]) if self.subsample < 1 else train.w
-        g, h = loss.gradients(xp, train.y, train.raw, w)
+        g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw, w)
+        if self._scores["train"][-1] is None:
+            self._scores["train"][-1] = -weighted_mean(xp, pointwise, train.w)
         for start, stop in self._groups:
             stats = newton_statistics(g[:, start:stop], h[:, start:stop], w, xp)
             tree, positions = self._grow(train.data, stats, growth, rng)
@@ -278,8 +289,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             values = backend.asarray(tree.value[:, :, 0])
             train.raw[:, start:stop] += values[positions]
             if validation is not None:
-                leaves = device_leaves(backend, validation.data.X_binned, [tree])[:, 0]
-                validation.raw[:, start:stop] += values[leaves]
+                add_tree_values(backend, validation.data.X_binned, [tree], [start],
+                                validation.raw)
             self._trees.append(tree)
 
     def _row_mask(self, rng, n_samples):
@@ -304,9 +315,12 @@ class _BaseGradientBoosting(BaseTreeModel):
         tree.feature[internal] = columns[tree.feature[internal]]
         return tree, positions
 
-    def _record_scores(self, train, validation):
+    def _record_scores(self, train, validation, eager):
+        """Append this round's scores; the training one stays None (filled in
+        by the next round's gradients) unless ``eager``."""
         xp = self._backend.xp
-        self._scores["train"].append(-self._loss.value(xp, train.y, train.raw, train.w))
+        self._scores["train"].append(
+            -self._loss.value(xp, train.y, train.raw, train.w) if eager else None)
         if validation is not None:
             self._scores["validation"].append(self._validation_score(validation))
 

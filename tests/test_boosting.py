@@ -82,6 +82,20 @@ def test_train_loss_decreases_monotonically(case):
     assert scores[-1] > scores[0]
 
 
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_every_train_score_is_the_log_loss_of_the_staged_predictions(verbose, capsys):
+    """Scores come with the next round's gradients (or at once when shown):
+    both must equal the loss of the model after that many rounds."""
+    X, latent, rng = _integer_data()
+    y = (latent + rng.normal(size=latent.shape[0]) > 1).astype(int)
+    model = GradientBoostingClassifier(n_estimators=6, max_depth=2, subsample=0.7,
+                                       verbose=verbose, **FAST).fit(X, y)
+    prior = np.full(y.shape[0], y.mean())
+    staged = [prior] + [p[:, 1] for p in model.staged_predict_proba(X)]
+    expected = [-log_loss(y, p) for p in staged]
+    np.testing.assert_allclose(model.train_score_, expected, rtol=1e-10)
+
+
 def test_initial_train_score_is_the_prior_log_loss():
     X, latent, _ = _integer_data()
     y = (latent > 1).astype(int)
