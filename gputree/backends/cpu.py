@@ -367,7 +367,13 @@ class CPUBackend(Backend):
                          node_to_build, n_build, n_bins):
         hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                         dtype=STAT_DTYPE)
-        rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build, stats)
+        if node_to_build.shape[0] == 1 and node_to_build[0] == 0 and not positions.any():
+            # one node holding every row (the root): rows in order, statistics as they are
+            rows = np.arange(positions.shape[0], dtype=np.int32)
+            slots, ordered_stats = np.zeros_like(rows), stats
+        else:
+            rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build,
+                                                        stats)
         per_task = _features_per_task(n_build, X_binned.shape[1])
         if per_task == 1:
             _build_histograms(X_binned, ordered_stats, rows, slots, hist)
