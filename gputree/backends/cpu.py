@@ -367,7 +367,8 @@ class CPUBackend(Backend):
                          node_to_build, n_build, n_bins):
         hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                         dtype=STAT_DTYPE)
-        if node_to_build.shape[0] == 1 and node_to_build[0] == 0 and not positions.any():
+        if (level_start == 0 and node_to_build.shape[0] == 1 and node_to_build[0] == 0
+                and not positions.any()):
             # one node holding every row (the root): rows in order, statistics as they are
             rows = np.arange(positions.shape[0], dtype=np.int32)
             slots, ordered_stats = np.zeros_like(rows), stats
