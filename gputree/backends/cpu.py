@@ -291,9 +291,15 @@ def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next,
 
 
 @njit(parallel=True, cache=True)
-def _predict_leaves(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves):
-    """leaves int32 (n, n_trees) OUT: leaf node id of every row in every tree
-    (tree arrays from _walk_arrays).
+def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
+                node_values, tree_columns, out):
+    """Every row down every tree (tree arrays from _walk_arrays), in tree
+    order, then with the leaf reached:
+
+    leaves       OUT   int32 (n, n_trees) leaf ids, or (0, 0) to skip;
+    out          INOUT float64 (n, W), or (0, 0) to skip:
+                 ``out[i, tree_columns[t] + v] += node_values[leaf, v]`` for
+                 v < node_values.shape[1] (one fixed order per row).
 
     Parallel over blocks of rows; each block walks one tree at a time, so the
     tree's nodes stay in cache while the block's rows traverse it."""
@@ -306,28 +312,13 @@ def _predict_leaves(X_binned, feature, bitset, step_next, tree_roots, tree_depth
         for t in range(tree_roots.shape[0]):
             _descend(X_binned, start, n_rows, tree_roots[t], tree_depth[t], feature, bitset,
                      step_next, nodes)
-            for j in range(n_rows):
-                leaves[start + j, t] = nodes[j]
-
-
-@njit(parallel=True, cache=True)
-def _add_leaf_values(X_binned, feature, bitset, step_next, tree_roots, tree_depth,
-                     node_values, tree_columns, out):
-    """out float64 (n, W) INOUT: ``out[i, tree_columns[t] + v] +=
-    node_values[leaf, v]`` for every tree t in order (so every row's sum has
-    one fixed order) and v < node_values.shape[1]."""
-    n_samples = X_binned.shape[0]
-    n_blocks = (n_samples + _PREDICT_BLOCK - 1) // _PREDICT_BLOCK
-    for block in prange(n_blocks):
-        start = block * _PREDICT_BLOCK
-        n_rows = min(_PREDICT_BLOCK, n_samples - start)
-        nodes = np.empty(_PREDICT_BLOCK, dtype=np.int32)
-        for t in range(tree_roots.shape[0]):
-            _descend(X_binned, start, n_rows, tree_roots[t], tree_depth[t], feature, bitset,
-                     step_next, nodes)
-            for j in range(n_rows):
-                for v in range(node_values.shape[1]):
-                    out[start + j, tree_columns[t] + v] += node_values[nodes[j], v]
+            if leaves.shape[0] > 0:
+                for j in range(n_rows):
+                    leaves[start + j, t] = nodes[j]
+            if out.shape[0] > 0:
+                for j in range(n_rows):
+                    for v in range(node_values.shape[1]):
+                        out[start + j, tree_columns[t] + v] += node_values[nodes[j], v]
 
 
 @njit(parallel=True, cache=_CACHE_SCAN)
@@ -403,13 +394,15 @@ class CPUBackend(Backend):
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
         leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
         walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-        _predict_leaves(X_binned, *walk[:3], tree_roots, walk[3], leaves)
+        _walk_trees(X_binned, *walk[:3], tree_roots, walk[3], leaves,
+                    np.empty((0, 0)), tree_roots, np.empty((0, 0)))
         return leaves
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):
         walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-        _add_leaf_values(X_binned, *walk[:3], tree_roots, walk[3], node_values, tree_columns, out)
+        _walk_trees(X_binned, *walk[:3], tree_roots, walk[3], np.empty((0, 0), dtype=NODE_DTYPE),
+                    node_values, tree_columns, out)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
