@@ -25,7 +25,7 @@ from ._validation import (check_choice, check_float, check_int, check_sample_wei
                           returns_input_kind)
 from .criteria import (CLASSIFICATION_CRITERIA, POISSON, REGRESSION_CRITERIA,
                        classification_statistics, regression_statistics)
-from .grower import grow_tree
+from .grower import HistogramPool, grow_tree
 from .tree_estimators import (BaseTreeModel, DecisionTreeClassifier, DecisionTreeRegressor,
                               as_float_targets, check_poisson_targets, class_weights,
                               encode_labels, growth_params, impurity_importances)
@@ -156,9 +156,11 @@ class _BaseForest(BaseTreeModel):
         if oob is not None and start:
             self._add_old_trees_oob(oob, data, n_bootstrap)
         progress = Progress(self.n_estimators - start, self.verbose, type(self).__name__)
+        pool = HistogramPool(backend)
         try:
             for i in range(start, self.n_estimators):
-                tree, positions, counts = self._grow_one(i, data, targets, weight, n_bootstrap)
+                tree, positions, counts = self._grow_one(i, data, targets, weight, n_bootstrap,
+                                                         pool)
                 self._trees.append(tree)
                 if oob is not None:
                     oob.add(backend.asarray(tree.value), positions, counts)
@@ -169,9 +171,10 @@ class _BaseForest(BaseTreeModel):
         if oob is not None:
             self._set_oob(oob.mean(), targets)
 
-    def _grow_one(self, i, data, targets, weight, n_bootstrap):
+    def _grow_one(self, i, data, targets, weight, n_bootstrap, pool):
         """Tree ``i``: its bootstrap counts (host), then its tree and the leaf
-        of every training row (device), all from the tree's own rng."""
+        of every training row (device), all from the tree's own rng; ``pool``
+        holds its histograms."""
         n_samples, n_features = data.X_binned.shape
         rng = tree_rng(self._seed, i)
         counts = self._counts(rng, n_samples, n_bootstrap)
@@ -179,7 +182,7 @@ class _BaseForest(BaseTreeModel):
         stats = targets.statistics(w)
         stats.stats = self._backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, w.sum(), n_features)
-        tree, positions = grow_tree(self._backend, data, stats, growth, rng)
+        tree, positions = grow_tree(self._backend, data, stats, growth, rng, pool)
         return tree, positions, counts
 
     def _add_old_trees_oob(self, oob, data, n_bootstrap):

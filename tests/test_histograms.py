@@ -1,6 +1,7 @@
 """Histogram building: exact agreement with the numpy reference; every
 feature's bins sum to the node totals; sibling subtraction equals building
-by brute force; fixed-point sums do not depend on row order."""
+by brute force, also in place in the parent's row; building adds into chosen
+rows of a given array; fixed-point sums do not depend on row order."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -61,6 +62,34 @@ def test_subtraction_equals_brute_force(backend):
     backend.subtract_histograms(parent, np.array([0], np.int32), derived,
                                 np.array([0], np.int32), np.array([1], np.int32))
     np.testing.assert_array_equal(derived, children)
+
+
+def test_build_into_rows_of_out_and_derive_in_place(backend):
+    rng = np.random.RandomState(2)
+    n, n_features, n_bins = 500, 3, 17
+    X_binned, stats, _ = _level(rng, n, n_features, n_bins, 1)
+    root = np.zeros(n, dtype=np.int32)
+    parent = backend.build_histograms(X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
+    bitset = np.zeros((1, 8), dtype=np.uint32)
+    bitset[0, 0] = (1 << 8) - 1
+    positions = root.copy()
+    backend.update_positions(X_binned, positions, 0, np.array([1], np.int32), bitset,
+                             np.array([1], np.int32))
+    children = backend.build_histograms(X_binned, stats, positions, 1,
+                                        np.array([0, 1], np.int32), 2, n_bins)
+    out = rng.randint(-9, 9, (5, n_features, n_bins, 3)).astype(np.int64)
+    out[1], out[3] = parent[0], 0
+    before = out.copy()
+    # the left child (node 1) is built into row 3; the other rows stay as they were
+    got = backend.build_histograms(X_binned, stats, positions, 1, np.array([3, -1], np.int32),
+                                   4, n_bins, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out[3], children[0])
+    np.testing.assert_array_equal(out[[0, 1, 2, 4]], before[[0, 1, 2, 4]])
+    # the right child is derived in the parent's own row
+    parent_row = np.array([1], np.int32)
+    backend.subtract_histograms(out, parent_row, out, np.array([3], np.int32), parent_row)
+    np.testing.assert_array_equal(out[1], children[1])
 
 
 def test_fixed_point_sums_do_not_depend_on_row_order(backend):

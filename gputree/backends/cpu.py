@@ -6,6 +6,8 @@ atomics are needed. Histogram cells are int64 fixed-point sums, so the result
 equals the CUDA backend's bit for bit.
 """
 import functools
+import math
+import mmap
 import os
 
 import numpy as np
@@ -234,6 +236,16 @@ class CPUBackend(Backend):
     name = "cpu"
     xp = np
 
+    def zeros(self, shape, dtype):
+        """A zeroed array mapped straight from the OS (anonymous mmap): pages
+        never written take no memory, and all of it goes back to the OS when
+        the array is dropped. (malloc serves mid-sized arrays from its heap,
+        whose pages it may keep after they are freed.)"""
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        if nbytes == 0:
+            return np.zeros(shape, dtype=dtype)
+        return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         X = np.asarray(X)
         if X.dtype not in (np.float32, np.float64):
@@ -243,9 +255,11 @@ class CPUBackend(Backend):
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
-                         node_to_build, n_build, n_bins):
-        hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
-                        dtype=STAT_DTYPE)
+                         node_to_build, n_build, n_bins, out=None):
+        hist = out
+        if hist is None:
+            hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
+                            dtype=STAT_DTYPE)
         rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build, stats)
         _build_histograms(X_binned, ordered_stats, rows, slots, hist)
         return hist
