@@ -115,7 +115,8 @@ _ROW_CHUNK = 16384
 def _rows_to_build(positions, level_start, node_to_build, stats):
     """Rows whose node needs a histogram (int32, ascending), that histogram's
     index (int32), and those rows' statistics gathered in order (int64
-    (m, C)), so that every feature's pass reads them sequentially.
+    (m, C)), so that every feature's pass reads them sequentially; when
+    every row is built (the root) that is ``stats`` itself, not a copy.
 
     Two parallel passes over chunks of rows: count, then fill at each
     chunk's offset (a prefix sum of the counts)."""
@@ -132,7 +133,8 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
     n = offsets[-1]
     rows = np.empty(n, dtype=np.int32)
     slots = np.empty(n, dtype=np.int32)
-    ordered = np.empty((n, stats.shape[1]), dtype=stats.dtype)
+    every_row = n == n_samples
+    ordered = stats if every_row else np.empty((n, stats.shape[1]), dtype=stats.dtype)
     for chunk in prange(n_chunks):
         r = offsets[chunk]
         for i in range(chunk * _ROW_CHUNK, min((chunk + 1) * _ROW_CHUNK, n_samples)):
@@ -140,8 +142,9 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
             if 0 <= k < n_level and node_to_build[k] >= 0:
                 rows[r] = i
                 slots[r] = node_to_build[k]
-                for c in range(stats.shape[1]):
-                    ordered[r, c] = stats[i, c]
+                if not every_row:
+                    for c in range(stats.shape[1]):
+                        ordered[r, c] = stats[i, c]
                 r += 1
     return rows, slots, ordered
 
