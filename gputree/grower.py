@@ -9,6 +9,7 @@ Histograms live in the rows of a :class:`HistogramPool`; a larger sibling's
 is derived in its parent's row, so the memory of a level's histograms is
 reused by the next level instead of being held alongside it.
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,10 @@ from .criteria import (LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
 from .tree import TreeArrays
 
 _PURE = np.finfo(np.float64).eps
+#: a histogram pool reserves rows for the largest possible level up front when
+#: they take at most this many bytes (the CPU maps pages only once written;
+#: the CUDA backend's memory check counts them already); beyond, it doubles
+_POOL_RESERVE_BYTES = 2 ** 30
 
 
 @dataclass
@@ -188,8 +193,9 @@ class HistogramPool:
     the nodes it no longer needs are released: a level holds its own
     histograms, not also a copy of the previous level's. Free rows are
     handed out lowest first, so the rows ever used, ``hist[:n_touched]``,
-    stay few. When a level needs more rows than the array has, it doubles
-    (up to the most nodes of a level) and the used rows are copied.
+    stay few. The array starts with rows for the most nodes a level can have
+    when that is at most ``_POOL_RESERVE_BYTES``; otherwise, when a level
+    needs more rows than it has, it doubles and the used rows are copied.
 
     One pool can serve every tree of a fit (forests and boosting pass theirs
     to :func:`grow_tree`): the array is then allocated, and grows, about once
@@ -211,6 +217,9 @@ class HistogramPool:
             self.n_touched = 0
         self.in_use[:] = False
         self.max_rows = max_rows
+        row_bytes = math.prod(row_shape) * np.dtype(STAT_DTYPE).itemsize
+        if self.in_use.size < max_rows and max_rows * row_bytes <= _POOL_RESERVE_BYTES:
+            self._grow(max_rows)
 
     def keep_only(self, rows):
         """Release every row except ``rows``."""

@@ -11,6 +11,7 @@ import reference
 from gputree.binning import BinMapper
 from gputree.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
                               classification_statistics, regression_statistics)
+from gputree import grower
 from gputree.grower import BinnedData, GrowthParams, HistogramPool, grow_tree
 from gputree.tree import concatenate_trees
 
@@ -245,10 +246,13 @@ def test_histograms_of_a_level_reuse_their_parents_rows(backend):
     assert pool.n_touched <= 2 ** 5
 
 
-def test_trees_sharing_a_pool_equal_trees_with_their_own(backend):
+@pytest.mark.parametrize("reserve", [True, False])
+def test_trees_sharing_a_pool_equal_trees_with_their_own(backend, monkeypatch, reserve):
     """One pool serves trees of different depths and channel counts (rows
-    reused and zeroed again, the array grown mid-way) and they come out as
-    with a pool each."""
+    reused and zeroed again; without the up-front reservation, the array
+    grown mid-tree) and they come out as with a pool each."""
+    if not reserve:
+        monkeypatch.setattr(grower, "_POOL_RESERVE_BYTES", 0)
     X, y = _regression_data(11, n=600)
     w = np.random.RandomState(11).randint(0, 3, len(y)).astype(float)
     y_class = (y > np.median(y)).astype(int)
