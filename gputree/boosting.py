@@ -35,7 +35,7 @@ from ._ensemble import (Progress, add_tree_values, device_leaves, set_params_fro
 from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
                           returns_input_kind)
 from .criteria import newton_statistics
-from .grower import BinnedData, GrowthParams, grow_tree
+from .grower import BinnedData, GrowthParams, HistogramPool, grow_tree
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss, weighted_mean
 from .tree_estimators import (_UNLIMITED_DEPTH, BaseTreeModel, as_float_targets,
                               check_poisson_targets, class_weights, encode_labels)
@@ -255,9 +255,10 @@ class _BaseGradientBoosting(BaseTreeModel):
         if not self._trees:
             self._record_scores(train, validation, eager)
         progress = Progress(self.n_estimators - self.n_iter_, self.verbose, type(self).__name__)
+        pool = HistogramPool(self._backend)
         try:
             for it in range(self.n_iter_, self.n_estimators):
-                self._round(it, train, validation, growth)
+                self._round(it, train, validation, growth, pool)
                 self.n_iter_ = it + 1
                 self._record_scores(train, validation, eager)
                 progress.step(**(self._latest_scores() if self.verbose else {}))
@@ -272,8 +273,9 @@ class _BaseGradientBoosting(BaseTreeModel):
         self.train_score_ = np.asarray(self._scores["train"])
         self.validation_score_ = np.asarray(self._scores["validation"])
 
-    def _round(self, it, train, validation, growth):
-        """Grow this round's tree(s) and update raw scores in place."""
+    def _round(self, it, train, validation, growth, pool):
+        """Grow this round's tree(s), their histograms in ``pool``, and update
+        raw scores in place."""
         backend, loss = self._backend, self._loss
         xp = backend.xp
         rng = tree_rng(self._seed, it, _ROUND_STREAM)
@@ -283,7 +285,7 @@ class _BaseGradientBoosting(BaseTreeModel):
             self._scores["train"][-1] = -weighted_mean(xp, pointwise, train.w)
         for start, stop in self._groups:
             stats = newton_statistics(g[:, start:stop], h[:, start:stop], w, xp)
-            tree, positions = self._grow(train.data, stats, growth, rng)
+            tree, positions = self._grow(train.data, stats, growth, rng, pool)
             loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)
             tree.value *= self.learning_rate
             values = backend.asarray(tree.value[:, :, 0])
@@ -301,16 +303,16 @@ class _BaseGradientBoosting(BaseTreeModel):
                         replace=False)] = 1.0
         return self._backend.asarray(mask)
 
-    def _grow(self, data, stats, growth, rng):
+    def _grow(self, data, stats, growth, rng, pool):
         """grow_tree on a colsample_bytree subset of the features; the tree
         refers to original feature indices."""
         n_features = data.X_binned.shape[1]
         k = max(1, int(round(self.colsample_bytree * n_features)))
         if k >= n_features:
-            return grow_tree(self._backend, data, stats, growth, rng)
+            return grow_tree(self._backend, data, stats, growth, rng, pool)
         columns = np.sort(rng.choice(n_features, k, replace=False))
         tree, positions = grow_tree(self._backend, take_columns(self._backend, data, columns),
-                                    stats, growth, rng)
+                                    stats, growth, rng, pool)
         internal = tree.feature >= 0
         tree.feature[internal] = columns[tree.feature[internal]]
         return tree, positions

@@ -82,83 +82,108 @@ def fixed_point_scale(values):
     return 1.0 if bound == 0.0 else math.ldexp(1.0, math.floor(math.log2(_FIXED_POINT_LIMIT / bound)))
 
 
-def to_fixed_point(values, weights_are_counts=False, xp=np):
+def to_fixed_point(values, weights_are_counts=False, xp=np, out=None):
     """Scale float columns (n_samples, k) to int64 fixed point.
 
     All columns in one group share one scale (:func:`fixed_point_scale`) so
     that their sums stay comparable; returns (int64 values, inverse scale
     float64 (k,)). ``xp`` is the array module of ``values`` (numpy, or cupy on
-    a GPU); the inverse scale is always a host array.
+    a GPU); the inverse scale is always a host array. ``out``: int64
+    (n_samples, k) to write the values into (columns of a statistics array),
+    else a new array.
     """
     values = xp.asarray(values, dtype=FLOAT_DTYPE)
+    if out is None:
+        out = xp.empty(values.shape, dtype=STAT_DTYPE)
     if weights_are_counts:
-        return values.astype(STAT_DTYPE), np.ones(values.shape[1], FLOAT_DTYPE)
+        xp.copyto(out, values, casting="unsafe")
+        return out, np.ones(values.shape[1], FLOAT_DTYPE)
     scale = fixed_point_scale(values)
-    scaled = xp.rint(values * scale).astype(STAT_DTYPE)
-    return scaled, np.full(values.shape[1], 1.0 / scale, dtype=FLOAT_DTYPE)
+    _scale_into(values, scale, out, xp)
+    return out, np.full(values.shape[1], 1.0 / scale, dtype=FLOAT_DTYPE)
+
+
+def _scale_into(values, scale, out, xp=np):
+    """out (int64) = rint(values * scale), with one float temporary."""
+    scaled = values * scale
+    xp.rint(scaled, out=scaled)
+    xp.copyto(out, scaled, casting="unsafe")
 
 
 def _needs_count_channel(sample_weight):
     return not np.all(sample_weight == 1.0)
 
 
-def _with_count_channel(columns, inv_scales, sample_weight):
-    counts = (sample_weight > 0).astype(STAT_DTYPE)[:, None]
-    return (np.hstack(columns + [counts]),
-            np.concatenate(inv_scales + [np.ones(1, FLOAT_DTYPE)]))
-
-
-def _pack(columns, inv_scales, sample_weight, layout_fields):
-    """Stack channel groups, append the count channel when weights are not 1."""
-    n_channels = sum(c.shape[1] for c in columns)
-    count_channel = -1
-    if _needs_count_channel(sample_weight):
-        stats, inv = _with_count_channel(columns, inv_scales, sample_weight)
-        count_channel = n_channels
-        n_channels += 1
-    else:
-        stats, inv = np.hstack(columns), np.concatenate(inv_scales)
-    layout = np.array(layout_fields + [count_channel, n_channels], dtype=np.int64)
-    return np.ascontiguousarray(stats), inv, layout
-
-
 def _integer_weights(sample_weight):
     return bool(np.all(sample_weight == np.round(sample_weight)))
 
 
+def _statistics_array(n_samples, n_values, sample_weight, xp=np, count=None):
+    """The statistics array, allocated once and filled in place by the
+    builders: int64 (n_samples, n_values [+ 1]) zeros, plus, last, the count
+    channel (1 where a row's weight is positive) when the weights are not
+    all one (``count`` True/False forces it). Returns (stats, inverse scales
+    float64 (n_channels,), ones until set, count channel or -1)."""
+    if count is None:
+        count = _needs_count_channel(sample_weight)
+    stats = xp.zeros((n_samples, n_values + int(count)), dtype=STAT_DTYPE)
+    if count:
+        stats[:, n_values] = sample_weight > 0
+    return stats, np.ones(stats.shape[1], FLOAT_DTYPE), n_values if count else -1
+
+
+def _layout(fields, count_channel, n_channels):
+    return np.array(fields + [count_channel, n_channels], dtype=np.int64)
+
+
+def _one_hot_fixed_point(y_encoded, n_classes, sample_weight):
+    """to_fixed_point of the one-hot weights (n_samples, n_outputs *
+    n_classes), as (float64 (n_samples,) each row's integral value in its
+    class channels, the channels' inverse scale). Integer weights are their
+    own fixed point; for others the one-hot columns' scale is the weights'
+    own (:func:`fixed_point_scale` looks at the largest value only), so no
+    one-hot copy is made."""
+    sample_weight = np.asarray(sample_weight, dtype=FLOAT_DTYPE)
+    if _integer_weights(sample_weight):
+        return sample_weight, 1.0
+    scale = fixed_point_scale(sample_weight[:, None])
+    return np.rint(sample_weight * scale), 1.0 / scale
+
+
 def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
-    """y_encoded: int (n_samples, n_outputs) class indices; returns Statistics."""
+    """y_encoded: int (n_samples, n_outputs) class indices; returns Statistics.
+
+    The fixed-point weights are written into each row's class channels in
+    place, one channel at a time (no (n_samples, n_channels) temporaries)."""
     n_samples, n_outputs = y_encoded.shape
-    one_hot = np.zeros((n_samples, n_outputs * n_classes), dtype=FLOAT_DTYPE)
-    rows = np.arange(n_samples)
+    n_values = n_outputs * n_classes
+    stats, inv, count_channel = _statistics_array(n_samples, n_values, sample_weight)
+    fixed, inv[:n_values] = _one_hot_fixed_point(y_encoded, n_classes, sample_weight)
     for o in range(n_outputs):
-        one_hot[rows, o * n_classes + y_encoded[:, o]] = sample_weight
-    fixed, inv = to_fixed_point(one_hot, _integer_weights(sample_weight))
-    inv[:] = inv.max()
-    stats, inv, layout = _pack([fixed], [inv], sample_weight,
-                               [criterion, n_outputs, n_classes, 0, -1])
+        for k in range(n_classes):
+            np.copyto(stats[:, o * n_classes + k], fixed, casting="unsafe",
+                      where=y_encoded[:, o] == k)
+    layout = _layout([criterion, n_outputs, n_classes, 0, -1], count_channel, stats.shape[1])
     return Statistics(stats, inv, layout, n_classes)
 
 
 def regression_statistics(y, sample_weight, criterion):
     """y: float (n_samples, n_outputs); returns Statistics."""
-    n_outputs = y.shape[1]
+    n_samples, n_outputs = y.shape
     w = sample_weight[:, None]
-    if criterion == POISSON:
-        second = np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0)), 0.0)
-    else:
-        second = y * y
-    columns, inv_scales = [], []
-    wf, winv = to_fixed_point(w, _integer_weights(sample_weight))
-    columns.append(wf)
-    inv_scales.append(winv)
+    stats, inv, count_channel = _statistics_array(n_samples, 1 + 2 * n_outputs, sample_weight)
+    _, inv[0:1] = to_fixed_point(w, _integer_weights(sample_weight), out=stats[:, 0:1])
     for o in range(n_outputs):
-        for column in (w[:, 0] * y[:, o], w[:, 0] * second[:, o]):
-            fixed, inv = to_fixed_point(column[:, None])
-            columns.append(fixed)
-            inv_scales.append(inv)
-    stats, inv, layout = _pack(columns, inv_scales, sample_weight,
-                               [criterion, n_outputs, 2, 1, 0])
+        y_o = y[:, o]
+        c = 1 + 2 * o
+        _, inv[c:c + 1] = to_fixed_point((w[:, 0] * y_o)[:, None], out=stats[:, c:c + 1])
+        if criterion == POISSON:
+            second = np.where(y_o > 0, y_o * np.log(np.where(y_o > 0, y_o, 1.0)), 0.0)
+        else:
+            second = y_o * y_o
+        _, inv[c + 1:c + 2] = to_fixed_point((w[:, 0] * second)[:, None],
+                                             out=stats[:, c + 1:c + 2])
+    layout = _layout([criterion, n_outputs, 2, 1, 0], count_channel, stats.shape[1])
     return Statistics(stats, inv, layout, 1)
 
 
@@ -171,18 +196,14 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     rounded straight into one int64 array.
     """
     n_samples, n_outputs = gradients.shape
-    n_channels = 2 * n_outputs + 1
-    stats = xp.empty((n_samples, n_channels), dtype=STAT_DTYPE)
-    inv_scale = np.ones(n_channels, FLOAT_DTYPE)
+    n_values = 2 * n_outputs
+    stats, inv, count_channel = _statistics_array(n_samples, n_values, sample_weight, xp,
+                                                  count=True)
     for o in range(n_outputs):
-        for j, column in enumerate((gradients[:, o], hessians[:, o])):
-            scale = fixed_point_scale(column)
-            stats[:, 2 * o + j] = xp.rint(column * scale)
-            inv_scale[2 * o + j] = 1.0 / scale
-    stats[:, n_channels - 1] = sample_weight > 0
-    layout = np.array([NEWTON, n_outputs, 2, 0, 1, n_channels - 1, n_channels],
-                      dtype=np.int64)
-    return Statistics(stats, inv_scale, layout, 1)
+        for c, column in ((2 * o, gradients[:, o]), (2 * o + 1, hessians[:, o])):
+            _, inv[c:c + 1] = to_fixed_point(column[:, None], xp=xp, out=stats[:, c:c + 1])
+    layout = _layout([NEWTON, n_outputs, 2, 0, 1], count_channel, stats.shape[1])
+    return Statistics(stats, inv, layout, 1)
 
 
 def make_criterion_functions(jit, inline=None):

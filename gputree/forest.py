@@ -25,10 +25,17 @@ from ._validation import (check_choice, check_float, check_int, check_sample_wei
                           returns_input_kind)
 from .criteria import (CLASSIFICATION_CRITERIA, POISSON, REGRESSION_CRITERIA,
                        classification_statistics, regression_statistics)
-from .grower import grow_tree
+from .grower import HistogramPool, grow_tree
 from .tree_estimators import (BaseTreeModel, DecisionTreeClassifier, DecisionTreeRegressor,
                               as_float_targets, check_poisson_targets, class_weights,
                               encode_labels, growth_params, impurity_importances)
+
+def _weighted_counts(weight, counts, factor=None):
+    """weight x counts (x factor), float64 (n,); ``counts`` itself where
+    ``weight`` and ``factor`` are None (all ones: the product is the same)."""
+    w = counts if weight is None else weight * counts
+    return w if factor is None else w * factor
+
 
 class _ClassTargets:
     """Encoded labels (int (n, n_outputs)) and class weights of one fit."""
@@ -37,11 +44,13 @@ class _ClassTargets:
         self.y, self.criterion = y_encoded, CLASSIFICATION_CRITERIA[criterion]
         self.n_classes = [len(c) for c in classes]
         self.per_bootstrap = isinstance(class_weight, str) and class_weight == "balanced_subsample"
-        self.factor = 1.0 if self.per_bootstrap else class_weights(class_weight, y_encoded, classes)
+        self.factor = (None if self.per_bootstrap or class_weight is None
+                       else class_weights(class_weight, y_encoded, classes))
 
     def tree_weight(self, weight, counts):
-        """Sample weights of one tree: weight x bootstrap counts x class weights."""
-        w = weight * counts * self.factor
+        """Sample weights of one tree: weight x bootstrap counts x class
+        weights (``weight`` None: all ones)."""
+        w = _weighted_counts(weight, counts, self.factor)
         if self.per_bootstrap:
             for o, k in enumerate(self.n_classes):
                 in_bag = np.bincount(self.y[:, o], weights=counts, minlength=k)
@@ -60,7 +69,7 @@ class _RegressionTargets:
         self.y, self.criterion = y, REGRESSION_CRITERIA[criterion]
 
     def tree_weight(self, weight, counts):
-        return weight * counts
+        return _weighted_counts(weight, counts)
 
     def statistics(self, w):
         return regression_statistics(self.y, w, self.criterion)
@@ -75,12 +84,12 @@ class _OutOfBag:
         self.total = backend.xp.zeros(shape)
         self.n = backend.xp.zeros(shape[0])
 
-    def add(self, values, leaves, counts):
+    def add(self, values, leaves, out_of_bag):
         """values (nodes, n_outputs, n_classes) and leaves (n,) on the device;
-        counts host (n,) bootstrap counts of the tree."""
-        out = self.backend.asarray((counts == 0).astype(np.float64))
-        self.total += values[leaves] * out[:, None, None]
-        self.n += out
+        out_of_bag host bool (n,): the rows the tree's bootstrap left out."""
+        rows = self.backend.asarray(np.flatnonzero(out_of_bag))
+        self.total[rows] += values[leaves[rows]]
+        self.n[rows] += 1.0
 
     def mean(self):
         """host (n, n_outputs, n_classes); rows never out of bag get zeros."""
@@ -132,7 +141,8 @@ class _BaseForest(BaseTreeModel):
             self._trees = []
         n_samples = data.X_binned.shape[0]
         y = check_y(y, n_samples)
-        weight = check_sample_weight(sample_weight, n_samples)
+        # None: all ones, and no (n_samples,) array of them
+        weight = None if sample_weight is None else check_sample_weight(sample_weight, n_samples)
         targets = self._targets(y, fitting=not warm)
         self._grow_trees(data, targets, weight, warm)
         return self
@@ -152,12 +162,11 @@ class _BaseForest(BaseTreeModel):
         if oob is not None and start:
             self._add_old_trees_oob(oob, data, n_bootstrap)
         progress = Progress(self.n_estimators - start, self.verbose, type(self).__name__)
+        pool = HistogramPool(backend)
         try:
             for i in range(start, self.n_estimators):
-                tree, positions, counts = self._grow_one(i, data, targets, weight, n_bootstrap)
-                self._trees.append(tree)
-                if oob is not None:
-                    oob.add(backend.asarray(tree.value), positions, counts)
+                self._trees.append(self._grow_one(i, data, targets, weight, n_bootstrap, oob,
+                                                  pool))
                 progress.step()
         finally:
             progress.close()
@@ -165,18 +174,29 @@ class _BaseForest(BaseTreeModel):
         if oob is not None:
             self._set_oob(oob.mean(), targets)
 
-    def _grow_one(self, i, data, targets, weight, n_bootstrap):
-        """Tree ``i``: its bootstrap counts (host), then its tree and the leaf
-        of every training row (device), all from the tree's own rng."""
-        n_samples, n_features = data.X_binned.shape
+    def _grow_one(self, i, data, targets, weight, n_bootstrap, oob, pool):
+        """Tree ``i`` from its own rng, with its rows' leaves added to ``oob``
+        (None: no OOB estimate); ``pool`` holds its histograms."""
         rng = tree_rng(self._seed, i)
+        stats, growth, out_of_bag = self._bootstrap(rng, data, targets, weight, n_bootstrap,
+                                                    oob is not None)
+        tree, positions = grow_tree(self._backend, data, stats, growth, rng, pool)
+        if oob is not None:
+            oob.add(self._backend.asarray(tree.value), positions, out_of_bag)
+        return tree
+
+    def _bootstrap(self, rng, data, targets, weight, n_bootstrap, with_oob):
+        """A tree's bootstrap counts, drawn first from its rng, made into its
+        statistics (on the backend) and GrowthParams; the host bool (n,)
+        out-of-bag mask when ``with_oob`` (else None). The (n,) counts and
+        weights are dropped here, before the tree grows."""
+        n_samples, n_features = data.X_binned.shape
         counts = self._counts(rng, n_samples, n_bootstrap)
         w = targets.tree_weight(weight, counts)
         stats = targets.statistics(w)
         stats.stats = self._backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, w.sum(), n_features)
-        tree, positions = grow_tree(self._backend, data, stats, growth, rng)
-        return tree, positions, counts
+        return stats, growth, (counts == 0 if with_oob else None)
 
     def _add_old_trees_oob(self, oob, data, n_bootstrap):
         """OOB contributions of trees kept by warm_start (their bootstrap
@@ -186,7 +206,7 @@ class _BaseForest(BaseTreeModel):
         values = stacked_values(self._backend, self._trees)
         for i in range(len(self._trees)):
             counts = self._counts(tree_rng(self._seed, i), n_samples, n_bootstrap)
-            oob.add(values, leaves[:, i], counts)
+            oob.add(values, leaves[:, i], counts == 0)
 
     def _trees_for_prediction(self):
         return self._trees

@@ -4,7 +4,12 @@ Per level: one histogram pass for the nodes that must be built (the smaller
 child of each split; the larger sibling is ``parent - smaller``), one split
 scan for all candidate nodes, one partition pass that moves rows to their
 child. The grower handles per-node arrays only; it never loops over samples.
+
+Histograms live in the rows of a :class:`HistogramPool`; a larger sibling's
+is derived in its parent's row, so the memory of a level's histograms is
+reused by the next level instead of being held alongside it.
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +21,10 @@ from .criteria import (LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
 from .tree import TreeArrays
 
 _PURE = np.finfo(np.float64).eps
+#: a histogram pool reserves rows for the largest possible level up front when
+#: they take at most this many bytes (the CPU maps pages only once written;
+#: the CUDA backend's memory check counts them already); beyond, it doubles
+_POOL_RESERVE_BYTES = 2 ** 30
 
 
 @dataclass
@@ -85,22 +94,26 @@ class _NodeTable:
         return sum(t.shape[0] for t in self.totals)
 
 
-def grow_tree(backend, data, stats, growth, rng):
+def grow_tree(backend, data, stats, growth, rng, pool=None):
     """Grow one tree.
 
     backend : Backend;  data : BinnedData;  stats : criteria.Statistics with
     ``stats.stats`` already on the backend; growth : GrowthParams;
-    rng : numpy RandomState for per-node feature subsets.
+    rng : numpy RandomState for per-node feature subsets; pool :
+    HistogramPool shared by the trees of a fit (None: one for this tree).
     Returns (TreeArrays, positions) where positions int32 (n_samples,) on the
     backend holds every row's leaf id.
     """
-    xp = backend.xp
     layout, inv = stats.layout, stats.inv_scale
     params = growth.criterion_params()
     n_samples, n_features = data.X_binned.shape
+    max_level_nodes = _max_level_nodes(n_samples, growth)
     backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
-                             _max_level_nodes(n_samples, growth))
-    positions = xp.zeros(n_samples, dtype=NODE_DTYPE)
+                             max_level_nodes)
+    positions = backend.xp.zeros(n_samples, dtype=NODE_DTYPE)
+    if pool is None:
+        pool = HistogramPool(backend)
+    pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_level_nodes)
     # constant for the whole fit: moved to the device once
     scan_inputs = (backend.asarray(data.n_bins_non_missing), backend.asarray(data.is_categorical))
     criterion_inputs = (backend.asarray(layout), backend.asarray(inv), backend.asarray(params))
@@ -116,18 +129,19 @@ def grow_tree(backend, data, stats, growth, rng):
             table.record_level(*_no_splits(n_level))
             break
         if depth == 0:
-            hist = backend.build_histograms(
-                data.X_binned, stats.stats, positions, 0,
-                xp.zeros(1, dtype=NODE_DTYPE), 1, data.n_bins)
+            hist_row = pool.take(1)
+            _build_into_pool(backend, data, stats, positions, 0, hist_row, pool)
             hist_nodes = np.zeros(1, dtype=np.int64)
         else:
             count, _ = _counts_and_weights(level_totals, layout, inv)
-            hist, hist_nodes = _level_histograms(backend, data, stats, positions, level_start,
-                                                 n_level, candidates, count, previous)
-        allowed = _feature_mask(rng, hist_nodes.size, n_features, growth.max_features)
-        split = backend.find_best_splits(hist, *scan_inputs, backend.asarray(allowed),
-                                         data.missing_bin, *criterion_inputs)
-        rows = np.searchsorted(hist_nodes, candidates)
+            hist_row, hist_nodes = _level_histograms(backend, data, stats, positions,
+                                                     level_start, n_level, candidates, count,
+                                                     previous, pool)
+        rows = hist_row[candidates]
+        allowed = _scan_mask(rng, hist_nodes, candidates, rows, n_features, growth.max_features)
+        split = backend.find_best_splits(pool.hist[:allowed.shape[0]], *scan_inputs,
+                                         backend.asarray(allowed), data.missing_bin,
+                                         *criterion_inputs)
         gain = backend.to_host(split.gain)[rows]
         accept = _accept_splits(gain, level_totals[candidates], growth, layout, inv,
                                 table.totals[0][0], n_leaves)
@@ -150,7 +164,7 @@ def grow_tree(backend, data, stats, growth, rng):
                                  backend.asarray(left_child))
         table.add_children(level_start + split_nodes,
                            backend.to_host(split.left_sums)[chosen], depth + 1)
-        previous = _PreviousLevel(hist, hist_nodes, split_nodes)
+        previous = _PreviousLevel(hist_row, split_nodes)
         level_start, n_level = next_start, 2 * split_nodes.size
     # the loop always ends by a break: at max_depth no node is splittable
     return _finish(backend, table, data, stats, params), positions
@@ -166,9 +180,74 @@ def _max_level_nodes(n_samples, growth):
 
 @dataclass
 class _PreviousLevel:
-    hist: object               # histograms of the previous level
-    hist_nodes: np.ndarray     # previous-level-relative node of each hist row
+    hist_row: np.ndarray       # int32 (n_level,): pool row of each node's histogram, or -1
     split_nodes: np.ndarray    # previous-level-relative nodes that split, in order
+
+
+class HistogramPool:
+    """The histograms of the nodes being grown: rows of one int64 array
+    ``hist`` (capacity, n_features, n_bins, n_channels) on the backend.
+
+    A larger child's histogram is derived in place, in its parent's row, so a
+    level takes new rows only for the children it builds, once the rows of
+    the nodes it no longer needs are released: a level holds its own
+    histograms, not also a copy of the previous level's. Free rows are
+    handed out lowest first, so the rows ever used, ``hist[:n_touched]``,
+    stay few. The array starts with rows for the most nodes a level can have
+    when that is at most ``_POOL_RESERVE_BYTES``; otherwise, when a level
+    needs more rows than it has, it doubles and the used rows are copied.
+
+    One pool can serve every tree of a fit (forests and boosting pass theirs
+    to :func:`grow_tree`): the array is then allocated, and grows, about once
+    per fit rather than once per tree.
+    """
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.row_shape = None
+
+    def start_tree(self, row_shape, max_rows):
+        """Release every row, for a tree whose histograms have ``row_shape``
+        (n_features, n_bins, n_channels) and whose levels have at most
+        ``max_rows`` nodes."""
+        if row_shape != self.row_shape:
+            self.row_shape = row_shape
+            self.hist = self.backend.zeros((0,) + row_shape, STAT_DTYPE)
+            self.in_use = np.zeros(0, dtype=bool)
+            self.n_touched = 0
+        self.in_use[:] = False
+        self.max_rows = max_rows
+        row_bytes = math.prod(row_shape) * np.dtype(STAT_DTYPE).itemsize
+        if self.in_use.size < max_rows and max_rows * row_bytes <= _POOL_RESERVE_BYTES:
+            self._grow(max_rows)
+
+    def keep_only(self, rows):
+        """Release every row except ``rows``."""
+        self.in_use[:] = False
+        self.in_use[rows] = True
+
+    def take(self, n):
+        """``n`` free rows, zeroed and marked in use: int32 (n,), ascending."""
+        free = np.flatnonzero(~self.in_use)
+        if free.size < n:
+            self._grow(self.in_use.size + n - free.size)
+            free = np.flatnonzero(~self.in_use)
+        rows = free[:n].astype(NODE_DTYPE)
+        reused = rows[rows < self.n_touched]
+        if reused.size:
+            self.hist[self.backend.asarray(reused)] = 0
+        self.in_use[rows] = True
+        if n:
+            self.n_touched = max(self.n_touched, int(rows[-1]) + 1)
+        return rows
+
+    def _grow(self, n_rows):
+        capacity = max(n_rows, min(2 * self.in_use.size, self.max_rows))
+        hist = self.backend.zeros((capacity,) + self.row_shape, STAT_DTYPE)
+        hist[:self.n_touched] = self.hist[:self.n_touched]
+        self.hist = hist
+        self.in_use = np.concatenate([self.in_use,
+                                      np.zeros(capacity - self.in_use.size, dtype=bool)])
 
 
 def _no_splits(n_level):
@@ -247,15 +326,37 @@ def _feature_mask(rng, n_nodes, n_features, max_features):
     return mask
 
 
+def _scan_mask(rng, hist_nodes, candidates, rows, n_features, max_features):
+    """uint8 (max(rows) + 1, n_features): which (histogram row, feature)
+    pairs the split scan tries. Feature subsets are drawn for every node
+    that owns a histogram (``hist_nodes``, ascending), so the random stream
+    does not depend on the pool's row order; only candidates' rows (``rows``)
+    are scanned, the other rows are all zeros and cost the scan nothing."""
+    drawn = _feature_mask(rng, hist_nodes.size, n_features, max_features)
+    mask = np.zeros((int(rows.max()) + 1, n_features), dtype=np.uint8)
+    mask[rows] = drawn[np.searchsorted(hist_nodes, candidates)]
+    return mask
+
+
+def _build_into_pool(backend, data, stats, positions, level_start, node_to_row, pool):
+    """Add the histograms of the level nodes with ``node_to_row`` >= 0 (int32
+    (n_level,)) into those (zeroed) pool rows."""
+    backend.build_histograms(data.X_binned, stats.stats, positions, level_start,
+                             backend.asarray(node_to_row), int(node_to_row.max()) + 1,
+                             data.n_bins, out=pool.hist)
+
+
 def _level_histograms(backend, data, stats, positions, level_start, n_level,
-                      candidates, count, previous):
-    """Histograms of this level: (hist (n_hist, F, n_bins, C), hist_nodes).
+                      candidates, count, previous, pool):
+    """Histograms of this level in the pool: (hist_row int32 (n_level,), the
+    pool row of each node or -1; hist_nodes int64, ascending level-relative
+    nodes that own a row: the candidates and the built children).
 
     Level nodes come in sibling pairs (2j, 2j+1) whose parent is
     ``previous.split_nodes[j]``. For each pair with a candidate, one histogram
-    pass builds the child with fewer rows; a candidate sibling is then
-    parent - built. ``hist_nodes`` (ascending, level-relative) are the nodes
-    that own a histogram row: the candidates and the built children.
+    pass builds the child with fewer rows into a new row; a candidate sibling
+    is then parent - built, in the parent's row. Rows of previous-level nodes
+    that no child derives from are released first.
     """
     pairs = np.unique(candidates // 2)
     left, right = 2 * pairs, 2 * pairs + 1
@@ -266,21 +367,17 @@ def _level_histograms(backend, data, stats, positions, level_start, n_level,
     owns[candidates] = True
     derive = owns[larger]
     owns[smaller] = True
-    hist_nodes = np.flatnonzero(owns)
-    slot = np.full(n_level, -1, dtype=NODE_DTYPE)
-    slot[hist_nodes] = np.arange(hist_nodes.size)
-    node_to_build = np.full(n_level, -1, dtype=NODE_DTYPE)
-    node_to_build[smaller] = slot[smaller]
-    hist = backend.build_histograms(data.X_binned, stats.stats, positions,
-                                    level_start, backend.asarray(node_to_build),
-                                    hist_nodes.size, data.n_bins)
+    parent_rows = previous.hist_row[previous.split_nodes[pairs[derive]]]
+    pool.keep_only(parent_rows)
+    hist_row = np.full(n_level, -1, dtype=NODE_DTYPE)
+    hist_row[smaller] = pool.take(smaller.size)
+    _build_into_pool(backend, data, stats, positions, level_start, hist_row, pool)
     if derive.any():
-        parent_rows = np.searchsorted(previous.hist_nodes,
-                                      previous.split_nodes[pairs[derive]]).astype(NODE_DTYPE)
-        backend.subtract_histograms(previous.hist, backend.asarray(parent_rows), hist,
-                                    backend.asarray(slot[smaller[derive]]),
-                                    backend.asarray(slot[larger[derive]]))
-    return hist, hist_nodes
+        in_place = backend.asarray(parent_rows)
+        backend.subtract_histograms(pool.hist, in_place, pool.hist,
+                                    backend.asarray(hist_row[smaller[derive]]), in_place)
+        hist_row[larger[derive]] = parent_rows
+    return hist_row, np.flatnonzero(owns)
 
 
 def _finish(backend, table, data, stats, params):

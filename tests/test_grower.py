@@ -1,7 +1,8 @@
 """Level-wise growth: the partition and prediction kernels agree with the
 numpy reference; children partition their parent; every split is the
 brute-force best split of its node's rows; stopping rules hold; the tree's
-arrays have fixed-width dtypes."""
+arrays have fixed-width dtypes; histograms take one level's memory, and a
+histogram pool shared by trees grows the same trees."""
 import functools
 
 import numpy as np
@@ -13,12 +14,13 @@ from gputree.backends.base import Backend
 from gputree.binning import BinMapper
 from gputree.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
                               classification_statistics, regression_statistics)
-from gputree.grower import BinnedData, GrowthParams, grow_tree
+from gputree import grower
+from gputree.grower import BinnedData, GrowthParams, HistogramPool, grow_tree
 from gputree.tree import concatenate_trees
 
 
 def _grow(backend, X, y, criterion="squared_error", w=None, categorical=None, seed=0,
-          max_bins=255, n_classes=None, **growth):
+          max_bins=255, n_classes=None, pool=None, **growth):
     w = np.ones(len(y)) if w is None else w
     categorical = np.zeros(X.shape[1], bool) if categorical is None else np.asarray(categorical)
     mapper = BinMapper(max_bins, categorical).fit(X, w)
@@ -32,7 +34,7 @@ def _grow(backend, X, y, criterion="squared_error", w=None, categorical=None, se
         stats = regression_statistics(y.reshape(len(y), -1).astype(float), w,
                                       REGRESSION_CRITERIA[criterion])
     tree, positions = grow_tree(backend, data, stats, GrowthParams(**growth),
-                                np.random.RandomState(seed))
+                                np.random.RandomState(seed), pool)
     return tree, positions, data
 
 
@@ -256,3 +258,37 @@ def test_feature_subsets_depend_only_on_the_seed(backend):
     # one random feature per node: roots vary with the seed, never beat the best split
     assert len({t.feature[0] for t in trees}) > 1
     assert all(t.gain[0] <= full.gain[0] + 1e-12 for t in trees)
+
+
+def test_histograms_of_a_level_reuse_their_parents_rows(backend):
+    """A full tree of depth 6 needs at most 2**5 histogram rows (its deepest
+    built level, derived children in their parents' rows), not that level
+    plus the one above it (16 + 32)."""
+    rng = np.random.RandomState(10)
+    X = rng.uniform(size=(4000, 3))
+    y = X[:, 0] + 0.1 * X[:, 1]
+    pool = HistogramPool(backend)
+    tree, _, _ = _grow(backend, X, y, max_depth=6, pool=pool)
+    assert tree.node_count == 2 ** 7 - 1          # every node above depth 6 split
+    assert pool.n_touched <= 2 ** 5
+
+
+@pytest.mark.parametrize("reserve", [True, False])
+def test_trees_sharing_a_pool_equal_trees_with_their_own(backend, monkeypatch, reserve):
+    """One pool serves trees of different depths and channel counts (rows
+    reused and zeroed again; without the up-front reservation, the array
+    grown mid-tree) and they come out as with a pool each."""
+    if not reserve:
+        monkeypatch.setattr(grower, "_POOL_RESERVE_BYTES", 0)
+    X, y = _regression_data(11, n=600)
+    w = np.random.RandomState(11).randint(0, 3, len(y)).astype(float)
+    y_class = (y > np.median(y)).astype(int)
+    fits = [dict(y=y, max_depth=2), dict(y=y, w=w, max_depth=7, max_features=2, seed=3),
+            dict(y=y_class, criterion="gini", max_depth=4), dict(y=y, w=w, max_depth=5)]
+    pool = HistogramPool(backend)
+    for fit in fits:
+        shared = _grow(backend, X, pool=pool, **fit)[0]
+        alone = _grow(backend, X, **fit)[0]
+        for name, value in vars(alone).items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(getattr(shared, name), value, err_msg=name)

@@ -1,6 +1,10 @@
 """Histogram building: exact agreement with the numpy reference; every
 feature's bins sum to the node totals; sibling subtraction equals building
-by brute force; fixed-point sums do not depend on row order."""
+by brute force, also in place in the parent's row; building adds into chosen
+rows of a given array; fixed-point sums do not depend on row order; class
+statistics of integer weights are built without a float one-hot copy."""
+import tracemalloc
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -62,6 +66,55 @@ def test_subtraction_equals_brute_force(backend):
     backend.subtract_histograms(parent, np.array([0], np.int32), derived,
                                 np.array([0], np.int32), np.array([1], np.int32))
     np.testing.assert_array_equal(derived, children)
+
+
+def test_build_into_rows_of_out_and_derive_in_place(backend):
+    rng = np.random.RandomState(2)
+    n, n_features, n_bins = 500, 3, 17
+    X_binned, stats, _ = _level(rng, n, n_features, n_bins, 1)
+    root = np.zeros(n, dtype=np.int32)
+    parent = backend.build_histograms(X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
+    bitset = np.zeros((1, 8), dtype=np.uint32)
+    bitset[0, 0] = (1 << 8) - 1
+    positions = root.copy()
+    backend.update_positions(X_binned, positions, 0, np.array([1], np.int32), bitset,
+                             np.array([1], np.int32))
+    children = backend.build_histograms(X_binned, stats, positions, 1,
+                                        np.array([0, 1], np.int32), 2, n_bins)
+    out = rng.randint(-9, 9, (5, n_features, n_bins, 3)).astype(np.int64)
+    out[1], out[3] = parent[0], 0
+    before = out.copy()
+    # the left child (node 1) is built into row 3; the other rows stay as they were
+    got = backend.build_histograms(X_binned, stats, positions, 1, np.array([3, -1], np.int32),
+                                   4, n_bins, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out[3], children[0])
+    np.testing.assert_array_equal(out[[0, 1, 2, 4]], before[[0, 1, 2, 4]])
+    # the right child is derived in the parent's own row
+    parent_row = np.array([1], np.int32)
+    backend.subtract_histograms(out, parent_row, out, np.array([3], np.int32), parent_row)
+    np.testing.assert_array_equal(out[1], children[1])
+
+
+def test_class_statistics_of_integer_weights_need_no_one_hot_copy():
+    """A forest tree's statistics (bootstrap counts as weights) cost less
+    than the statistics plus one float64 (n_samples, n_classes) one-hot copy."""
+    rng = np.random.RandomState(3)
+    n, n_classes = 100_000, 3
+    y = rng.randint(0, n_classes, (n, 1)).astype(np.int32)
+    counts = np.bincount(rng.randint(0, n, n), minlength=n).astype(np.float64)
+    tracemalloc.start()
+    try:
+        statistics = classification_statistics(y, n_classes, counts, GINI)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < statistics.stats.nbytes + n * n_classes * 8
+    # the channels: each row's count in its class channel, and the count channel
+    expected = np.zeros((n, n_classes + 1), dtype=np.int64)
+    expected[np.arange(n), y[:, 0]] = counts
+    expected[:, n_classes] = counts > 0
+    np.testing.assert_array_equal(statistics.stats, expected)
 
 
 def test_fixed_point_sums_do_not_depend_on_row_order(backend):

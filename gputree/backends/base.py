@@ -6,9 +6,14 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
 
 * ``map_to_bins(X, thresholds, is_categorical, missing_bin)`` -> X_binned
 * ``build_histograms(X_binned, stats, positions, level_start, node_to_build,
-  n_build, n_bins)`` -> hist int64 (n_build, n_features, n_bins, n_channels)
+  n_build, n_bins, out=None)`` -> hist int64 (n_build, n_features, n_bins,
+  n_channels); with ``out`` (>= n_build rows, the built ones zeroed) the
+  histograms are added into ``out``'s rows ``node_to_build`` and ``out`` is
+  returned
 * ``subtract_histograms(parent_hist, parent_rows, hist, built_rows,
-  derived_rows)``: ``hist[derived] = parent_hist[parent_rows] - hist[built]``
+  derived_rows)``: ``hist[derived] = parent_hist[parent_rows] - hist[built]``;
+  also in place (``parent_hist is hist`` and ``derived_rows`` equal to
+  ``parent_rows``)
 * ``find_best_splits(hist, ...)`` -> :class:`gputree.splitting.SplitInfo`
 * ``update_positions(X_binned, positions, level_start, split_feature,
   split_bitset, left_child)`` (in place)
@@ -62,6 +67,11 @@ class Backend:
             for t in range(roots.shape[0]):
                 column = int(tree_columns[first + t])
                 out[:, column:column + width] += node_values[leaves[:, t]]
+
+    def zeros(self, shape, dtype):
+        """A zeroed array for a large buffer kept over a fit (the histogram
+        pool)."""
+        return self.xp.zeros(shape, dtype=dtype)
 
     def empty_summaries(self, n_nodes, n_outputs, n_classes):
         return (self.xp.zeros((n_nodes, n_outputs, n_classes), dtype=FLOAT_DTYPE),

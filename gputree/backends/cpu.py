@@ -6,6 +6,8 @@ atomics are needed. Histogram cells are int64 fixed-point sums, so the result
 equals the CUDA backend's bit for bit.
 """
 import functools
+import math
+import mmap
 import os
 
 import numpy as np
@@ -210,7 +212,7 @@ _L1_HISTOGRAMS = 8
 def _features_per_task(n_build, n_features):
     """Few nodes: several features per task share each row's statistics
     reads; many nodes: one feature per task keeps its histograms cached."""
-    per_task = max(1, _L1_HISTOGRAMS // n_build)
+    per_task = max(1, _L1_HISTOGRAMS // max(1, n_build))
     n_tasks = -(-n_features // per_task)
     return -(-n_features // n_tasks)   # equal blocks
 
@@ -346,6 +348,16 @@ class CPUBackend(Backend):
     name = "cpu"
     xp = np
 
+    def zeros(self, shape, dtype):
+        """A zeroed array mapped straight from the OS (anonymous mmap): pages
+        never written take no memory, and all of it goes back to the OS when
+        the array is dropped. (malloc serves mid-sized arrays from its heap,
+        whose pages it may keep after they are freed.)"""
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        if nbytes == 0:
+            return np.zeros(shape, dtype=dtype)
+        return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         X = np.asarray(X)
         if X.dtype not in (np.float32, np.float64):
@@ -355,18 +367,21 @@ class CPUBackend(Backend):
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
-                         node_to_build, n_build, n_bins):
-        hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
-                        dtype=STAT_DTYPE)
-        if (level_start == 0 and node_to_build.shape[0] == 1 and node_to_build[0] == 0
+                         node_to_build, n_build, n_bins, out=None):
+        hist = out
+        if hist is None:
+            hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
+                            dtype=STAT_DTYPE)
+        if (level_start == 0 and node_to_build.shape[0] == 1 and node_to_build[0] >= 0
                 and not positions.any()):
             # one node holding every row (the root): rows in order, statistics as they are
             rows = np.arange(positions.shape[0], dtype=np.int32)
-            slots, ordered_stats = np.zeros_like(rows), stats
+            slots, ordered_stats = np.full_like(rows, node_to_build[0]), stats
         else:
             rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build,
                                                         stats)
-        per_task = _features_per_task(n_build, X_binned.shape[1])
+        per_task = _features_per_task(int(np.count_nonzero(node_to_build >= 0)),
+                                      X_binned.shape[1])
         if per_task == 1:
             _build_histograms(X_binned, ordered_stats, rows, slots, hist)
         else:

@@ -134,10 +134,10 @@ class CUDABackend(Backend):
         return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin)
 
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build,
-                         n_build, n_bins):
+                         n_build, n_bins, out=None):
         self._count("build_histograms")
         return self.kernels.build_histograms(X_binned, stats, positions, level_start,
-                                             node_to_build, n_build, n_bins)
+                                             node_to_build, n_build, n_bins, out=out)
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
         self._count("subtract_histograms")
