@@ -65,6 +65,13 @@ class _Rows:
     labels: np.ndarray
     w_host: np.ndarray
 
+    @property
+    def unit_weights(self):
+        """Every weight is one (losses then skip multiplying by them)."""
+        if not hasattr(self, "_unit"):
+            self._unit = bool(np.all(self.w_host == 1.0))
+        return self._unit
+
 
 class _RawScores:
     """Stands for X in scorer calls during fit: already-computed raw scores
@@ -280,9 +287,12 @@ class _BaseGradientBoosting(BaseTreeModel):
         xp = backend.xp
         rng = tree_rng(self._seed, it, _ROUND_STREAM)
         w = train.w * self._row_mask(rng, train.w.shape[0]) if self.subsample < 1 else train.w
-        g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw, w)
+        unit = self.subsample >= 1 and train.unit_weights
+        g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw,
+                                                       None if unit else w)
         if self._scores["train"][-1] is None:
-            self._scores["train"][-1] = -weighted_mean(xp, pointwise, train.w)
+            self._scores["train"][-1] = -weighted_mean(xp, pointwise,
+                                                       None if unit else train.w)
         for start, stop in self._groups:
             stats = newton_statistics(g[:, start:stop], h[:, start:stop], w, xp)
             tree, positions = self._grow(train.data, stats, growth, rng, pool)

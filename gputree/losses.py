@@ -40,16 +40,20 @@ def _softmax(xp, raw):
 
 
 def weighted_mean(xp, values, w):
-    """sum(values * w) / sum(w) as a host float."""
+    """sum(values * w) / sum(w) as a host float (w None: all ones)."""
+    if w is None:
+        return float(xp.mean(values))
     return float(xp.sum(values * w) / xp.sum(w))
 
 
 def _sigmoid(xp, raw, e=None):
-    """1 / (1 + exp(-raw)) without overflow, from ``e = exp(-|raw|)`` (numpy's
-    exp is vectorised, its logaddexp is not: 3 ms instead of 14 ms per 750k
-    rows)."""
+    """1 / (1 + exp(-raw)) without overflow, from ``e = exp(-|raw|)``:
+    exp(min(raw, 0)) / (1 + e). (numpy's exp is vectorised, its logaddexp
+    and where are slow: 3 ms instead of 14 ms per 750k rows.)"""
     e = xp.exp(-xp.abs(raw)) if e is None else e
-    return xp.where(raw >= 0, 1.0, e) / (1.0 + e)
+    p = xp.exp(xp.minimum(raw, 0.0))
+    p /= 1.0 + e
+    return p
 
 
 def _log1p_exp(xp, raw, e=None):
@@ -78,8 +82,11 @@ class Loss:
 
     def gradients_and_pointwise(self, xp, y, raw, w):
         """(g, h, pointwise loss (n,)) at ``raw``: one call where a loss
-        shares work between them (the log-loss's exponential)."""
+        shares work between them (the log-loss's exponential). ``w`` None
+        means all weights are one (no multiplication)."""
         d1, d2, pointwise = self._derivatives_and_pointwise(xp, y, raw)
+        if w is None:
+            return d1, d2, pointwise
         return d1 * w[:, None], d2 * w[:, None], pointwise
 
     def _derivatives_and_pointwise(self, xp, y, raw):
@@ -115,9 +122,17 @@ class BinaryLogLoss(Loss):
         return p - y, p * (1 - p)
 
     def _derivatives_and_pointwise(self, xp, y, raw):
-        e = xp.exp(-xp.abs(raw))
+        """exp(-|raw|) once for all three; in-place steps spare temporaries."""
+        e = xp.abs(raw)
+        xp.negative(e, out=e)
+        xp.exp(e, out=e)
         p = _sigmoid(xp, raw, e)
-        return p - y, p * (1 - p), (_log1p_exp(xp, raw, e) - y * raw)[:, 0]
+        h = 1.0 - p
+        h *= p
+        loss = xp.log1p(e, out=e)
+        loss += xp.maximum(raw, 0.0)
+        loss -= y * raw
+        return p - y, h, loss[:, 0]
 
     def predict(self, xp, raw):
         """Class probabilities (n, 2)."""
