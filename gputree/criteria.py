@@ -25,6 +25,7 @@ weights are not all one; otherwise the weight channel counts rows exactly.
 import math
 from types import SimpleNamespace
 
+import numba
 import numpy as np
 
 from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
@@ -187,22 +188,43 @@ def regression_statistics(y, sample_weight, criterion):
     return Statistics(stats, inv, layout, 1)
 
 
+@numba.njit(parallel=True, cache=True)
+def _fill_newton_statistics(gradients, hessians, scales, sample_weight, out):
+    """The host's one pass for newton_statistics: out int64 (n, 2K + 1) OUT,
+    per output o ``rint(g * scales[2o])``, ``rint(h * scales[2o + 1])``, then
+    the count channel (1 where the weight is positive). gradients, hessians
+    float64 (n, K), scales float64 (2K,), sample_weight float64 (n,) IN.
+    Rounding as numpy's rint, so the device's column-wise path agrees."""
+    n_outputs = gradients.shape[1]
+    for i in numba.prange(gradients.shape[0]):
+        for o in range(n_outputs):
+            out[i, 2 * o] = np.int64(np.rint(gradients[i, o] * scales[2 * o]))
+            out[i, 2 * o + 1] = np.int64(np.rint(hessians[i, o] * scales[2 * o + 1]))
+        out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
+
+
 def newton_statistics(gradients, hessians, sample_weight, xp=np):
     """gradients, hessians: float (n_samples, n_outputs); returns Statistics.
 
     Boosting always carries an explicit count channel (hessians are not counts).
     With ``xp`` the backend's array module the statistics are built where the
     gradients live (on the GPU for the CUDA backend), each column scaled and
-    rounded straight into one int64 array.
+    rounded straight into one int64 array; on the host in one numba pass.
     """
     n_samples, n_outputs = gradients.shape
     n_values = 2 * n_outputs
-    stats, inv, count_channel = _statistics_array(n_samples, n_values, sample_weight, xp,
-                                                  count=True)
-    for o in range(n_outputs):
-        for c, column in ((2 * o, gradients[:, o]), (2 * o + 1, hessians[:, o])):
-            _, inv[c:c + 1] = to_fixed_point(column[:, None], xp=xp, out=stats[:, c:c + 1])
-    layout = _layout([NEWTON, n_outputs, 2, 0, 1], count_channel, stats.shape[1])
+    scales = np.array([fixed_point_scale(column) for o in range(n_outputs)
+                       for column in (gradients[:, o], hessians[:, o])], dtype=FLOAT_DTYPE)
+    if xp is np:
+        stats = np.empty((n_samples, n_values + 1), dtype=STAT_DTYPE)
+        _fill_newton_statistics(gradients, hessians, scales, sample_weight, stats)
+    else:
+        stats, _, _ = _statistics_array(n_samples, n_values, sample_weight, xp, count=True)
+        for o in range(n_outputs):
+            for c, column in ((2 * o, gradients[:, o]), (2 * o + 1, hessians[:, o])):
+                _scale_into(column[:, None], scales[c], stats[:, c:c + 1], xp)
+    inv = np.concatenate([1.0 / scales, [1.0]])
+    layout = _layout([NEWTON, n_outputs, 2, 0, 1], n_values, n_values + 1)
     return Statistics(stats, inv, layout, 1)
 
 

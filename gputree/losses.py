@@ -16,6 +16,7 @@ Conventions (``K`` = raw outputs: 1, or the number of classes for softmax):
   ``-G / (H + lambda)`` is the Newton step ``sum(w * residual) / (H + lambda)``
   (for the log-loss the residual is ``y - p``).
 """
+import numba
 import numpy as np
 
 from ._dtypes import FLOAT_DTYPE
@@ -60,6 +61,21 @@ def _log1p_exp(xp, raw, e=None):
     """log(1 + exp(raw)) without overflow (equals logaddexp(0, raw))."""
     e = xp.exp(-xp.abs(raw)) if e is None else e
     return xp.maximum(raw, 0.0) + xp.log1p(e)
+
+
+@numba.njit(parallel=True, cache=True)
+def _log_loss_terms(raw, y, e, log1p_e, d1, d2, loss):
+    """The binary log-loss's arithmetic on the host in one pass (numpy's
+    vectorised exp and log1p give ``e = exp(-|raw|)`` and ``log1p(e)``):
+    raw, y, e, log1p_e float64 (n, 1) IN; d1 = p - y, d2 = p (1 - p) float64
+    (n, 1) OUT and loss = log(1 + exp(raw)) - y raw float64 (n,) OUT, with
+    p = sigmoid(raw), each rounded as the array formulas below round it."""
+    for i in numba.prange(raw.shape[0]):
+        r = raw[i, 0]
+        p = (e[i, 0] if r < 0.0 else 1.0) / (1.0 + e[i, 0])
+        d1[i, 0] = p - y[i, 0]
+        d2[i, 0] = (1.0 - p) * p
+        loss[i] = (log1p_e[i, 0] + max(r, 0.0)) - y[i, 0] * r
 
 
 class Loss:
@@ -122,10 +138,15 @@ class BinaryLogLoss(Loss):
         return p - y, p * (1 - p)
 
     def _derivatives_and_pointwise(self, xp, y, raw):
-        """exp(-|raw|) once for all three; in-place steps spare temporaries."""
+        """exp(-|raw|) once for all three; the arithmetic in one numba pass
+        on the host, else in-place steps in ``xp``."""
         e = xp.abs(raw)
         xp.negative(e, out=e)
         xp.exp(e, out=e)
+        if xp is np:
+            d1, d2, loss = np.empty_like(raw), np.empty_like(raw), np.empty(raw.shape[0])
+            _log_loss_terms(raw, y, e, np.log1p(e), d1, d2, loss)
+            return d1, d2, loss
         p = _sigmoid(xp, raw, e)
         h = 1.0 - p
         h *= p
