@@ -84,6 +84,53 @@ def test_predict_leaves_matches_reference_for_several_trees(backend):
         np.testing.assert_array_equal(leaves[:, t], reference.predict_leaves(tree, X_binned))
 
 
+def _bitset_of(bins):
+    bits = np.zeros(256, dtype=np.uint8)
+    bits[list(bins)] = 1
+    return np.packbits(bits, bitorder="little").view(np.uint32)
+
+
+def test_predict_leaves_on_every_kind_of_split_set(backend):
+    """Random trees whose "goes left" sets are prefixes of bins (numerical
+    splits), prefixes plus one more bin (missing left), all bins, sets not
+    starting at bin 0 and arbitrary subsets (categorical): every row's leaf
+    equals a plain walk that looks each bin up in the set."""
+    rng = np.random.RandomState(7)
+    n, n_features, n_trees = 500, 3, 6
+    X_binned = np.asfortranarray(rng.randint(0, 256, (n, n_features)).astype(np.uint8))
+    X_binned[rng.rand(n, n_features) < 0.1] = 255
+    kinds = [lambda: range(rng.randint(0, 255)), lambda: [*range(rng.randint(0, 200)), 255],
+             lambda: [*range(rng.randint(0, 100)), rng.randint(150, 256)], lambda: range(256),
+             lambda: range(rng.randint(1, 50), rng.randint(60, 256)),
+             lambda: np.flatnonzero(rng.rand(256) < 0.5)]
+    feature, bitset, left, roots = [], [], [], []
+    for _ in range(n_trees):
+        roots.append(len(feature))
+        frontier = [len(feature)]
+        feature.append(-1), left.append(-1), bitset.append(_bitset_of([]))
+        for depth in range(4):
+            next_frontier = []
+            for node in frontier:
+                if rng.rand() < 0.8:
+                    feature[node], left[node] = rng.randint(n_features), len(feature)
+                    bitset[node] = _bitset_of(kinds[rng.randint(len(kinds))]())
+                    for _child in range(2):
+                        next_frontier.append(len(feature))
+                        feature.append(-1), left.append(-1), bitset.append(_bitset_of([]))
+            frontier = next_frontier
+    feature, left = np.array(feature, np.int32), np.array(left, np.int32)
+    bitset, roots = np.array(bitset, np.uint32), np.array(roots, np.int32)
+    got = backend.predict_leaves(X_binned, feature, bitset, left, roots)
+    for t, root in enumerate(roots):
+        for i in range(n):
+            node = root
+            while feature[node] >= 0:
+                b = X_binned[i, feature[node]]
+                goes_left = (bitset[node, b >> 5] >> (b & 31)) & 1
+                node = left[node] + (0 if goes_left else 1)
+            assert got[i, t] == node
+
+
 @pytest.mark.parametrize("implementation", ["backend", "default"])
 def test_add_leaf_values_adds_each_trees_leaf_values_in_tree_order(backend, implementation):
     """The backend's kernel and the seam's default (through predict_leaves)."""
