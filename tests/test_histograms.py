@@ -45,13 +45,12 @@ def test_build_matches_reference_exactly(backend, seed, n, n_features, n_bins, n
                                       np.broadcast_to(totals, (n_features, 3)))
 
 
-def test_subtraction_equals_brute_force(backend):
-    rng = np.random.RandomState(0)
-    n, n_features, n_bins = 500, 3, 17
+def _root_and_children(backend, rng, n=500, n_features=3, n_bins=17):
+    """Random rows; the root's histogram; the root split on feature 1 (bins
+    < 8 left) with rows moved to nodes 1, 2; both children's histograms."""
     X_binned, stats, _ = _level(rng, n, n_features, n_bins, 1)
     root = np.zeros(n, dtype=np.int32)
     parent = backend.build_histograms(X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
-    # split the root on feature 1 (bins < 8 left) and move rows to nodes 1, 2
     bitset = np.zeros((1, 8), dtype=np.uint32)
     bitset[0, 0] = (1 << 8) - 1
     positions = root.copy()
@@ -59,6 +58,11 @@ def test_subtraction_equals_brute_force(backend):
                              np.array([1], np.int32))
     children = backend.build_histograms(X_binned, stats, positions, 1,
                                         np.array([0, 1], np.int32), 2, n_bins)
+    return X_binned, stats, positions, parent, children
+
+
+def test_subtraction_equals_brute_force(backend):
+    _, _, _, parent, children = _root_and_children(backend, np.random.RandomState(0))
     np.testing.assert_array_equal(parent[0] - children[0], children[1])
     # the backend's in-place subtraction derives the right child from the left
     derived = children.copy()
@@ -70,17 +74,8 @@ def test_subtraction_equals_brute_force(backend):
 
 def test_build_into_rows_of_out_and_derive_in_place(backend):
     rng = np.random.RandomState(2)
-    n, n_features, n_bins = 500, 3, 17
-    X_binned, stats, _ = _level(rng, n, n_features, n_bins, 1)
-    root = np.zeros(n, dtype=np.int32)
-    parent = backend.build_histograms(X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
-    bitset = np.zeros((1, 8), dtype=np.uint32)
-    bitset[0, 0] = (1 << 8) - 1
-    positions = root.copy()
-    backend.update_positions(X_binned, positions, 0, np.array([1], np.int32), bitset,
-                             np.array([1], np.int32))
-    children = backend.build_histograms(X_binned, stats, positions, 1,
-                                        np.array([0, 1], np.int32), 2, n_bins)
+    n_features, n_bins = 3, 17
+    X_binned, stats, positions, parent, children = _root_and_children(backend, rng)
     out = rng.randint(-9, 9, (5, n_features, n_bins, 3)).astype(np.int64)
     out[1], out[3] = parent[0], 0
     before = out.copy()

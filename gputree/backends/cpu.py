@@ -196,33 +196,30 @@ def _build_histograms(X_binned, ordered_stats, rows, slots, hist):
 
 
 @njit(parallel=True, cache=True)
-def _build_histograms_by_block(X_binned, ordered_stats, rows, slots, features_per_task, hist):
-    """As _build_histograms, parallel over blocks of ``features_per_task``
-    features (for one node): a block reads each row's statistics once for
-    all its features."""
+def _build_one_histogram(X_binned, ordered_stats, rows, all_rows, slot, features_per_task, hist):
+    """The histogram of one node into hist[slot] (INOUT, zeroed), parallel
+    over blocks of ``features_per_task`` features: a block reads each row's
+    statistics once for all its features. ``all_rows`` (the root): every row
+    in order and ``ordered_stats`` is the statistics array itself, ``rows``
+    is not read."""
     n_features = X_binned.shape[1]
     n_tasks = (n_features + features_per_task - 1) // features_per_task
+    s = _U(slot)
     for task in prange(n_tasks):
         stop = min((task + 1) * features_per_task, n_features)
-        for r in range(rows.shape[0]):
+        for r in range(ordered_stats.shape[0]):
+            i = _U(r) if all_rows else _U(rows[r])
             for f in range(task * features_per_task, stop):
-                b = X_binned[rows[r], f]
+                b = X_binned[i, _U(f)]
                 for c in range(ordered_stats.shape[1]):
-                    hist[slots[r], f, b, c] += ordered_stats[r, c]
+                    hist[s, _U(f), b, _U(c)] += ordered_stats[_U(r), _U(c)]
 
 
-#: features per task when one node is built (see _features_per_task)
-_ROOT_FEATURES_PER_TASK = 8
-
-
-def _features_per_task(n_build, n_features):
-    """One node (the root): blocks of features share each row's statistics
-    reads (25% faster there); several nodes: one feature per task keeps its
-    histograms cached (blocks measured slower from two nodes on)."""
-    if n_build != 1:
-        return 1
-    n_tasks = -(-n_features // _ROOT_FEATURES_PER_TASK)
-    return -(-n_features // n_tasks)   # equal blocks
+#: features per task when one node is built (_build_one_histogram): a block
+#: reads each row's statistics once for all its features, 25% faster there;
+#: from two nodes on, one feature per task (its histograms stay cached) was
+#: measured faster
+_ROOT_FEATURES_PER_TASK = 7
 
 
 @njit(parallel=True, cache=True)
@@ -381,20 +378,18 @@ class CPUBackend(Backend):
         if hist is None:
             hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                             dtype=STAT_DTYPE)
-        if (level_start == 0 and node_to_build.shape[0] == 1 and node_to_build[0] >= 0
-                and not positions.any()):
-            # one node holding every row (the root): rows in order, statistics as they are
-            rows = np.arange(positions.shape[0], dtype=np.int32)
-            slots, ordered_stats = np.full_like(rows, node_to_build[0]), stats
+        built = np.flatnonzero(node_to_build >= 0)
+        if built.size == 1 and built[0] == 0 and level_start == 0 and not positions.any():
+            # the root: every row, in order, statistics as they are (no gather)
+            _build_one_histogram(X_binned, stats, np.empty(0, np.int32), True,
+                                 node_to_build[built[0]], _ROOT_FEATURES_PER_TASK, hist)
+            return hist
+        rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build, stats)
+        if built.size == 1:
+            _build_one_histogram(X_binned, ordered_stats, rows, False, node_to_build[built[0]],
+                                 _ROOT_FEATURES_PER_TASK, hist)
         else:
-            rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build,
-                                                        stats)
-        per_task = _features_per_task(int(np.count_nonzero(node_to_build >= 0)),
-                                      X_binned.shape[1])
-        if per_task == 1:
             _build_histograms(X_binned, ordered_stats, rows, slots, hist)
-        else:
-            _build_histograms_by_block(X_binned, ordered_stats, rows, slots, per_task, hist)
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
