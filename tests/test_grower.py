@@ -339,3 +339,18 @@ def test_trees_sharing_a_pool_equal_trees_with_their_own(backend, monkeypatch, r
         for name, value in vars(alone).items():
             if isinstance(value, np.ndarray):
                 np.testing.assert_array_equal(getattr(shared, name), value, err_msg=name)
+
+
+def test_prediction_leaves_numbas_vectorizer_setting_as_it_was(backend):
+    """The tree walk compiles without the loop vectorizer; the process-wide
+    setting must come back, also when the walk raises."""
+    import numba
+    before = numba.config.LOOP_VECTORIZE
+    X, y = _regression_data(3)
+    tree, _, data = _grow(backend, X, y, max_depth=2)
+    feature, bitset, left, roots = concatenate_trees([tree])
+    backend.predict_leaves(data.X_binned, feature, bitset, left, roots)
+    assert numba.config.LOOP_VECTORIZE == before
+    with pytest.raises(Exception):    # numba cannot type a 1-D X inside the walk
+        backend.predict_leaves(data.X_binned[:, 0], feature, bitset, left, roots)
+    assert numba.config.LOOP_VECTORIZE == before
