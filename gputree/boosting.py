@@ -298,8 +298,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             tree, positions = self._grow(train.data, stats, growth, rng, pool)
             loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)
             tree.value *= self.learning_rate
-            values = backend.asarray(tree.value[:, :, 0])
-            train.raw[:, start:stop] += values[positions]
+            backend.add_node_values(backend.asarray(tree.value[:, :, 0]), positions, train.raw,
+                                    start)
             if validation is not None:
                 add_tree_values(backend, validation.data.X_binned, [tree], [start],
                                 validation.raw)

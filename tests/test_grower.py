@@ -354,3 +354,17 @@ def test_prediction_leaves_numbas_vectorizer_setting_as_it_was(backend):
     with pytest.raises(Exception):    # numba cannot type a 1-D X inside the walk
         backend.predict_leaves(data.X_binned[:, 0], feature, bitset, left, roots)
     assert numba.config.LOOP_VECTORIZE == before
+
+
+@pytest.mark.parametrize("implementation", ["backend", "default"])
+def test_add_node_values_adds_each_rows_node_value(backend, implementation):
+    rng = np.random.RandomState(4)
+    values = rng.normal(size=(9, 2))
+    positions = rng.randint(0, 9, 300).astype(np.int32)
+    start = rng.normal(size=(300, 5))
+    expected = start.copy()
+    expected[:, 2:4] += values[positions]
+    add = backend.add_node_values if implementation == "backend" else functools.partial(
+        Backend.add_node_values, backend)
+    add(values, positions, start, 2)
+    np.testing.assert_array_equal(start, expected)

@@ -19,6 +19,9 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
   split_bitset, left_child)`` (in place)
 * ``predict_leaves(X_binned, node_feature, node_bitset, node_left,
   tree_roots)`` -> int32 (n_samples, n_trees)
+* ``add_node_values(node_values, positions, out, first_column)``: out float64
+  (n, W) INOUT, ``out[:, first_column:+V] += node_values[positions]`` (the
+  training rows' update from their leaves)
 * ``add_leaf_values(X_binned, node_feature, node_bitset, node_left,
   tree_roots, node_values, tree_columns, out)``: out float64 (n, W) INOUT,
   ``out[:, tree_columns[t] + v] += node_values[leaf of tree t, v]``, trees in
@@ -55,6 +58,11 @@ class Backend:
 
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
         """Raise MemoryError when a fit cannot fit on the device (host: no check)."""
+
+    def add_node_values(self, node_values, positions, out, first_column):
+        """out[:, first_column:first_column + V] += node_values[positions];
+        node_values float64 (n_nodes, V), positions int32 (n,) (backend)."""
+        out[:, first_column:first_column + node_values.shape[1]] += node_values[positions]
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):

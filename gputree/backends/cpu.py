@@ -331,6 +331,15 @@ def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, le
                                                                                    _U(v)]
 
 
+@njit(parallel=True, cache=True)
+def _add_node_values(node_values, positions, out, first_column):
+    """out float64 (n, W) INOUT: out[i, first_column + v] +=
+    node_values[positions[i], v]; the rest IN. Parallel over rows."""
+    for i in prange(positions.shape[0]):
+        for v in range(node_values.shape[1]):
+            out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
+
+
 @njit(parallel=True, cache=_CACHE_SCAN)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
@@ -434,6 +443,9 @@ class CPUBackend(Backend):
             _walk_trees(X_binned, *walk[:3], tree_roots, walk[3], leaves,
                         np.empty((0, 0)), tree_roots, np.empty((0, 0)))
         return leaves
+
+    def add_node_values(self, node_values, positions, out, first_column):
+        _add_node_values(node_values, positions, out, first_column)
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):
