@@ -238,7 +238,7 @@ class HistogramPool:
         rows = free[:n].astype(NODE_DTYPE)
         reused = rows[rows < self.n_touched]
         if reused.size:
-            self.hist[self.backend.asarray(reused)] = 0
+            self.backend.zero_rows(self.hist, self.backend.asarray(reused))
         self.in_use[rows] = True
         if n:
             self.n_touched = max(self.n_touched, int(rows[-1]) + 1)

@@ -368,3 +368,16 @@ def test_add_node_values_adds_each_rows_node_value(backend, implementation):
         Backend.add_node_values, backend)
     add(values, positions, start, 2)
     np.testing.assert_array_equal(start, expected)
+
+
+@pytest.mark.parametrize("implementation", ["backend", "default"])
+def test_zero_rows_zeroes_those_rows_only(backend, implementation):
+    rng = np.random.RandomState(5)
+    hist = rng.randint(1, 9, (6, 4, 5, 3)).astype(np.int64)
+    expected = hist.copy()
+    rows = np.array([4, 1], np.int32)
+    expected[rows] = 0
+    zero = backend.zero_rows if implementation == "backend" else functools.partial(
+        Backend.zero_rows, backend)
+    zero(hist, rows)
+    np.testing.assert_array_equal(hist, expected)

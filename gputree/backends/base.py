@@ -59,6 +59,10 @@ class Backend:
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
         """Raise MemoryError when a fit cannot fit on the device (host: no check)."""
 
+    def zero_rows(self, array, rows):
+        """array[rows] = 0 (rows: int backend array of first-axis indices)."""
+        array[rows] = 0
+
     def add_node_values(self, node_values, positions, out, first_column):
         """out[:, first_column:first_column + V] += node_values[positions];
         node_values float64 (n_nodes, V), positions int32 (n,) (backend)."""

@@ -332,6 +332,18 @@ def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, le
 
 
 @njit(parallel=True, cache=True)
+def _zero_rows(array, rows):
+    """array (m, ...) INOUT: rows[k] of it set to zero; parallel over
+    (row, first inner index)."""
+    inner = array.shape[1]
+    flat = array.reshape(array.shape[0], inner, -1)
+    for t in prange(rows.shape[0] * inner):
+        r, j = rows[t // inner], t % inner
+        for k in range(flat.shape[2]):
+            flat[_U(r), _U(j), _U(k)] = 0
+
+
+@njit(parallel=True, cache=True)
 def _add_node_values(node_values, positions, out, first_column):
     """out float64 (n, W) INOUT: out[i, first_column + v] +=
     node_values[positions[i], v]; the rest IN. Parallel over rows."""
@@ -443,6 +455,9 @@ class CPUBackend(Backend):
             _walk_trees(X_binned, *walk[:3], tree_roots, walk[3], leaves,
                         np.empty((0, 0)), tree_roots, np.empty((0, 0)))
         return leaves
+
+    def zero_rows(self, array, rows):
+        _zero_rows(array, rows)
 
     def add_node_values(self, node_values, positions, out, first_column):
         _add_node_values(node_values, positions, out, first_column)
