@@ -80,8 +80,9 @@ def _log_loss_terms(raw, y, e, log1p_e, d1, d2, loss):
 
 class Loss:
     """One boosting loss. Subclasses set ``name`` and implement
-    ``pointwise``, ``_derivatives`` (dl/draw, d2l/draw2 without weights),
-    ``init_raw`` and ``predict``."""
+    ``pointwise``, ``_derivatives`` (dl/draw, d2l/draw2 without weights; or
+    ``_derivatives_and_pointwise`` where the two share work), ``init_raw``
+    and ``predict``."""
 
     name = ""
     n_outputs = 1
@@ -133,27 +134,16 @@ class BinaryLogLoss(Loss):
     def pointwise(self, xp, y, raw):
         return (_log1p_exp(xp, raw) - y * raw)[:, 0]
 
-    def _derivatives(self, xp, y, raw):
-        p = _sigmoid(xp, raw)
-        return p - y, p * (1 - p)
-
     def _derivatives_and_pointwise(self, xp, y, raw):
-        """exp(-|raw|) once for all three; the arithmetic in one numba pass
-        on the host, else in-place steps in ``xp``."""
-        e = xp.abs(raw)
-        xp.negative(e, out=e)
-        xp.exp(e, out=e)
+        """exp(-|raw|) once for all three; on the host the arithmetic is one
+        numba pass that rounds as the array formulas below."""
+        e = xp.exp(-xp.abs(raw))
         if xp is np:
             d1, d2, loss = np.empty_like(raw), np.empty_like(raw), np.empty(raw.shape[0])
             _log_loss_terms(raw, y, e, np.log1p(e), d1, d2, loss)
             return d1, d2, loss
         p = _sigmoid(xp, raw, e)
-        h = 1.0 - p
-        h *= p
-        loss = xp.log1p(e, out=e)
-        loss += xp.maximum(raw, 0.0)
-        loss -= y * raw
-        return p - y, h, loss[:, 0]
+        return p - y, (1.0 - p) * p, (_log1p_exp(xp, raw, e) - y * raw)[:, 0]
 
     def predict(self, xp, raw):
         """Class probabilities (n, 2)."""
