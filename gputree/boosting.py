@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._compat import ClassifierMixin, RegressorMixin
-from ._ensemble import (Progress, add_tree_values, device_leaves, set_params_from,
-                        stacked_values, training_data, tree_rng)
+from ._ensemble import (Progress, add_tree_values, set_params_from, training_data,
+                        tree_rng)
 from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
                           returns_input_kind)
 from .criteria import newton_statistics
@@ -48,8 +48,6 @@ except ImportError:  # pragma: no cover
 
 #: early_stopping="auto" turns on above this many rows (as scikit-learn)
 _AUTO_EARLY_STOPPING_ROWS = 10_000
-#: rounds whose trees are predicted in one launch
-_PREDICT_BLOCK = 64
 _SPLIT_STREAM, _ROUND_STREAM = 1, 0
 
 
@@ -368,16 +366,10 @@ class _BaseGradientBoosting(BaseTreeModel):
             add_tree_values(backend, X_binned, self._trees, columns, raw)
             yield raw
             return
-        n_rounds = len(self._trees) // per_round
-        for first in range(0, n_rounds, _PREDICT_BLOCK):
-            trees = self._trees[first * per_round:(first + _PREDICT_BLOCK) * per_round]
-            leaves = device_leaves(backend, X_binned, trees)
-            values = stacked_values(backend, trees)[:, :, 0]
-            for t in range(len(trees)):
-                start, stop = self._groups[t % per_round]
-                raw[:, start:stop] += values[leaves[:, t]]
-                if t % per_round == per_round - 1:
-                    yield raw
+        for first in range(0, len(self._trees), per_round):
+            add_tree_values(backend, X_binned, self._trees[first:first + per_round],
+                            columns[first:first + per_round], raw)
+            yield raw
 
     def _raw_predict(self, X):
         """Host raw scores (n, K) of X."""
