@@ -6,9 +6,10 @@ Public estimators only; see the README for the two commands to start.
 from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .export import export_text
 from .forest import RandomForestClassifier, RandomForestRegressor
+from .io.json import load_model
 from .tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
-           "GradientBoostingClassifier", "GradientBoostingRegressor",
+           "GradientBoostingClassifier", "GradientBoostingRegressor", "load_model",
            "RandomForestClassifier", "RandomForestRegressor"]
 __version__ = "0.1.0"

@@ -145,6 +145,15 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     _losses = ()
     multi_strategy = "one_output_per_tree"
+    _model_attributes = ("classes_", "n_classes_", "_baseline", "_groups",
+                         "n_trees_per_iteration_", "n_iter_", "train_score_",
+                         "validation_score_", "_seed")
+
+    def _restore(self, backend, encoder, mapper, trees):
+        super()._restore(backend, encoder, mapper, trees)
+        self._loss = make_loss(self.loss, getattr(self, "n_classes_", None))
+        self._scores = {"train": list(self.train_score_),
+                        "validation": list(self.validation_score_)}
 
     # ---------------------------------------------------------------- params
     def _growth_params(self):

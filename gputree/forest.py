@@ -105,6 +105,9 @@ class _BaseForest(BaseTreeModel):
     targets, OOB scoring and outputs."""
 
     _criteria = {}
+    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_",
+                         "_value_shape", "_seed", "oob_score_", "oob_decision_function_",
+                         "oob_prediction_")
 
     def _check_params(self):
         check_int(self.n_estimators, "n_estimators", 1)

@@ -95,6 +95,28 @@ class BaseTreeModel(BaseEstimator):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
+    #: fitted attributes besides trees and bins that a saved model keeps
+    _model_attributes = ()
+
+    def _restore(self, backend, encoder, mapper, trees):
+        """Become fitted from a loaded model's parts (FittedModel.to_estimator);
+        the ``_model_attributes`` are already set."""
+        from ._training import TrainingInputs
+        self._store_inputs(TrainingInputs(backend, encoder, mapper, None))
+        self._trees = trees
+
+    @property
+    def model_(self):
+        """The :class:`gputree.model.FittedModel` of this fitted estimator."""
+        from .model import FittedModel
+        return FittedModel.of(self)
+
+    def save_model(self, path):
+        """Write the fitted model to ``path`` as versioned JSON (see
+        docs/model_schema.md); ``gputree.load_model(path)`` reads it back."""
+        from .io.json import save_model
+        save_model(self, path)
+
     def __getstate__(self):
         state = self.__dict__.copy()
         if "_backend" in state:
@@ -110,6 +132,14 @@ class BaseTreeModel(BaseEstimator):
 
 class _BaseDecisionTree(BaseTreeModel):
     _criteria = {}
+    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_")
+
+    def _restore(self, backend, encoder, mapper, trees):
+        super()._restore(backend, encoder, mapper, trees)
+        del self._trees
+        if len(trees) != 1:
+            raise ValueError(f"a {type(self).__name__} holds one tree, not {len(trees)}.")
+        self.tree_ = trees[0]
 
     def _check_common_params(self):
         check_choice(self.criterion, "criterion", set(self._criteria))

@@ -1,0 +1,260 @@
+"""``FittedModel``: the one description of a fitted gputree model that every
+export format reads (JSON files, the scikit-learn ``Tree`` view, plotting):
+the estimator's class and parameters, the feature layout (names, categorical
+columns and their category tables), the bin thresholds, the trees
+(:class:`gputree.tree.TreeArrays`) and the estimator's other fitted
+attributes (classes, baseline raw score, tree groups, ...).
+
+``FittedModel.of(estimator)`` reads a fitted estimator;
+``FittedModel.to_estimator()`` builds a fitted estimator back;
+``to_dict`` / ``from_dict`` convert to and from plain containers (numpy
+arrays, lists, str, numbers) and check every array's dtype and shape and the
+trees' structure, so that a malformed description is rejected before any
+kernel reads it.
+"""
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, NODE_DTYPE
+from .tree import TreeArrays
+
+#: version of the layout of ``to_dict`` (and of the JSON files written from it)
+SCHEMA_VERSION = 1
+
+#: dtype and per-node trailing shape of every TreeArrays field (value: checked apart)
+TREE_FIELDS = {
+    "feature": (FEATURE_DTYPE, ()), "bitset": (BITSET_DTYPE, (BITSET_WORDS,)),
+    "left_child": (NODE_DTYPE, ()), "threshold": (FLOAT_DTYPE, ()),
+    "missing_left": (np.uint8, ()), "is_categorical": (np.uint8, ()),
+    "value": (FLOAT_DTYPE, None), "impurity": (FLOAT_DTYPE, ()),
+    "n_node_samples": (np.int64, ()), "weighted_n_node_samples": (FLOAT_DTYPE, ()),
+    "gain": (FLOAT_DTYPE, ()), "depth": (NODE_DTYPE, ()), "parent": (NODE_DTYPE, ()),
+}
+
+
+class ModelFormatError(ValueError):
+    """A model description (dict or file) that gputree cannot load."""
+
+
+def estimator_classes():
+    """Class name -> estimator class, for every estimator a model can hold."""
+    from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
+    from .forest import RandomForestClassifier, RandomForestRegressor
+    from .tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
+    classes = (DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier,
+               RandomForestRegressor, GradientBoostingClassifier, GradientBoostingRegressor)
+    return {c.__name__: c for c in classes}
+
+
+@dataclass
+class FittedModel:
+    """Everything a fitted estimator needs to predict.
+
+    estimator      str     class name, e.g. "GradientBoostingClassifier"
+    params         dict    ``get_params()`` of the estimator
+    feature_names  object array (n_features,) of str, or None
+    categories     dict    feature index -> array of the category values
+                           (pandas ``category`` columns; code i = values[i])
+    is_categorical bool    (n_features,) columns treated as categories
+    thresholds     float64 (n_features, max_bins) BinMapper.bin_thresholds_
+    n_bins_non_missing int32 (n_features,)
+    trees          list of TreeArrays (one for a single tree)
+    attributes     dict    the estimator's ``_model_attributes`` that it has
+    """
+
+    estimator: str
+    params: dict
+    feature_names: object
+    categories: dict
+    is_categorical: np.ndarray
+    thresholds: np.ndarray
+    n_bins_non_missing: np.ndarray
+    trees: list
+    attributes: dict
+
+    @property
+    def n_features(self):
+        return int(self.is_categorical.shape[0])
+
+    @classmethod
+    def of(cls, estimator):
+        """The FittedModel of a fitted gputree estimator (arrays shared, not copied)."""
+        estimator._check_fitted()
+        encoder, mapper = estimator._encoder, estimator._bin_mapper
+        categories = {int(i): np.asarray(c.to_numpy() if hasattr(c, "to_numpy") else c)
+                      for i, c in encoder.categories_.items()}
+        attributes = {name: getattr(estimator, name) for name in estimator._model_attributes
+                      if hasattr(estimator, name)}
+        return cls(type(estimator).__name__, estimator.get_params(deep=False),
+                   encoder.feature_names_in_, categories, mapper.is_categorical_,
+                   mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                   list(estimator._trees_for_prediction()), attributes)
+
+    def to_estimator(self, device=None):
+        """A fitted estimator predicting exactly as the one described;
+        ``device`` (default: the saved ``device`` parameter) picks the backend."""
+        from ._training import resolve_backend
+        from ._validation import FeatureEncoder
+        from .binning import BinMapper
+        estimator = estimator_classes()[self.estimator](**self.params)
+        encoder = FeatureEncoder(self.params.get("categorical_features"))
+        encoder.feature_names_in_ = self.feature_names
+        encoder.categories_ = {i: _category_index(v) for i, v in self.categories.items()}
+        encoder.n_features_in_ = self.n_features
+        encoder.is_categorical_ = self.is_categorical.copy()
+        mapper = BinMapper(self.thresholds.shape[1], self.is_categorical.copy())
+        mapper.bin_thresholds_ = self.thresholds
+        mapper.n_bins_non_missing_ = self.n_bins_non_missing
+        mapper.is_categorical_ = self.is_categorical.copy()
+        mapper.missing_bin_ = mapper.max_bins
+        mapper.n_bins_ = mapper.max_bins + 1
+        for name, value in self.attributes.items():
+            setattr(estimator, name, value)
+        estimator._restore(resolve_backend(device or self.params.get("device", "auto")),
+                           encoder, mapper, list(self.trees))
+        return estimator
+
+    def to_dict(self):
+        """Plain containers: numpy arrays, lists, dicts, str, numbers, None."""
+        return {"format": "gputree-model", "schema_version": SCHEMA_VERSION,
+                "estimator": self.estimator, "params": dict(self.params),
+                "features": {"names": self.feature_names, "is_categorical": self.is_categorical,
+                             "categories": [[i, v] for i, v in sorted(self.categories.items())]},
+                "bins": {"thresholds": self.thresholds,
+                         "n_bins_non_missing": self.n_bins_non_missing},
+                "trees": [{f.name: getattr(t, f.name) for f in fields(t)} for t in self.trees],
+                "attributes": dict(self.attributes)}
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict`; raises ModelFormatError naming what is wrong."""
+        _check_header(data)
+        features, bins = _section(data, "features"), _section(data, "bins")
+        is_cat = _array(features.get("is_categorical"), "features.is_categorical", np.bool_, 1)
+        n_features = is_cat.shape[0]
+        thresholds = _array(bins.get("thresholds"), "bins.thresholds", FLOAT_DTYPE, 2)
+        n_non_missing = _array(bins.get("n_bins_non_missing"), "bins.n_bins_non_missing",
+                               np.int32, 1)
+        if thresholds.shape[0] != n_features or n_non_missing.shape != (n_features,):
+            raise ModelFormatError(f"bins describe {thresholds.shape[0]} features but "
+                                   f"features.is_categorical has {n_features}.")
+        if not 2 <= thresholds.shape[1] <= 255:
+            raise ModelFormatError(f"bins.thresholds has {thresholds.shape[1]} columns; "
+                                   "max_bins must be in [2, 255].")
+        names = _feature_names(features.get("names"), n_features)
+        categories = _categories(features.get("categories", []), n_features)
+        trees = data.get("trees")
+        if not isinstance(trees, list) or not trees:
+            raise ModelFormatError("'trees' must be a non-empty list of trees.")
+        trees = [_tree(t, f"trees[{i}]", n_features, thresholds.shape[1])
+                 for i, t in enumerate(trees)]
+        if len({t.value.shape[1:] for t in trees}) > 1 and not data["estimator"].startswith(
+                "GradientBoosting"):
+            raise ModelFormatError("the trees' value arrays have different shapes.")
+        params, attributes = data.get("params"), data.get("attributes")
+        if not isinstance(params, dict) or not isinstance(attributes, dict):
+            raise ModelFormatError("'params' and 'attributes' must be objects.")
+        return cls(data["estimator"], params, names, categories, is_cat, thresholds,
+                   n_non_missing, trees, attributes)
+
+
+def _category_index(values):
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError("this model has pandas 'category' columns; install pandas "
+                          "to load it.") from exc
+    return pd.Index(values)
+
+
+def _check_header(data):
+    if not isinstance(data, dict) or data.get("format") != "gputree-model":
+        raise ModelFormatError("not a gputree model: the 'format' field must be "
+                               "'gputree-model'.")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ModelFormatError(f"schema_version must be an int, got {version!r}.")
+    if version > SCHEMA_VERSION or version < 1:
+        raise ModelFormatError(f"schema_version {version} is not supported by this gputree "
+                               f"(it reads versions 1 to {SCHEMA_VERSION}); upgrade gputree.")
+    if data.get("estimator") not in estimator_classes():
+        raise ModelFormatError(f"unknown estimator {data.get('estimator')!r}; expected one "
+                               f"of {sorted(estimator_classes())}.")
+
+
+def _section(data, name):
+    section = data.get(name)
+    if not isinstance(section, dict):
+        raise ModelFormatError(f"'{name}' must be an object.")
+    return section
+
+
+def _array(value, where, dtype, ndim):
+    """``value`` checked to be a numpy array of ``dtype`` with ``ndim`` axes."""
+    if not isinstance(value, np.ndarray):
+        raise ModelFormatError(f"{where} must be an array, got {type(value).__name__}.")
+    if value.dtype != np.dtype(dtype) or value.ndim != ndim:
+        raise ModelFormatError(f"{where} must be a {ndim}-D {np.dtype(dtype)} array, got "
+                               f"{value.ndim}-D {value.dtype}.")
+    return value
+
+
+def _feature_names(names, n_features):
+    if names is None:
+        return None
+    names = np.asarray(names, dtype=object)
+    if names.shape != (n_features,) or not all(isinstance(n, str) for n in names):
+        raise ModelFormatError(f"features.names must be {n_features} strings.")
+    return names
+
+
+def _categories(pairs, n_features):
+    if not isinstance(pairs, list):
+        raise ModelFormatError("features.categories must be a list of [index, values].")
+    categories = {}
+    for pair in pairs:
+        ok = isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], int)
+        if not ok or not 0 <= pair[0] < n_features or not isinstance(pair[1], np.ndarray) \
+                or pair[1].ndim != 1:
+            raise ModelFormatError(f"features.categories entry {pair!r:.80} must be "
+                                   f"[feature index < {n_features}, 1-D array of values].")
+        categories[pair[0]] = pair[1]
+    return categories
+
+
+def _tree(data, where, n_features, max_bins):
+    """A TreeArrays from a dict of its fields, checked for dtypes, shapes and a
+    structure that prediction can walk (children after their parent, inside
+    the tree; features inside X)."""
+    if not isinstance(data, dict) or set(data) != set(TREE_FIELDS):
+        raise ModelFormatError(f"{where} must have exactly the fields {sorted(TREE_FIELDS)}.")
+    n_nodes = None
+    for name, (dtype, trailing) in TREE_FIELDS.items():
+        value = data[name]
+        ndim = 3 if trailing is None else 1 + len(trailing)
+        _array(value, f"{where}.{name}", dtype, ndim)
+        n_nodes = value.shape[0] if n_nodes is None else n_nodes
+        if value.shape[0] != n_nodes or (trailing is not None and value.shape[1:] != trailing):
+            raise ModelFormatError(f"{where}.{name} has shape {value.shape}; expected "
+                                   f"({n_nodes}{''.join(f', {t}' for t in trailing or ())}"
+                                   f"{', ...' if trailing is None else ''}).")
+    tree = TreeArrays(**{name: data[name] for name in TREE_FIELDS})
+    _check_structure(tree, where, n_features)
+    return tree
+
+
+def _check_structure(tree, where, n_features):
+    n = tree.node_count
+    if n == 0:
+        raise ModelFormatError(f"{where} has no nodes.")
+    internal = tree.feature >= 0
+    left = tree.left_child
+    bad = ((tree.feature < -1) | (tree.feature >= n_features) | (internal != (left >= 0))
+           | (internal & ((left <= np.arange(n)) | (left + 1 >= n)))
+           | (left < -1) | (tree.parent < -1) | (tree.parent >= n) | (tree.depth < 0))
+    if np.any(bad):
+        node = int(np.flatnonzero(bad)[0])
+        raise ModelFormatError(f"{where}: node {node} has an invalid feature ({tree.feature[node]}) "
+                               f"or child ({left[node]}) for a tree of {n} nodes and "
+                               f"{n_features} features.")
