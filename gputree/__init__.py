@@ -7,9 +7,10 @@ from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .export import export_text
 from .forest import RandomForestClassifier, RandomForestRegressor
 from .io.json import load_model
+from .plotting import export_graphviz, plot_tree
 from .tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
            "GradientBoostingClassifier", "GradientBoostingRegressor", "load_model",
-           "RandomForestClassifier", "RandomForestRegressor"]
+           "RandomForestClassifier", "RandomForestRegressor", "export_graphviz", "plot_tree"]
 __version__ = "0.1.0"

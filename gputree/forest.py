@@ -214,6 +214,24 @@ class _BaseForest(BaseTreeModel):
     def _trees_for_prediction(self):
         return self._trees
 
+    @property
+    def estimators_(self):
+        """The trees as fitted DecisionTreeClassifier / DecisionTreeRegressor
+        (scikit-learn's ``estimators_``; each ``tree_`` is scikit-learn
+        shaped), sharing the forest's bins and feature layout."""
+        self._check_fitted()
+        return [self._tree_estimator(tree) for tree in self._trees]
+
+    def _tree_estimator(self, tree):
+        names = self._tree_class._get_param_names()
+        estimator = self._tree_class(**{k: v for k, v in self.get_params().items()
+                                        if k in names})
+        for name in estimator._model_attributes:
+            if hasattr(self, name):
+                setattr(estimator, name, getattr(self, name))
+        estimator._restore(self._backend, self._encoder, self._bin_mapper, [tree])
+        return estimator
+
     def _raw_values(self, X):
         """Mean over trees of the leaf values, host float64 (n_samples,
         n_outputs, n_classes): class probabilities or regression means."""
@@ -259,6 +277,7 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
     """
 
     _criteria = CLASSIFICATION_CRITERIA
+    _tree_class = DecisionTreeClassifier
     predict_proba = DecisionTreeClassifier.predict_proba
     predict_log_proba = DecisionTreeClassifier.predict_log_proba
     predict = DecisionTreeClassifier.predict
@@ -308,6 +327,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
     """
 
     _criteria = REGRESSION_CRITERIA
+    _tree_class = DecisionTreeRegressor
     predict = DecisionTreeRegressor.predict
 
     def __init__(self, n_estimators=100, criterion="squared_error", max_depth=None,

@@ -13,6 +13,7 @@ from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
 from .pruning import prune, pruning_path
+from .sklearn_tree import SklearnTree
 from .tree import concatenate_trees, decision_path_indicator
 
 _UNLIMITED_DEPTH = 2 ** 31 - 2
@@ -139,7 +140,12 @@ class _BaseDecisionTree(BaseTreeModel):
         del self._trees
         if len(trees) != 1:
             raise ValueError(f"a {type(self).__name__} holds one tree, not {len(trees)}.")
-        self.tree_ = trees[0]
+        self._set_tree(trees[0])
+
+    def _set_tree(self, tree):
+        """``tree_``: the TreeArrays seen as scikit-learn's Tree."""
+        n_classes = getattr(self, "n_classes_", [1] * self.n_outputs_)
+        self.tree_ = SklearnTree(tree, self._bin_mapper, n_classes)
 
     def _check_common_params(self):
         check_choice(self.criterion, "criterion", set(self._criteria))
@@ -164,11 +170,11 @@ class _BaseDecisionTree(BaseTreeModel):
             setattr(self, name, value)
         self.max_features_ = growth.max_features
         self.n_outputs_ = stats.n_outputs
-        self.tree_ = tree
+        self._set_tree(tree)
         return self
 
     def _trees_for_prediction(self):
-        return [self.tree_]
+        return [self.tree_.arrays]
 
     @returns_input_kind
     def apply(self, X):
@@ -181,7 +187,7 @@ class _BaseDecisionTree(BaseTreeModel):
     def decision_path(self, X):
         """CSR indicator (n_samples, n_nodes) of the nodes each row passes."""
         leaves = self._apply(X)
-        return decision_path_indicator(self.tree_, leaves)
+        return decision_path_indicator(self.tree_.arrays, leaves)
 
     def get_depth(self):
         self._check_fitted()
@@ -195,12 +201,12 @@ class _BaseDecisionTree(BaseTreeModel):
     def feature_importances_(self):
         """Normalised total impurity decrease (gain for boosting) per feature."""
         self._check_fitted()
-        return impurity_importances(self.tree_, self.n_features_in_)
+        return impurity_importances(self.tree_.arrays, self.n_features_in_)
 
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
         """Bunch(ccp_alphas, impurities) of the fully grown tree's pruning path."""
         full = self._clone_unpruned().fit(X, y, sample_weight)
-        alphas, impurities = pruning_path(full.tree_)
+        alphas, impurities = pruning_path(full.tree_.arrays)
         try:
             from sklearn.utils import Bunch
         except ImportError:  # pragma: no cover
