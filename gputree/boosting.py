@@ -35,6 +35,7 @@ from ._ensemble import (Progress, add_tree_values, set_params_from, training_dat
 from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
                           returns_input_kind)
 from .criteria import newton_statistics
+from .explain import with_pred_contrib
 from .grower import BinnedData, GrowthParams, HistogramPool, grow_tree
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss, weighted_mean
 from .tree_estimators import (_UNLIMITED_DEPTH, BaseTreeModel, as_float_targets,
@@ -370,7 +371,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         xp = backend.xp
         raw = xp.tile(backend.asarray(self._baseline), (X_binned.shape[0], 1))
         per_round = len(self._groups)
-        columns = [self._groups[t % per_round][0] for t in range(len(self._trees))]
+        columns = self._tree_columns()
         if not staged:
             add_tree_values(backend, X_binned, self._trees, columns, raw)
             yield raw
@@ -379,6 +380,14 @@ class _BaseGradientBoosting(BaseTreeModel):
             add_tree_values(backend, X_binned, self._trees[first:first + per_round],
                             columns[first:first + per_round], raw)
             yield raw
+
+    def _tree_columns(self):
+        """First raw-score column each tree adds to (host ints, tree order)."""
+        per_round = len(self._groups)
+        return [self._groups[t % per_round][0] for t in range(len(self._trees))]
+
+    def _contribution_layout(self):
+        return self._trees, self._tree_columns(), 1.0, np.asarray(self._baseline, np.float64)
 
     def _raw_predict(self, X):
         """Host raw scores (n, K) of X."""
@@ -498,6 +507,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         """Class probabilities, float64 (n_samples, n_classes)."""
         return self._proba(self._raw_predict(X))
 
+    @with_pred_contrib
     @returns_input_kind
     def predict(self, X):
         """Most probable class of every row."""
@@ -554,6 +564,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     def _mean(self, raw):
         return self._loss.predict(np, raw)[:, 0]
 
+    @with_pred_contrib
     @returns_input_kind
     def predict(self, X):
         """Predicted mean, float64 (n_samples,)."""

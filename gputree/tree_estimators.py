@@ -9,6 +9,7 @@ from ._compat import BaseEstimator, ClassifierMixin, NotFittedError, RegressorMi
 from ._training import bin_training_data, bin_with, seed_from
 from ._validation import (check_choice, check_float, check_int, check_random_state, check_y,
                           returns_input_kind)
+from .explain import with_pred_contrib
 from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
@@ -105,6 +106,12 @@ class BaseTreeModel(BaseEstimator):
         from ._training import TrainingInputs
         self._store_inputs(TrainingInputs(backend, encoder, mapper, None))
         self._trees = trees
+
+    def _contribution_layout(self):
+        """For TreeSHAP: (trees, first raw-score column of each, scale of
+        their values, baseline float64 (width,)); here the mean of the trees."""
+        trees = list(self._trees_for_prediction())
+        return trees, [0] * len(trees), 1.0 / len(trees), np.zeros(trees[0].value[0].size)
 
     @property
     def model_(self):
@@ -305,6 +312,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                 return [np.log(p) for p in proba]
             return np.log(proba)
 
+    @with_pred_contrib
     @returns_input_kind
     def predict(self, X):
         """Most probable class of every row ((n_samples,) or (n_samples, n_outputs))."""
@@ -363,6 +371,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
             check_poisson_targets(y2)
         return regression_statistics(y2, weight, criterion), {}
 
+    @with_pred_contrib
     @returns_input_kind
     def predict(self, X):
         """float64 (n_samples,) or (n_samples, n_outputs)."""
