@@ -12,6 +12,7 @@ from ._validation import FeatureEncoder, check_int, check_sample_weight
 from .backends import get_backend
 from .binning import BinMapper
 from .grower import BinnedData
+from .sparse import is_sparse, map_sparse_to_bins
 
 
 @dataclass
@@ -46,12 +47,17 @@ def bin_training_data(X, max_bins, categorical_features, device, random_state,
 
 
 def bin_with(backend, mapper, X_float):
-    """BinnedData of X_float (already encoded) on ``backend``."""
-    X_binned = backend.map_to_bins(backend.asarray(X_float), backend.asarray(mapper.bin_thresholds_),
-                                   backend.asarray(mapper.is_categorical_.astype(np.uint8)),
-                                   mapper.missing_bin_)
+    """BinnedData of X_float (already encoded; dense or scipy.sparse) on ``backend``."""
+    map_to_bins = map_sparse_to_bins if is_sparse(X_float) else _map_dense
+    X_binned = map_to_bins(backend, X_float, mapper.bin_thresholds_,
+                           mapper.is_categorical_.astype(np.uint8), mapper.missing_bin_)
     return BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
+
+
+def _map_dense(backend, X, thresholds, is_categorical, missing_bin):
+    return backend.map_to_bins(backend.asarray(X), backend.asarray(thresholds),
+                               backend.asarray(is_categorical), missing_bin)
 
 
 def seed_from(rng):

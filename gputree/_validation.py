@@ -18,13 +18,16 @@ def _is_dataframe(X):
 
 def _reject_sparse(X, name):
     if hasattr(X, "toarray") or hasattr(X, "tocsr"):
-        raise TypeError(f"{name} is a sparse matrix; gputree needs dense input. "
+        raise TypeError(f"{name} is a sparse matrix; gputree needs dense targets. "
                         f"Convert it with {name}.toarray().")
 
 
 def as_float_2d(X, name="X"):
-    """Checked 2-D float array (float32 kept, anything else -> float64)."""
-    _reject_sparse(X, name)
+    """Checked 2-D float array (float32 kept, anything else -> float64); a
+    scipy.sparse X becomes a checked CSC float64 matrix (see gputree.sparse)."""
+    from .sparse import check_sparse, is_sparse
+    if is_sparse(X):
+        return check_sparse(X, name)
     if hasattr(X, "__cuda_array_interface__") and not isinstance(X, np.ndarray):
         X = _device_to_host(X)
     try:

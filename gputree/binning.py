@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ._validation import to_numpy
-from ._dtypes import (MAX_NON_MISSING_BINS, THRESHOLD_DTYPE, X_DTYPE)
+from .sparse import column_reader
+from ._dtypes import MAX_NON_MISSING_BINS, THRESHOLD_DTYPE
 
 
 class BinMapper:
@@ -50,7 +50,8 @@ class BinMapper:
         self.random_state = random_state
 
     def fit(self, X, sample_weight=None):
-        """X: float array (n_samples, n_features), NaN for missing.
+        """X: float array (n_samples, n_features), NaN for missing, or a
+        scipy.sparse matrix (implicit entries are 0).
 
         sample_weight: optional (n_samples,); rows of weight 0 do not shape
         the bins, so that a zero weight means the same as leaving the row out
@@ -68,7 +69,8 @@ class BinMapper:
         if self.subsample is not None and used.size > self.subsample:
             rng = np.random.RandomState(self.random_state)
             sampled = np.sort(rng.choice(used, self.subsample, replace=False))
-        sample = to_numpy(X[sampled]).astype(X_DTYPE)
+        sample = column_reader(X, sampled)
+        full = column_reader(X, None)
         # max_bins columns (n_bins - 1): numerical features use at most
         # max_bins - 1 of them, a categorical one up to max_bins codes
         thresholds = np.full((n_features, self.max_bins), np.inf,
@@ -77,8 +79,8 @@ class BinMapper:
 
         def edges_of(f):
             # categories must be checked on all rows, not on the subsample
-            return (_category_edges(to_numpy(X[:, f]).astype(X_DTYPE), used, f, self.max_bins)
-                    if is_cat[f] else _quantile_edges(sample[:, f], self.max_bins))
+            return (_category_edges(full(f), used, f, self.max_bins)
+                    if is_cat[f] else _quantile_edges(sample(f), self.max_bins))
 
         # numpy's sorts release the GIL: features in parallel threads
         with ThreadPoolExecutor(max(1, min(n_features, numba.get_num_threads()))) as pool:
