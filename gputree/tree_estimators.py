@@ -125,6 +125,16 @@ class BaseTreeModel(BaseEstimator):
         from .io.json import save_model
         save_model(self, path)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True       # scipy.sparse X: see gputree.sparse
+        return tags
+
+    def to_treelite(self):
+        """The fitted model as a ``treelite.Model`` (see gputree.io.treelite)."""
+        from .io.treelite import to_treelite
+        return to_treelite(self)
+
     def __getstate__(self):
         state = self.__dict__.copy()
         if "_backend" in state:
