@@ -12,6 +12,7 @@ arrays, lists, str, numbers) and check every array's dtype and shape and the
 trees' structure, so that a malformed description is rejected before any
 kernel reads it.
 """
+import numbers
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -149,12 +150,10 @@ class FittedModel:
             raise ModelFormatError("'trees' must be a non-empty list of trees.")
         trees = [_tree(t, f"trees[{i}]", n_features, thresholds.shape[1])
                  for i, t in enumerate(trees)]
-        if len({t.value.shape[1:] for t in trees}) > 1 and not data["estimator"].startswith(
-                "GradientBoosting"):
-            raise ModelFormatError("the trees' value arrays have different shapes.")
         params, attributes = data.get("params"), data.get("attributes")
         if not isinstance(params, dict) or not isinstance(attributes, dict):
             raise ModelFormatError("'params' and 'attributes' must be objects.")
+        _check_value_shapes(data["estimator"], attributes, trees)
         return cls(data["estimator"], params, names, categories, is_cat, thresholds,
                    n_non_missing, trees, attributes)
 
@@ -242,6 +241,34 @@ def _tree(data, where, n_features, max_bins):
     tree = TreeArrays(**{name: data[name] for name in TREE_FIELDS})
     _check_structure(tree, where, n_features)
     return tree
+
+
+def _check_value_shapes(estimator, attributes, trees):
+    """Every tree's value shape agrees with the attributes that predictions
+    use to place it (boosting: baseline and column groups; others: outputs
+    and classes), so no prediction writes outside its output."""
+    if estimator.startswith("GradientBoosting"):
+        baseline, groups = attributes.get("_baseline"), attributes.get("_groups")
+        ok = isinstance(baseline, np.ndarray) and baseline.dtype == FLOAT_DTYPE and \
+            baseline.ndim == 1 and isinstance(groups, list) and groups and all(
+                isinstance(g, (list, tuple)) and len(g) == 2
+                and all(isinstance(v, numbers.Integral) for v in g)
+                and 0 <= g[0] < g[1] <= baseline.shape[0] for g in groups)
+        # the groups tile the raw-score columns 0 .. K exactly
+        ok = ok and [g[0] for g in groups] + [baseline.shape[0]] == [0] + [g[1] for g in groups]
+        expected = [(g[1] - g[0], 1) for g in groups] if ok else []
+        ok = ok and all(t.value.shape[1:] == expected[i % len(expected)]
+                        for i, t in enumerate(trees))
+    else:
+        n_classes = attributes.get("n_classes_", 1)
+        width = max(n_classes) if isinstance(n_classes, list) else n_classes
+        expected = (attributes.get("n_outputs_"), width)
+        ok = all(t.value.shape[1:] == expected for t in trees) and (
+            "_value_shape" not in attributes or attributes["_value_shape"] == expected)
+    if not ok:
+        raise ModelFormatError(f"the trees' value shapes do not match the {estimator}'s "
+                               "outputs (attributes n_outputs_, n_classes_, _baseline, "
+                               "_groups).")
 
 
 def _check_structure(tree, where, n_features):

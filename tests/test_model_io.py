@@ -101,6 +101,18 @@ def test_child_outside_the_tree_is_rejected_before_prediction(tmp_path):
         FittedModel.from_dict(description)
 
 
+@pytest.mark.parametrize("name,attribute,value", [
+    ("boosting_multiclass", "_groups", [[0, 1], [1, 2], [2, 4]]),
+    ("boosting_binary", "_baseline", np.zeros(2)),
+    ("forest_classifier", "n_classes_", 5)])
+def test_values_that_do_not_fit_the_outputs_are_rejected(name, attribute, value):
+    model, _ = fitted(name)
+    description = model.model_.to_dict()
+    description["attributes"][attribute] = value
+    with pytest.raises(ModelFormatError, match="value shapes do not match"):
+        FittedModel.from_dict(description)
+
+
 def test_unknown_tag_and_estimator_are_rejected(tmp_path):
     _, data = _saved(tmp_path)
     data["params"]["max_depth"] = {"__pickle__": "gASV"}
