@@ -37,7 +37,7 @@ def export_text(estimator, feature_names=None, max_depth=10, decimals=2,
                    _class_names(estimator, class_names), max_depth, spacing, decimals,
                    show_weights)
     lines = []
-    _describe(estimator, tree, 0, 0, style, lines)
+    _describe(estimator.model_, tree, 0, 0, style, lines)
     return "".join(lines)
 
 
@@ -66,7 +66,7 @@ def _class_names(estimator, class_names):
     return [list(class_names)] + [list(c) for c in classes[1:]]
 
 
-def _describe(est, tree, node, depth, style, lines):
+def _describe(model, tree, node, depth, style, lines):
     indent = ("|" + " " * style.spacing) * depth + "|" + "-" * style.spacing + " "
     if tree.feature[node] < 0:
         lines.append(indent + _leaf_text(tree, node, style) + "\n")
@@ -74,11 +74,11 @@ def _describe(est, tree, node, depth, style, lines):
     if depth > style.max_depth:
         lines.append(indent + f"truncated branch of depth {_subtree_depth(tree, node)}\n")
         return
-    left_text, right_text = _split_text(est, tree, node, style)
+    left_text, right_text = _split_text(model, tree, node, style)
     for child, text in ((tree.left_child[node], left_text),
                         (tree.left_child[node] + 1, right_text)):
         lines.append(indent + text + "\n")
-        _describe(est, tree, child, depth + 1, style, lines)
+        _describe(model, tree, child, depth + 1, style, lines)
 
 
 def _subtree_depth(tree, node):
@@ -92,7 +92,8 @@ def _subtree_depth(tree, node):
     return levels
 
 
-def _split_text(est, tree, node, style):
+def _split_text(model, tree, node, style):
+    """(left, right) texts of split ``node``; ``model`` is the FittedModel."""
     f = tree.feature[node]
     name = style.names[f]
     missing_left = " (missing)" if tree.missing_left[node] else ""
@@ -100,8 +101,8 @@ def _split_text(est, tree, node, style):
     if not tree.is_categorical[node]:
         t = f"{tree.threshold[node]:.{style.decimals}f}"
         return f"{name} <= {t}{missing_left}", f"{name} >  {t}{missing_right}"
-    bins = _left_bins(tree, node, est._bin_mapper.missing_bin_)
-    left = ", ".join(_category_labels(est, f, bins))
+    bins = _left_bins(tree, node, model.thresholds.shape[1])
+    left = ", ".join(_category_labels(model, f, bins))
     return f"{name} in {{{left}}}{missing_left}", f"{name} not in {{{left}}}{missing_right}"
 
 
@@ -110,9 +111,9 @@ def _left_bins(tree, node, missing_bin):
     return np.flatnonzero(bits[:missing_bin])
 
 
-def _category_labels(est, feature, bins):
-    codes = est._bin_mapper.bin_thresholds_[feature, bins].astype(np.int64)
-    categories = est._encoder.categories_.get(feature)
+def _category_labels(model, feature, bins):
+    codes = model.thresholds[feature, bins].astype(np.int64)
+    categories = model.categories.get(feature)
     if categories is None:
         return [str(c) for c in codes]
     return [str(categories[c]) for c in codes]

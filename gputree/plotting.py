@@ -26,11 +26,12 @@ def _labels(model, tree, feature_names, class_names, impurity, node_ids, precisi
         tree.value.shape[2] > 1 else None
     style = _Style(_feature_names(model, feature_names), classes, 0, 1, precision, False)
     total = tree.weighted_n_node_samples[0]
+    fitted = model.model_
     labels = []
     for node in range(tree.node_count):
         lines = [f"node #{node}"] if node_ids else []
         if tree.feature[node] >= 0:
-            lines.append(_split_text(model, tree, node, style)[0])
+            lines.append(_split_text(fitted, tree, node, style)[0])
         if impurity:
             lines.append(f"impurity = {round(float(tree.impurity[node]), precision)}")
         samples = tree.weighted_n_node_samples[node]

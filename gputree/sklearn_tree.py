@@ -84,10 +84,11 @@ class SklearnTree:
         """Category codes (float64) that go left at categorical split ``node``."""
         if not self.arrays.is_categorical[node]:
             raise ValueError(f"node {node} is not a categorical split.")
-        bits = np.unpackbits(self.arrays.bitset[node].view(np.uint8), bitorder="little")
-        bins = np.flatnonzero(bits[:self.bin_mapper.missing_bin_])
-        row = self.bin_mapper.bin_thresholds_[self.arrays.feature[node]]
-        return row[bins[bins < self.bin_mapper.n_bins_non_missing_[self.arrays.feature[node]]]]
+        from .export import _left_bins
+        bins = _left_bins(self.arrays, node, self.bin_mapper.missing_bin_)
+        feature = self.arrays.feature[node]
+        return self.bin_mapper.bin_thresholds_[feature, bins[
+            bins < self.bin_mapper.n_bins_non_missing_[feature]]]
 
     # ------------------------------------------------ scikit-learn's methods
     def apply(self, X):

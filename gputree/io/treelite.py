@@ -13,8 +13,8 @@ through exp).
 """
 import numpy as np
 
+from ..export import _left_bins
 from ..model import FittedModel
-from ..sklearn_tree import SklearnTree
 
 
 def to_treelite(estimator):
@@ -24,7 +24,7 @@ def to_treelite(estimator):
     except ImportError as exc:
         raise ImportError("to_treelite needs treelite: pip install 'gputree[treelite]'.") from exc
     model = FittedModel.of(estimator)
-    task = _task(estimator, model)
+    task = _task(model)
     builder = treelite.model_builder.ModelBuilder(
         threshold_type="float64", leaf_output_type="float64",
         metadata=treelite.model_builder.Metadata(
@@ -36,13 +36,12 @@ def to_treelite(estimator):
             class_id=task["class_id"]),
         postprocessor=treelite.model_builder.PostProcessorFunc(name=task["postprocessor"]),
         base_scores=list(task["base_scores"]))
-    mapper = estimator._bin_mapper
     for tree in model.trees:
-        _add_tree(builder, SklearnTree(tree, mapper, [1]))
+        _add_tree(builder, tree, model)
     return builder.commit()
 
 
-def _task(estimator, model):
+def _task(model):
     """Treelite metadata of the estimator's kind (dict)."""
     name, attributes, n_trees = model.estimator, model.attributes, len(model.trees)
     if name.startswith("GradientBoosting"):
@@ -66,28 +65,28 @@ def _task(estimator, model):
                 postprocessor="identity", base_scores=np.zeros(k))
 
 
-def _add_tree(builder, tree):
-    """Declare every node of ``tree`` (SklearnTree) with the builder (loops over nodes)."""
+def _add_tree(builder, tree, model):
+    """Declare every node of ``tree`` (TreeArrays of FittedModel ``model``)
+    with the builder (loops over nodes)."""
     builder.start_tree()
     for node in range(tree.node_count):
         builder.start_node(node)
-        left, right = int(tree.children_left[node]), int(tree.children_right[node])
+        left, feature = int(tree.left_child[node]), int(tree.feature[node])
         missing_left = bool(tree.missing_left[node])
         if left < 0:
-            value = tree.arrays.value[node].ravel()
+            value = tree.value[node].ravel()
             builder.leaf(float(value[0]) if value.size == 1 else value.tolist())
         elif tree.is_categorical[node]:
-            row = tree.bin_mapper.bin_thresholds_[tree.feature[node]]
-            seen = row[:tree.bin_mapper.n_bins_non_missing_[tree.feature[node]]]
-            going_left = tree.left_categories(node)
+            seen = model.thresholds[feature, :model.n_bins_non_missing[feature]]
+            going_left = seen[_left_bins(tree, node, seen.shape[0])]
             listed = np.setdiff1d(seen, going_left) if missing_left else going_left
-            builder.categorical_test(int(tree.feature[node]), default_left=missing_left,
+            builder.categorical_test(feature, default_left=missing_left,
                                      category_list=[int(c) for c in listed],
                                      category_list_right_child=missing_left,
-                                     left_child_key=left, right_child_key=right)
+                                     left_child_key=left, right_child_key=left + 1)
         else:
-            builder.numerical_test(int(tree.feature[node]), float(tree.threshold[node]),
+            builder.numerical_test(feature, float(tree.threshold[node]),
                                    default_left=missing_left, opname="<=",
-                                   left_child_key=left, right_child_key=right)
+                                   left_child_key=left, right_child_key=left + 1)
         builder.end_node()
     builder.end_tree()
