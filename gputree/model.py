@@ -96,25 +96,33 @@ class FittedModel:
         """A fitted estimator predicting exactly as the one described;
         ``device`` (default: the saved ``device`` parameter) picks the backend."""
         from ._training import resolve_backend
-        from ._validation import FeatureEncoder
-        from .binning import BinMapper
         estimator = estimator_classes()[self.estimator](**self.params)
+        for name, value in self.attributes.items():
+            setattr(estimator, name, value)
+        estimator._restore(resolve_backend(device or self.params.get("device", "auto")),
+                           self._encoder(), self._bin_mapper(), list(self.trees))
+        return estimator
+
+    def _encoder(self):
+        """The fitted FeatureEncoder of this model."""
+        from ._validation import FeatureEncoder
         encoder = FeatureEncoder(self.params.get("categorical_features"))
         encoder.feature_names_in_ = self.feature_names
         encoder.categories_ = {i: _category_index(v) for i, v in self.categories.items()}
         encoder.n_features_in_ = self.n_features
         encoder.is_categorical_ = self.is_categorical.copy()
+        return encoder
+
+    def _bin_mapper(self):
+        """The fitted BinMapper of this model."""
+        from .binning import BinMapper
         mapper = BinMapper(self.thresholds.shape[1], self.is_categorical.copy())
         mapper.bin_thresholds_ = self.thresholds
         mapper.n_bins_non_missing_ = self.n_bins_non_missing
         mapper.is_categorical_ = self.is_categorical.copy()
         mapper.missing_bin_ = mapper.max_bins
         mapper.n_bins_ = mapper.max_bins + 1
-        for name, value in self.attributes.items():
-            setattr(estimator, name, value)
-        estimator._restore(resolve_backend(device or self.params.get("device", "auto")),
-                           encoder, mapper, list(self.trees))
-        return estimator
+        return mapper
 
     def to_dict(self):
         """Plain containers: numpy arrays, lists, dicts, str, numbers, None."""
