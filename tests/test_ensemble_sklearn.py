@@ -11,6 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier as SkTree
 from sklearn.utils.estimator_checks import (check_sample_weight_equivalence_on_dense_data,
+                                            check_sample_weight_equivalence_on_sparse_data,
                                             parametrize_with_checks)
 
 from gputree import (DecisionTreeClassifier, GradientBoostingClassifier,
@@ -29,7 +30,8 @@ _BOOTSTRAP = ("a bootstrap draws rows uniformly, whatever their weight, so weigh
 
 def _expected_failures(estimator):
     if isinstance(estimator, (RandomForestClassifier, RandomForestRegressor)):
-        return {"check_sample_weight_equivalence_on_dense_data": _BOOTSTRAP}
+        return {"check_sample_weight_equivalence_on_dense_data": _BOOTSTRAP,
+                "check_sample_weight_equivalence_on_sparse_data": _BOOTSTRAP}
     return {}
 
 
@@ -42,6 +44,7 @@ def test_sklearn_estimator_checks(estimator, check):
 def test_forest_without_bootstrap_treats_weights_as_repetitions(forest):
     estimator = forest(n_estimators=3, bootstrap=False, device="cpu", random_state=0)
     check_sample_weight_equivalence_on_dense_data(forest.__name__, estimator)
+    check_sample_weight_equivalence_on_sparse_data(forest.__name__, estimator)
 
 
 def _stump_problem():
