@@ -14,7 +14,7 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
   derived_rows)``: ``hist[derived] = parent_hist[parent_rows] - hist[built]``;
   also in place (``parent_hist is hist`` and ``derived_rows`` equal to
   ``parent_rows``)
-* ``find_best_splits(hist, ...)`` -> :class:`gputree.splitting.SplitInfo`
+* ``find_best_splits(hist, ...)`` -> :class:`gputree.backends.scan.SplitInfo`
 * ``update_positions(X_binned, positions, level_start, split_feature,
   split_bitset, left_child)`` (in place)
 * ``predict_leaves(X_binned, node_feature, node_bitset, node_left,
@@ -33,7 +33,7 @@ import numpy as np
 
 from .._dtypes import FLOAT_DTYPE
 from .._validation import to_numpy
-from ..criteria import make_criterion_functions
+from .formulas import make_criterion_functions
 
 
 #: trees whose leaf ids are held at once by the default add_leaf_values

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._dtypes import NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
-from ..splitting import (best_split_per_node, empty_scan_outputs, empty_scratch,
+from .scan import (best_split_per_node, empty_scan_outputs, empty_scratch,
                          make_split_scanner)
 from .base import Backend, node_summaries_kernel_body
 
@@ -24,7 +24,7 @@ def _cache_scan_kernels():
     """Let numba cache the split-scan kernels on disk, if it can be done safely.
 
     numba invalidates a cached function when its own file changes; the scan
-    kernels also compile code from splitting.py, criteria.py and base.py, so
+    kernels also compile code from scan.py, formulas.py, devmath.py and base.py, so
     their cache stamp is made to cover those files too. Returns False (no
     caching, compile in every process) where numba's locator classes differ.
     """
@@ -35,8 +35,8 @@ def _cache_scan_kernels():
     except AttributeError:
         return False
     here = os.path.dirname(os.path.abspath(__file__))
-    sources = [os.path.abspath(__file__), os.path.join(here, "base.py"),
-               os.path.join(here, "..", "splitting.py"), os.path.join(here, "..", "criteria.py")]
+    sources = [os.path.abspath(__file__), *(os.path.join(here, name) for name in
+                                                 ("base.py", "scan.py", "formulas.py", "devmath.py"))]
 
     def stamp(self):
         return tuple((os.stat(path).st_mtime, os.stat(path).st_size) for path in sources)

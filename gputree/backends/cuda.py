@@ -19,7 +19,7 @@ import numpy as np
 from numba import cuda
 
 from .._dtypes import STAT_DTYPE
-from ..splitting import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
+from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
 
 _SCAN_THREADS_PER_BLOCK = 64
@@ -67,7 +67,7 @@ _summary = node_summaries_kernel_body(cuda.jit(device=True))
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
                  out_gain, out_missing_left, out_bitset, out_left):
-    """One thread per (node, feature); arguments as splitting.make_split_scanner."""
+    """One thread per (node, feature); arguments as scan.make_split_scanner."""
     t = cuda.grid(1)
     if t < hist.shape[0] * hist.shape[1]:
         _scan(t, hist, hist.shape[1], n_bins_non_missing, is_categorical, feature_allowed,

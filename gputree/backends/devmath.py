@@ -1,0 +1,204 @@
+"""Elementary functions (exp, log, log2, log1p) built from + - * / alone, so
+that they round identically on every device.
+
+libm (the CPU), numpy's SIMD loops and libdevice (the GPU) each evaluate
+``exp`` and ``log`` with their own polynomials and differ in the last bits;
+a split gain, a gradient or a probability computed with them would differ
+between devices. These versions use only IEEE 754 operations that every
+device rounds the same way, in a fixed order: exact scaling by powers of two
+(binary search over the exponent, no bit casts), a range reduction with
+fdlibm's split ``ln 2``, and fixed-degree polynomials. Accuracy is a few
+units in the last place (tests compare with ``math``); identity across
+devices holds once fused multiply-add contraction is off (the CUDA backend
+compiles with ``-fma=0`` and the tests check the PTX).
+
+:func:`make_devmath` compiles them with a backend's ``jit`` (``numba.njit``
+or ``numba.cuda.jit(device=True)``); the host module-level versions
+(:data:`host`) serve numpy code paths through :func:`apply`.
+"""
+import math
+from types import SimpleNamespace
+
+import numba
+import numpy as np
+
+LN2_HI = 6.93147180369123816490e-01   # ln 2 rounded to 32 bits: k * LN2_HI is exact
+LN2_LO = 1.90821492927058770002e-10   # ln 2 - LN2_HI
+INV_LN2 = 1.44269504088896338700e+00
+EXP_OVERFLOW = 709.782712893383973096    # exp(x) = inf above
+EXP_UNDERFLOW = -745.13321910194110842   # exp(x) = 0 below
+_SQRT2 = 1.4142135623730951
+#: exponents and powers of two used to normalise: 2**512, 2**256, ..., 2**1
+_STEPS = (512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
+_N_STEPS = len(_STEPS)
+_BIG = tuple(math.ldexp(1.0, s) for s in _STEPS)
+_SMALL = tuple(math.ldexp(1.0, -s) for s in _STEPS)
+_HALF_SMALL_INV = tuple(math.ldexp(1.0, 1 - s) for s in _STEPS)
+
+
+def make_devmath(jit):
+    """Compile exp, log, log2 and log1p (float64 -> float64) with ``jit``;
+    returns a namespace of the four functions."""
+
+    @jit
+    def frexp_sqrt2(x):
+        """(m, k) with x = m * 2**k and m in [sqrt(1/2), sqrt(2)), for finite
+        x > 0; every multiplication is by a power of two, hence exact."""
+        k = 0
+        if x < _SMALL[0]:  # subnormal range: one more step than the loop covers
+            x = x * _BIG[0]
+            k -= _STEPS[0]
+        for i in range(_N_STEPS):
+            if x >= _BIG[i]:
+                x = x * _SMALL[i]
+                k += _STEPS[i]
+        for i in range(_N_STEPS):
+            if x < _HALF_SMALL_INV[i]:  # x < 2**(1 - step): doubling step times stays < 2
+                x = x * _BIG[i]
+                k -= _STEPS[i]
+        # now x in [1, 2)
+        if x >= _SQRT2:
+            x = x * 0.5
+            k += 1
+        return x, k
+
+    @jit
+    def scale_by_power_of_two(x, k):
+        """x * 2**k by power-of-two multiplications: exact while the result is
+        normal; the same steps, so the same roundings, on every device."""
+        while k > _STEPS[0]:
+            x = x * _BIG[0]
+            k -= _STEPS[0]
+        while k < -_STEPS[0]:
+            x = x * _SMALL[0]
+            k += _STEPS[0]
+        for i in range(_N_STEPS):
+            if k >= _STEPS[i]:
+                x = x * _BIG[i]
+                k -= _STEPS[i]
+            elif k <= -_STEPS[i]:
+                x = x * _SMALL[i]
+                k += _STEPS[i]
+        return x
+
+    @jit
+    def log_reduced(m):
+        """log(m) for m in [sqrt(1/2), sqrt(2)): 2 atanh(s), s = (m-1)/(m+1)."""
+        s = (m - 1.0) / (m + 1.0)
+        z = s * s
+        p = 1.0 / 25.0
+        p = p * z + 1.0 / 23.0
+        p = p * z + 1.0 / 21.0
+        p = p * z + 1.0 / 19.0
+        p = p * z + 1.0 / 17.0
+        p = p * z + 1.0 / 15.0
+        p = p * z + 1.0 / 13.0
+        p = p * z + 1.0 / 11.0
+        p = p * z + 1.0 / 9.0
+        p = p * z + 1.0 / 7.0
+        p = p * z + 1.0 / 5.0
+        p = p * z + 1.0 / 3.0
+        return 2.0 * s + 2.0 * s * (z * p)
+
+    @jit
+    def log(x):
+        """Natural logarithm; -inf at 0, nan below 0 or at nan, inf at inf."""
+        if x != x or x < 0.0:
+            return math.nan
+        if x == 0.0:
+            return -math.inf
+        if x == math.inf:
+            return math.inf
+        m, k = frexp_sqrt2(x)
+        return k * LN2_HI + (k * LN2_LO + log_reduced(m))
+
+    @jit
+    def log2(x):
+        """Base-2 logarithm (exact for powers of two)."""
+        if x != x or x < 0.0:
+            return math.nan
+        if x == 0.0:
+            return -math.inf
+        if x == math.inf:
+            return math.inf
+        m, k = frexp_sqrt2(x)
+        return k + log_reduced(m) * INV_LN2
+
+    @jit
+    def exp(x):
+        """e**x; 0 below EXP_UNDERFLOW, inf above EXP_OVERFLOW, nan at nan."""
+        if x != x:
+            return math.nan
+        if x > EXP_OVERFLOW:
+            return math.inf
+        if x < EXP_UNDERFLOW:
+            return 0.0
+        t = x * INV_LN2
+        k = int(t + 0.5) if t >= 0.0 else -int(0.5 - t)
+        r = (x - k * LN2_HI) - k * LN2_LO
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        p = p * r + 1.0
+        return scale_by_power_of_two(p, k)
+
+    @jit
+    def log1p(x):
+        """log(1 + x), accurate for small x: log(u) * x / (u - 1), u = 1 + x
+        (the error of forming u cancels)."""
+        u = 1.0 + x
+        if u == 1.0:
+            return x
+        if u == math.inf:
+            return math.inf
+        return log(u) * (x / (u - 1.0))
+
+    return SimpleNamespace(exp=exp, log=log, log2=log2, log1p=log1p)
+
+
+#: host-compiled scalar functions (numba.njit), for host code and tests
+host = make_devmath(numba.njit(cache=True))
+
+
+def _make_host_apply():
+    exp, log, log2, log1p = host.exp, host.log, host.log2, host.log1p
+
+    @numba.njit(parallel=True, cache=True)
+    def apply_host(code, x, out):
+        """out[i] = f(x[i]) for f = (exp, log, log2, log1p)[code]; x, out
+        float64 (n,) IN / OUT (contiguous)."""
+        for i in numba.prange(x.shape[0]):
+            v = x[i]
+            if code == 0:
+                out[i] = exp(v)
+            elif code == 1:
+                out[i] = log(v)
+            elif code == 2:
+                out[i] = log2(v)
+            else:
+                out[i] = log1p(v)
+
+    return apply_host
+
+
+_apply_host = _make_host_apply()
+_CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
+
+
+def apply(name, values):
+    """``name`` ("exp", "log", "log2", "log1p") of a host array, elementwise,
+    with the device-identical functions; returns float64 of the same shape."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    out = np.empty_like(values)
+    _apply_host(_CODES[name], values.reshape(-1), out.reshape(-1))
+    return out
