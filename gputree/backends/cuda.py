@@ -18,9 +18,12 @@ from collections import Counter
 import numpy as np
 from numba import cuda
 
-from .._dtypes import STAT_DTYPE
+from .._dtypes import FLOAT_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
+from .._validation import to_numpy
+from .accounting import AllocationTracker, TransferCounter
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
+from .transfer import pack_device, pack_host, unpack
 
 _SCAN_THREADS_PER_BLOCK = 64
 _SIMULATOR_HINT = (
@@ -123,15 +126,63 @@ class CUDABackend(Backend):
         self.xp = self.kernels.xp
         self.device_xp = self.xp if runtime == "cupy" else None
         self.launches = Counter()
+        #: every host<->device copy (see accounting.TransferCounter)
+        self.transfers = TransferCounter()
+        #: bytes held by the arrays allocated through upload/zeros/empty
+        self.memory = AllocationTracker()
         #: free device memory to assume (bytes) in the simulated device, for tests
         self.simulated_free_bytes = None
 
     def _count(self, name):
         self.launches[name] += 1
 
+    def _on_device(self, array):
+        return self.runtime == "cupy" and isinstance(array, self.xp.ndarray)
+
+    def upload(self, array, dtype=None, order="C"):
+        """A host array copied to the device (counted); a device array as it
+        is (converted on the device where dtype or order differ). On the
+        simulated device every call is a counted copy."""
+        if self._on_device(array):
+            return self.xp.asarray(array, dtype=dtype, order=order)
+        host = np.asarray(array, dtype=dtype, order=order)
+        self.transfers.upload(host.nbytes)
+        return self.memory.track(self.xp.array(host, order=order))
+
+    def asarray(self, array, dtype=None, order="C"):
+        return self.upload(array, dtype=dtype, order=order)
+
+    def download(self, array):
+        """A device array copied to the host (counted; the host waits)."""
+        self.transfers.download(array.nbytes)
+        host = to_numpy(array)
+        return np.array(host, copy=True) if host is array else host
+
+    def to_host(self, array):
+        return self.download(array)
+
+    def upload_many(self, arrays):
+        """dict name -> host array, on the device with one copy (views of one
+        packed buffer)."""
+        buffer, spec = pack_host(arrays)
+        return unpack(self.upload(buffer), spec)
+
+    def download_many(self, arrays):
+        """dict name -> device array, on the host with one copy (packed on
+        the device first)."""
+        buffer, spec = pack_device(self.xp, arrays)
+        return unpack(self.download(buffer), spec)
+
+    def zeros(self, shape, dtype, order="C"):
+        return self.memory.track(self.xp.zeros(shape, dtype=dtype, order=order))
+
+    def empty(self, shape, dtype, order="C"):
+        return self.memory.track(self.xp.empty(shape, dtype=dtype, order=order))
+
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         self._count("map_to_bins")
-        return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin)
+        out = self.empty(X.shape, X_BINNED_DTYPE, order="F")
+        return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin, out=out)
 
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build,
                          n_build, n_bins, out=None):
@@ -157,21 +208,22 @@ class CUDABackend(Backend):
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
                          missing_bin, layout, inv, params):
         self._count("find_best_splits")
-        xp = self.xp
         n_nodes, n_features, _, n_channels = hist.shape
-        outputs = empty_scan_outputs(xp, n_nodes, n_features, n_channels)
-        scratch = empty_scratch(xp, n_nodes, n_features, n_channels,
-                                bool(self.to_host(is_categorical).any()))
+        # categorical scratch for every thread, whatever the features: knowing
+        # whether any is categorical would cost a device->host read per level
+        outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels)
+        scratch = empty_scratch(self, n_nodes, n_features, n_channels, True)
         blocks = math.ceil(n_nodes * n_features / _SCAN_THREADS_PER_BLOCK)
         with _exact_float_arithmetic():
             _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
                 hist, n_bins_non_missing, is_categorical, feature_allowed,
                 np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
-        return best_split_per_node(xp, *outputs)
+        return best_split_per_node(self.xp, *outputs)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         self._count("node_summaries")
-        values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
+        values = self.zeros((totals.shape[0], n_outputs, n_classes), FLOAT_DTYPE)
+        impurity = self.zeros(totals.shape[0], FLOAT_DTYPE)
         blocks = max(1, math.ceil(totals.shape[0] / _SCAN_THREADS_PER_BLOCK))
         with _exact_float_arithmetic():
             _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
