@@ -81,8 +81,8 @@ class _OutOfBag:
 
     def __init__(self, backend, shape):
         self.backend = backend
-        self.total = backend.xp.zeros(shape)
-        self.n = backend.xp.zeros(shape[0])
+        self.total = backend.zeros(shape, np.float64)
+        self.n = backend.zeros(shape[:1], np.float64)
 
     def add(self, values, leaves, out_of_bag):
         """values (nodes, n_outputs, n_classes) and leaves (n,) on the device;
@@ -180,7 +180,9 @@ class _BaseForest(BaseTreeModel):
         rng = tree_rng(self._seed, i)
         stats, growth, out_of_bag = self._bootstrap(rng, data, targets, weight, n_bootstrap,
                                                     oob is not None)
-        tree, positions = grow_tree(self._backend, data, stats, growth, rng, pool)
+        # the OOB sums and counts, and a gather of leaf values, per row
+        held = 8 * (2 * int(np.prod(self._value_shape)) + 1) if oob is not None else 0
+        tree, positions = grow_tree(self._backend, data, stats, growth, rng, pool, held)
         if oob is not None:
             oob.add(self._backend.asarray(tree.value), positions, out_of_bag)
         return tree

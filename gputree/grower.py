@@ -94,20 +94,22 @@ class _NodeTable:
         return sum(t.shape[0] for t in self.totals)
 
 
-def grow_tree(backend, data, stats, growth, rng, pool=None):
+def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     """Grow one tree.
 
     backend : Backend;  data : BinnedData;  stats : criteria.Statistics with
     ``stats.stats`` already on the backend; growth : GrowthParams;
     rng : numpy RandomState for per-node feature subsets; pool :
-    HistogramPool shared by the trees of a fit (None: one for this tree).
+    HistogramPool shared by the trees of a fit (None: one for this tree);
+    held_row_bytes : device bytes per row the caller keeps during the fit
+    (for the memory check).
     Returns (TreeArrays, positions) where positions int32 (n_samples,) on the
     backend holds every row's leaf id.
     """
     n_samples, n_features = data.X_binned.shape
     max_level_nodes = _max_level_nodes(n_samples, growth)
     backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
-                             max_level_nodes)
+                             max_level_nodes, held_row_bytes)
     if pool is None:
         pool = HistogramPool(backend)
     pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_level_nodes)

@@ -83,8 +83,11 @@ class Backend:
         """An uninitialised array for a buffer of a fit."""
         return self.xp.empty(shape, dtype=dtype)
 
-    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
-        """Raise MemoryError when a fit cannot fit on the device (host: no check)."""
+    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                         held_row_bytes=0):
+        """Raise MemoryError when a fit cannot fit on the device (host: no
+        check); ``held_row_bytes``: bytes per row the caller keeps on the
+        device beside the tree's own buffers."""
 
     def zero_rows(self, array, rows):
         """array[rows] = 0 (rows: int backend array of first-axis indices)."""

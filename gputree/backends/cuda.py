@@ -18,7 +18,7 @@ from collections import Counter
 import numpy as np
 from numba import cuda
 
-from .._dtypes import FLOAT_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
+from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE, X_DTYPE
 from .._validation import to_numpy
 from .accounting import AllocationTracker, TransferCounter
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
@@ -238,13 +238,15 @@ class CUDABackend(Backend):
             return free + pool.free_bytes()
         return self.simulated_free_bytes
 
-    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
-        """Raise a clear error when a fit cannot fit in device memory."""
+    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                         held_row_bytes=0):
+        """Raise a clear error when a fit cannot fit in device memory; the
+        estimate is kept in ``last_fit_estimate``."""
+        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                                     held_row_bytes)
+        self.last_fit_estimate = needed
         free = self.free_memory_bytes()
-        if free is None:
-            return
-        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes)
-        if needed > free:
+        if free is not None and needed > free:
             raise MemoryError(
                 f"This fit needs about {needed / 2**20:.0f} MiB of GPU memory but only "
                 f"{free / 2**20:.0f} MiB are free. Lower max_bins (histogram size grows with "
@@ -252,11 +254,38 @@ class CUDABackend(Backend):
                 "or use device='cpu'.")
 
 
-def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes):
-    """Bytes a fit needs on the device: binned X, statistics, positions, two
-    levels of histograms and the split scan's scratch."""
-    itemsize = np.dtype(STAT_DTYPE).itemsize
-    per_row = n_features + n_channels * itemsize + 4
-    histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * itemsize
-    scratch = max_level_nodes * n_features * (5 * n_channels * itemsize + 256 * 12)
-    return n_samples * per_row + histograms + scratch
+#: bytes per node and channel of the split records, totals and summaries
+#: kept beside the scan (generous: a few int64/float64 per channel)
+_NODE_RECORD_BYTES = 256
+
+
+def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                        held_row_bytes=0):
+    """Bytes a fit holds on the device at most: binning plus training (the
+    memory pool may keep what binning freed).
+
+    * binning: X as given (at most 8 bytes a value), X as float64 for the
+      kernel, binned X;
+    * training: binned X, int64 statistics, int32 positions and
+      ``held_row_bytes`` per row (what the caller keeps: boosting's targets,
+      raw scores, gradients...); the histogram pool (up to
+      ``max_level_nodes`` rows, twice while it grows); the split scan's
+      outputs and scratch for ``max_level_nodes`` nodes; the per-node
+      summaries and split records.
+    """
+    stat = np.dtype(STAT_DTYPE).itemsize
+    cells = n_samples * n_features
+    binning = cells * (2 * np.dtype(X_DTYPE).itemsize + np.dtype(X_BINNED_DTYPE).itemsize)
+    per_row = (n_features * np.dtype(X_BINNED_DTYPE).itemsize + n_channels * stat
+               + np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
+    histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
+    per_node = n_features * _scan_bytes_per_thread(n_channels) + _NODE_RECORD_BYTES * n_channels
+    return binning + n_samples * per_row + histograms + max_level_nodes * per_node
+
+
+def _scan_bytes_per_thread(n_channels):
+    """Bytes of the split scan's outputs and scratch per (node, feature)
+    (categorical scratch included, as find_best_splits allocates it)."""
+    arrays = (empty_scan_outputs(np, 1, 1, n_channels)
+              + empty_scratch(np, 1, 1, n_channels, True))
+    return sum(a.nbytes for a in arrays)
