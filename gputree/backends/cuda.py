@@ -23,6 +23,7 @@ from .._validation import to_numpy
 from .accounting import AllocationTracker, TransferCounter
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
+from .kernel_cache import cache_numba_cuda_kernels
 from .transfer import pack_device, pack_host, unpack
 
 _SCAN_THREADS_PER_BLOCK = 64
@@ -64,9 +65,11 @@ def _require_gpu():
 # module-level name ``cuda`` inside kernels, so kernels live at module level.
 _scan = make_split_scanner(cuda.jit(device=True))
 _summary = node_summaries_kernel_body(cuda.jit(device=True))
+# compiled kernels kept on disk: a second process starts without compiling
+_CACHE_KERNELS = cache_numba_cuda_kernels(__file__)
 
 
-@cuda.jit
+@cuda.jit(cache=_CACHE_KERNELS)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
                  out_gain, out_missing_left, out_bitset, out_left):
@@ -78,7 +81,7 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, miss
               out_gain, out_missing_left, out_bitset, out_left)
 
 
-@cuda.jit
+@cuda.jit(cache=_CACHE_KERNELS)
 def _node_summaries(totals, layout, inv, params, values, impurity):
     """One thread per node: totals IN int64 (n_nodes, C); values, impurity OUT."""
     node = cuda.grid(1)
