@@ -11,7 +11,6 @@ arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
 CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
 ``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
 """
-import contextlib
 import math
 from collections import Counter
 
@@ -21,6 +20,8 @@ from numba import cuda
 from .._dtypes import STAT_DTYPE
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
+from .cuda_compile import prepare
+from .devmath import make_devmath
 
 _SCAN_THREADS_PER_BLOCK = 64
 _SIMULATOR_HINT = (
@@ -38,6 +39,7 @@ def create_cuda_backend(simulated):
             raise ValueError(_SIMULATOR_HINT)
         return CUDABackend("emulator")
     _require_gpu()
+    prepare()
     return CUDABackend("cupy")
 
 
@@ -61,6 +63,7 @@ def _require_gpu():
 # module-level name ``cuda`` inside kernels, so kernels live at module level.
 _scan = make_split_scanner(cuda.jit(device=True))
 _summary = node_summaries_kernel_body(cuda.jit(device=True))
+_devmath_one = make_devmath(cuda.jit(device=True)).apply_one
 
 
 @cuda.jit
@@ -83,33 +86,26 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
         _summary(node, totals, layout, inv, params, values, impurity)
 
 
-@contextlib.contextmanager
-def _exact_float_arithmetic():
-    """Compile numba.cuda kernels launched inside with FMA contraction off.
+@cuda.jit
+def _devmath_kernel(code, x, out):
+    """One thread per element: out[i] = f(x[i]), f = devmath.CODES[code];
+    x IN float64 (n,), out OUT float64 (n,)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = _devmath_one(code, x[i])
 
-    Without ``fastmath``, numba leaves NVVM's default ``-fma=1`` on, so a GPU
-    could fuse ``a * b + c`` in the gain formulas and round differently from
-    the CPU; split gains must round identically on every backend. numba has
-    no public switch, so NVVM's compile call is wrapped while our kernels
-    compile (best effort: a numba without ``cudadrv.nvvm.compile_ir`` is left
-    alone).
-    """
-    try:
-        from numba.cuda.cudadrv import nvvm
-        original = nvvm.compile_ir
-    except (ImportError, AttributeError):
-        yield
-        return
 
-    def compile_ir(llvmir, **options):
-        options.setdefault("fma", False)
-        return original(llvmir, **options)
-
-    nvvm.compile_ir = compile_ir
-    try:
-        yield
-    finally:
-        nvvm.compile_ir = original
+def apply_devmath(code, values):
+    """devmath function ``code`` of a device array, elementwise (float64,
+    same shape); the device half of :func:`gputree.backends.devmath.apply`."""
+    import cupy
+    values = cupy.ascontiguousarray(values, dtype=np.float64)
+    out = cupy.empty_like(values)
+    flat_in, flat_out = values.reshape(-1), out.reshape(-1)
+    if flat_in.size:
+        blocks = math.ceil(flat_in.size / _SCAN_THREADS_PER_BLOCK)
+        _devmath_kernel[blocks, _SCAN_THREADS_PER_BLOCK](np.int64(code), flat_in, flat_out)
+    return out
 
 
 class CUDABackend(Backend):
@@ -163,8 +159,7 @@ class CUDABackend(Backend):
         scratch = empty_scratch(xp, n_nodes, n_features, n_channels,
                                 bool(self.to_host(is_categorical).any()))
         blocks = math.ceil(n_nodes * n_features / _SCAN_THREADS_PER_BLOCK)
-        with _exact_float_arithmetic():
-            _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
+        _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
                 hist, n_bins_non_missing, is_categorical, feature_allowed,
                 np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
         return best_split_per_node(xp, *outputs)
@@ -173,9 +168,8 @@ class CUDABackend(Backend):
         self._count("node_summaries")
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
         blocks = max(1, math.ceil(totals.shape[0] / _SCAN_THREADS_PER_BLOCK))
-        with _exact_float_arithmetic():
-            _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
-                                                            values, impurity)
+        _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
+                                                        values, impurity)
         return values, impurity
 
     def free_memory_bytes(self):

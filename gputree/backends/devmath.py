@@ -163,42 +163,52 @@ def make_devmath(jit):
             return math.inf
         return log(u) * (x / (u - 1.0))
 
-    return SimpleNamespace(exp=exp, log=log, log2=log2, log1p=log1p)
+    @jit
+    def apply_one(code, x):
+        """f(x) for f = (exp, log, log2, log1p)[code] (see CODES)."""
+        if code == 0:
+            return exp(x)
+        if code == 1:
+            return log(x)
+        if code == 2:
+            return log2(x)
+        return log1p(x)
+
+    return SimpleNamespace(exp=exp, log=log, log2=log2, log1p=log1p, apply_one=apply_one)
 
 
 #: host-compiled scalar functions (numba.njit), for host code and tests
 host = make_devmath(numba.njit(cache=True))
 
 
+#: codes of the functions for :func:`apply` and the kernels' ``apply_one``
+CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
+
+
 def _make_host_apply():
-    exp, log, log2, log1p = host.exp, host.log, host.log2, host.log1p
+    apply_one = host.apply_one
 
     @numba.njit(parallel=True, cache=True)
     def apply_host(code, x, out):
-        """out[i] = f(x[i]) for f = (exp, log, log2, log1p)[code]; x, out
-        float64 (n,) IN / OUT (contiguous)."""
+        """out[i] = f(x[i]), f = CODES[code]; x IN, out OUT float64 (n,)."""
         for i in numba.prange(x.shape[0]):
-            v = x[i]
-            if code == 0:
-                out[i] = exp(v)
-            elif code == 1:
-                out[i] = log(v)
-            elif code == 2:
-                out[i] = log2(v)
-            else:
-                out[i] = log1p(v)
+            out[i] = apply_one(code, x[i])
 
     return apply_host
 
 
 _apply_host = _make_host_apply()
-_CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
 
 
 def apply(name, values):
-    """``name`` ("exp", "log", "log2", "log1p") of a host array, elementwise,
-    with the device-identical functions; returns float64 of the same shape."""
+    """``name`` ("exp", "log", "log2", "log1p") of an array, elementwise,
+    with the device-identical functions: numpy arrays on the host, device
+    arrays (cupy) by the CUDA backend's kernel. Returns float64, same shape
+    and array module as ``values``."""
+    if not isinstance(values, (np.ndarray, float, int, list, tuple)):
+        from .cuda import apply_devmath
+        return apply_devmath(CODES[name], values)
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty_like(values)
-    _apply_host(_CODES[name], values.reshape(-1), out.reshape(-1))
+    _apply_host(CODES[name], values.reshape(-1), out.reshape(-1))
     return out
