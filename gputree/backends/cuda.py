@@ -11,7 +11,6 @@ arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
 CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
 ``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
 """
-import contextlib
 import math
 from collections import Counter
 
@@ -23,6 +22,8 @@ from .._validation import to_numpy
 from .accounting import AllocationTracker, TransferCounter
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
+from .cuda_compile import prepare
+from .devmath import make_devmath
 from .kernel_cache import cache_numba_cuda_kernels
 from .transfer import pack_device, pack_host, unpack
 
@@ -42,6 +43,7 @@ def create_cuda_backend(simulated):
             raise ValueError(_SIMULATOR_HINT)
         return CUDABackend("emulator")
     _require_gpu()
+    prepare()
     return CUDABackend("cupy")
 
 
@@ -65,6 +67,7 @@ def _require_gpu():
 # module-level name ``cuda`` inside kernels, so kernels live at module level.
 _scan = make_split_scanner(cuda.jit(device=True))
 _summary = node_summaries_kernel_body(cuda.jit(device=True))
+_devmath_one = make_devmath(cuda.jit(device=True)).apply_one
 # compiled kernels kept on disk: a second process starts without compiling
 _CACHE_KERNELS = cache_numba_cuda_kernels(__file__)
 
@@ -89,33 +92,26 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
         _summary(node, totals, layout, inv, params, values, impurity)
 
 
-@contextlib.contextmanager
-def _exact_float_arithmetic():
-    """Compile numba.cuda kernels launched inside with FMA contraction off.
+@cuda.jit(cache=_CACHE_KERNELS)
+def _devmath_kernel(code, x, out):
+    """One thread per element: out[i] = f(x[i]), f = devmath.CODES[code];
+    x IN float64 (n,), out OUT float64 (n,)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = _devmath_one(code, x[i])
 
-    Without ``fastmath``, numba leaves NVVM's default ``-fma=1`` on, so a GPU
-    could fuse ``a * b + c`` in the gain formulas and round differently from
-    the CPU; split gains must round identically on every backend. numba has
-    no public switch, so NVVM's compile call is wrapped while our kernels
-    compile (best effort: a numba without ``cudadrv.nvvm.compile_ir`` is left
-    alone).
-    """
-    try:
-        from numba.cuda.cudadrv import nvvm
-        original = nvvm.compile_ir
-    except (ImportError, AttributeError):
-        yield
-        return
 
-    def compile_ir(llvmir, **options):
-        options.setdefault("fma", False)
-        return original(llvmir, **options)
-
-    nvvm.compile_ir = compile_ir
-    try:
-        yield
-    finally:
-        nvvm.compile_ir = original
+def apply_devmath(code, values):
+    """devmath function ``code`` of a device array, elementwise (float64,
+    same shape); the device half of :func:`gputree.backends.devmath.apply`."""
+    import cupy
+    values = cupy.ascontiguousarray(values, dtype=np.float64)
+    out = cupy.empty_like(values)
+    flat_in, flat_out = values.reshape(-1), out.reshape(-1)
+    if flat_in.size:
+        blocks = math.ceil(flat_in.size / _SCAN_THREADS_PER_BLOCK)
+        _devmath_kernel[blocks, _SCAN_THREADS_PER_BLOCK](np.int64(code), flat_in, flat_out)
+    return out
 
 
 class CUDABackend(Backend):
@@ -217,8 +213,7 @@ class CUDABackend(Backend):
         outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels)
         scratch = empty_scratch(self, n_nodes, n_features, n_channels, True)
         blocks = math.ceil(n_nodes * n_features / _SCAN_THREADS_PER_BLOCK)
-        with _exact_float_arithmetic():
-            _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
+        _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
                 hist, n_bins_non_missing, is_categorical, feature_allowed,
                 np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
         return best_split_per_node(self.xp, *outputs)
@@ -228,9 +223,8 @@ class CUDABackend(Backend):
         values = self.zeros((totals.shape[0], n_outputs, n_classes), FLOAT_DTYPE)
         impurity = self.zeros(totals.shape[0], FLOAT_DTYPE)
         blocks = max(1, math.ceil(totals.shape[0] / _SCAN_THREADS_PER_BLOCK))
-        with _exact_float_arithmetic():
-            _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
-                                                            values, impurity)
+        _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
+                                                        values, impurity)
         return values, impurity
 
     def free_memory_bytes(self):

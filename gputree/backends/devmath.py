@@ -34,6 +34,10 @@ _N_STEPS = len(_STEPS)
 _BIG = tuple(math.ldexp(1.0, s) for s in _STEPS)
 _SMALL = tuple(math.ldexp(1.0, -s) for s in _STEPS)
 _HALF_SMALL_INV = tuple(math.ldexp(1.0, 1 - s) for s in _STEPS)
+#: atanh series: log(m) = 2s + 2s z (1/3 + z/5 + ... + z**11/25), z = s*s, |s| < 0.172
+_LOG_COEFFICIENTS = tuple(1.0 / d for d in range(25, 1, -2))
+#: Taylor series of exp(r) for |r| <= ln(2)/2, degree 13 (highest first)
+_EXP_COEFFICIENTS = tuple(1.0 / math.factorial(d) for d in range(13, -1, -1))
 
 
 def make_devmath(jit):
@@ -82,27 +86,25 @@ def make_devmath(jit):
         return x
 
     @jit
+    def horner(coefficients, z):
+        """coefficients[0] z**(n-1) + ... + coefficients[n-1], by Horner's rule."""
+        p = coefficients[0]
+        for i in range(1, len(coefficients)):
+            p = p * z + coefficients[i]
+        return p
+
+    @jit
     def log_reduced(m):
         """log(m) for m in [sqrt(1/2), sqrt(2)): 2 atanh(s), s = (m-1)/(m+1)."""
         s = (m - 1.0) / (m + 1.0)
         z = s * s
-        p = 1.0 / 25.0
-        p = p * z + 1.0 / 23.0
-        p = p * z + 1.0 / 21.0
-        p = p * z + 1.0 / 19.0
-        p = p * z + 1.0 / 17.0
-        p = p * z + 1.0 / 15.0
-        p = p * z + 1.0 / 13.0
-        p = p * z + 1.0 / 11.0
-        p = p * z + 1.0 / 9.0
-        p = p * z + 1.0 / 7.0
-        p = p * z + 1.0 / 5.0
-        p = p * z + 1.0 / 3.0
+        p = horner(_LOG_COEFFICIENTS, z)
         return 2.0 * s + 2.0 * s * (z * p)
 
     @jit
-    def log(x):
-        """Natural logarithm; -inf at 0, nan below 0 or at nan, inf at inf."""
+    def log_base(x, base2):
+        """log2(x) when base2 else the natural log: -inf at 0, nan below 0 or
+        at nan, inf at inf (log2 is exact for powers of two)."""
         if x != x or x < 0.0:
             return math.nan
         if x == 0.0:
@@ -110,19 +112,19 @@ def make_devmath(jit):
         if x == math.inf:
             return math.inf
         m, k = frexp_sqrt2(x)
+        if base2:
+            return k + log_reduced(m) * INV_LN2
         return k * LN2_HI + (k * LN2_LO + log_reduced(m))
 
     @jit
+    def log(x):
+        """Natural logarithm."""
+        return log_base(x, False)
+
+    @jit
     def log2(x):
-        """Base-2 logarithm (exact for powers of two)."""
-        if x != x or x < 0.0:
-            return math.nan
-        if x == 0.0:
-            return -math.inf
-        if x == math.inf:
-            return math.inf
-        m, k = frexp_sqrt2(x)
-        return k + log_reduced(m) * INV_LN2
+        """Base-2 logarithm."""
+        return log_base(x, True)
 
     @jit
     def exp(x):
@@ -136,20 +138,7 @@ def make_devmath(jit):
         t = x * INV_LN2
         k = int(t + 0.5) if t >= 0.0 else -int(0.5 - t)
         r = (x - k * LN2_HI) - k * LN2_LO
-        p = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        p = p * r + 1.0
+        p = horner(_EXP_COEFFICIENTS, r)
         return scale_by_power_of_two(p, k)
 
     @jit
@@ -163,42 +152,52 @@ def make_devmath(jit):
             return math.inf
         return log(u) * (x / (u - 1.0))
 
-    return SimpleNamespace(exp=exp, log=log, log2=log2, log1p=log1p)
+    @jit
+    def apply_one(code, x):
+        """f(x) for f = (exp, log, log2, log1p)[code] (see CODES)."""
+        if code == 0:
+            return exp(x)
+        if code == 1:
+            return log(x)
+        if code == 2:
+            return log2(x)
+        return log1p(x)
+
+    return SimpleNamespace(exp=exp, log=log, log2=log2, log1p=log1p, apply_one=apply_one)
 
 
 #: host-compiled scalar functions (numba.njit), for host code and tests
 host = make_devmath(numba.njit(cache=True))
 
 
+#: codes of the functions for :func:`apply` and the kernels' ``apply_one``
+CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
+
+
 def _make_host_apply():
-    exp, log, log2, log1p = host.exp, host.log, host.log2, host.log1p
+    apply_one = host.apply_one
 
     @numba.njit(parallel=True, cache=True)
     def apply_host(code, x, out):
-        """out[i] = f(x[i]) for f = (exp, log, log2, log1p)[code]; x, out
-        float64 (n,) IN / OUT (contiguous)."""
+        """out[i] = f(x[i]), f = CODES[code]; x IN, out OUT float64 (n,)."""
         for i in numba.prange(x.shape[0]):
-            v = x[i]
-            if code == 0:
-                out[i] = exp(v)
-            elif code == 1:
-                out[i] = log(v)
-            elif code == 2:
-                out[i] = log2(v)
-            else:
-                out[i] = log1p(v)
+            out[i] = apply_one(code, x[i])
 
     return apply_host
 
 
 _apply_host = _make_host_apply()
-_CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
 
 
 def apply(name, values):
-    """``name`` ("exp", "log", "log2", "log1p") of a host array, elementwise,
-    with the device-identical functions; returns float64 of the same shape."""
+    """``name`` ("exp", "log", "log2", "log1p") of an array, elementwise,
+    with the device-identical functions: numpy arrays on the host, device
+    arrays (cupy) by the CUDA backend's kernel. Returns float64, same shape
+    and array module as ``values``."""
+    if not isinstance(values, (np.ndarray, float, int, list, tuple)):
+        from .cuda import apply_devmath
+        return apply_devmath(CODES[name], values)
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty_like(values)
-    _apply_host(_CODES[name], values.reshape(-1), out.reshape(-1))
+    _apply_host(CODES[name], values.reshape(-1), out.reshape(-1))
     return out
