@@ -324,11 +324,11 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     def _row_mask(self, rng, n_samples):
         """float64 (n,) on the device: 1 for round(subsample * n) rows drawn
-        without replacement, else 0."""
-        mask = np.zeros(n_samples)
+        without replacement, else 0 (drawn on the host, copied as uint8)."""
+        mask = np.zeros(n_samples, dtype=np.uint8)
         mask[rng.choice(n_samples, max(1, int(round(self.subsample * n_samples))),
-                        replace=False)] = 1.0
-        return self._backend.asarray(mask)
+                        replace=False)] = 1
+        return self._backend.upload(mask).astype(np.float64)
 
     def _grow(self, data, stats, growth, rng, pool, held_row_bytes):
         """grow_tree on a colsample_bytree subset of the features; the tree
