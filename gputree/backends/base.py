@@ -79,9 +79,9 @@ class Backend:
         device; here the arrays themselves)."""
         return dict(arrays)
 
-    def empty(self, shape, dtype):
+    def empty(self, shape, dtype, order="C"):
         """An uninitialised array for a buffer of a fit."""
-        return self.xp.empty(shape, dtype=dtype)
+        return self.xp.empty(shape, dtype=dtype, order=order)
 
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
                          held_row_bytes=0):

@@ -18,7 +18,7 @@ import numpy as np
 from numba import cuda
 
 from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE, X_DTYPE
-from .._validation import to_numpy
+from .._validation import is_device_array, to_numpy
 from .accounting import AllocationTracker, TransferCounter
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
@@ -136,7 +136,7 @@ class CUDABackend(Backend):
         self.launches[name] += 1
 
     def _on_device(self, array):
-        return self.runtime == "cupy" and isinstance(array, self.xp.ndarray)
+        return self.runtime == "cupy" and is_device_array(array)
 
     def upload(self, array, dtype=None, order="C"):
         """A host array copied to the device (counted); a device array as it
