@@ -38,8 +38,11 @@ except Exception as exc:  # noqa: BLE001 - skip with the reason
 TREE_UPLOADS, TREE_DOWNLOADS = 3, 2
 #: and once per level, whatever its number of nodes
 LEVEL_UPLOADS, LEVEL_DOWNLOADS = 1, 1
+#: counted kernel launches per level: partition, histograms, subtraction,
+#: split scan, children's summaries
+LEVEL_LAUNCHES = 5
 #: ensembles, per tree: boosting uploads the leaf values that update the
-#: raw scores, a forest the tree's statistics
+#: raw scores, a forest the tree's bootstrap counts
 ROUND_UPLOADS, BAG_UPLOADS = 1, 1
 
 
@@ -57,8 +60,8 @@ def binned(backend, X):
 
 
 def grow_counted(max_depth, **growth):
-    """(tree, uploads, downloads) of one grow_tree on a regression that
-    splits every node down to max_depth."""
+    """(tree, uploads, downloads, launches) of one grow_tree on a regression
+    that splits every node down to max_depth."""
     backend = device()
     rng = np.random.RandomState(0)
     X = rng.uniform(size=(600, 3))
@@ -66,11 +69,12 @@ def grow_counted(max_depth, **growth):
     data = binned(backend, X)
     stats = regression_statistics(y[:, None], np.ones(600), SQUARED_ERROR)
     stats.stats = backend.upload(stats.stats)
-    before = backend.transfers.copies()
+    before, launched = backend.transfers.copies(), sum(backend.launches.values())
     tree, _ = grow_tree(backend, data, stats, GrowthParams(max_depth=max_depth, **growth),
                         np.random.RandomState(0))
     after = backend.transfers.copies()
-    return tree, after[0] - before[0], after[1] - before[1]
+    launches = sum(backend.launches.values()) - launched
+    return tree, after[0] - before[0], after[1] - before[1], launches
 
 
 def levels(tree):
@@ -80,15 +84,16 @@ def levels(tree):
 
 @pytest.mark.parametrize("growth", [{}, {"max_features": 2}, {"max_leaf_nodes": 40}])
 def test_copies_per_tree_and_level_do_not_grow_with_nodes(growth):
-    shallow, shallow_up, shallow_down = grow_counted(1, **growth)
-    deep, deep_up, deep_down = grow_counted(6, **growth)
+    shallow, shallow_up, shallow_down, shallow_launches = grow_counted(1, **growth)
+    deep, deep_up, deep_down, deep_launches = grow_counted(6, **growth)
     assert deep.node_count > 10 * shallow.node_count
     for tree, up, down in ((shallow, shallow_up, shallow_down), (deep, deep_up, deep_down)):
         assert up <= TREE_UPLOADS + LEVEL_UPLOADS * levels(tree)
         assert down <= TREE_DOWNLOADS + LEVEL_DOWNLOADS * levels(tree)
-    # five more levels, twenty times the nodes: at most five more of each
+    # five more levels, over ten times the nodes: at most five more of each
     assert deep_up - shallow_up <= LEVEL_UPLOADS * (levels(deep) - levels(shallow))
     assert deep_down - shallow_down <= LEVEL_DOWNLOADS * (levels(deep) - levels(shallow))
+    assert deep_launches - shallow_launches <= LEVEL_LAUNCHES * (levels(deep) - levels(shallow))
 
 
 def ensemble_copies(make, n_trees, X, y):
