@@ -31,8 +31,22 @@ PY
 # correctness first: PTX checks, then every estimator CPU vs GPU, bit for bit
 GPUTREE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider -rA \
     tests/test_exact_device_code.py tests/test_device_parity.py tests/test_cuda_toolchain.py \
-    > "$LOG_DIR/parity.txt" 2>&1
+    tests/test_device_budgets.py > "$LOG_DIR/parity.txt" 2>&1
 echo "parity exit $?" >> "$LOG_DIR/parity.txt"
+
+# start-up: the same small GPU fit in two fresh processes; the second finds
+# the compiled kernels in the on-disk caches (numba-cuda's and cupy's)
+for run in first second; do
+    python3 - >> "$LOG_DIR/startup.txt" 2>&1 <<PY
+import time
+start = time.perf_counter()
+import numpy as np
+from gputree import GradientBoostingClassifier
+X = np.random.RandomState(0).normal(size=(2000, 8))
+GradientBoostingClassifier(n_estimators=2, max_depth=3, device="cuda").fit(X, X[:, 0] > 0)
+print("$run process: import and fit", round(time.perf_counter() - start, 2), "s")
+PY
+done
 
 # the whole suite on this machine (the CUDA backend is tested where a test asks for it)
 python3 -m pytest -q -p no:cacheprovider -n 4 tests > "$LOG_DIR/suite.txt" 2>&1
