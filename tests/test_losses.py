@@ -159,3 +159,19 @@ def test_make_loss_picks_the_loss():
     assert isinstance(multinomial, MultinomialLoss) and multinomial.n_outputs == 4
     assert isinstance(make_loss("poisson"), PoissonLoss)
     assert isinstance(make_loss("absolute_error"), AbsoluteError)
+
+
+def test_grouped_weighted_median_does_not_depend_on_row_order_or_weight_scale():
+    """Heavy ties with unequal weights: any row order, and weights scaled by
+    any power of two, pick the same medians (the cumulative weights are
+    compared exactly, as a device's parallel scan must agree with the host's)."""
+    rng = np.random.RandomState(5)
+    values = rng.randint(0, 4, size=500).astype(float)
+    weights = rng.uniform(0.1, 10.0, size=500)
+    groups = rng.randint(0, 6, size=500)
+    expected = grouped_weighted_median(np, values, weights, groups, 6)
+    for seed in range(5):
+        perm = np.random.RandomState(seed).permutation(500)
+        scale = 2.0 ** (40 * seed - 80)
+        got = grouped_weighted_median(np, values[perm], weights[perm] * scale, groups[perm], 6)
+        assert np.array_equal(got, expected)
