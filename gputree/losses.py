@@ -109,19 +109,27 @@ def _log1p_exp(xp, raw, e=None):
     return xp.maximum(raw, 0.0) + devmath.apply("log1p", e)
 
 
-@numba.njit(parallel=True, cache=True)
-def _log_loss_terms(raw, y, e, log1p_e, d1, d2, loss):
-    """The binary log-loss's arithmetic on the host in one pass (``e =
-    exp(-|raw|)`` and ``log1p(e)`` from devmath): raw, y, e, log1p_e float64
-    (n, 1) IN; d1 = p - y, d2 = p (1 - p) float64 (n, 1) OUT and loss =
-    log(1 + exp(raw)) - y raw float64 (n,) OUT, with p = sigmoid(raw), each
-    rounded as the array formulas below round it (the device's path)."""
-    for i in numba.prange(raw.shape[0]):
-        r = raw[i, 0]
-        p = (e[i, 0] if r < 0.0 else 1.0) / (1.0 + e[i, 0])
-        d1[i, 0] = p - y[i, 0]
-        d2[i, 0] = (1.0 - p) * p
-        loss[i] = (log1p_e[i, 0] + max(r, 0.0)) - y[i, 0] * r
+def _make_log_loss_terms(exp, log1p):
+    @numba.njit(parallel=True, cache=True)
+    def log_loss_terms(raw, y, d1, d2, loss):
+        """The binary log-loss's arithmetic on the host in one pass: raw, y
+        float64 (n, 1) IN; d1 = p - y, d2 = p (1 - p) float64 (n, 1) OUT and
+        loss = log(1 + exp(raw)) - y raw float64 (n,) OUT, p = sigmoid(raw),
+        with devmath's exp and log1p (of e = exp(-|raw|) in (0, 1], the
+        bit-identical log1p_unit), each value rounded as the array formulas
+        of the device path round it."""
+        for i in numba.prange(raw.shape[0]):
+            r = raw[i, 0]
+            e = exp(-abs(r))
+            p = (e if r < 0.0 else 1.0) / (1.0 + e)
+            d1[i, 0] = p - y[i, 0]
+            d2[i, 0] = (1.0 - p) * p
+            loss[i] = (max(r, 0.0) + log1p(e)) - y[i, 0] * r
+
+    return log_loss_terms
+
+
+_log_loss_terms = _make_log_loss_terms(devmath.host.exp, devmath.host.log1p_unit)
 
 
 class Loss:
@@ -183,11 +191,11 @@ class BinaryLogLoss(Loss):
     def _derivatives_and_pointwise(self, xp, y, raw):
         """exp(-|raw|) once for all three; on the host the arithmetic is one
         numba pass that rounds as the array formulas below."""
-        e = _exp(-xp.abs(raw))
         if xp is np:
             d1, d2, loss = np.empty_like(raw), np.empty_like(raw), np.empty(raw.shape[0])
-            _log_loss_terms(raw, y, e, devmath.apply("log1p", e), d1, d2, loss)
+            _log_loss_terms(raw, y, d1, d2, loss)
             return d1, d2, loss
+        e = _exp(-xp.abs(raw))
         p = _sigmoid(xp, raw, e)
         return p - y, (1.0 - p) * p, (_log1p_exp(xp, raw, e) - y * raw)[:, 0]
 
