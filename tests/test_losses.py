@@ -175,3 +175,23 @@ def test_grouped_weighted_median_does_not_depend_on_row_order_or_weight_scale():
         scale = 2.0 ** (40 * seed - 80)
         got = grouped_weighted_median(np, values[perm], weights[perm] * scale, groups[perm], 6)
         assert np.array_equal(got, expected)
+
+
+class _DeviceLikeNumpy:
+    """numpy under another name: the losses take their array-formula (device)
+    path, which a GPU runs with cupy, instead of the host's fused kernels."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def test_binary_log_loss_host_kernel_equals_the_device_formulas_bit_for_bit():
+    rng = np.random.RandomState(11)
+    raw = np.concatenate([rng.normal(scale=4, size=2000), [0.0, -0.0, 40.0, -40.0, 800.0,
+                                                           -800.0]])[:, None]
+    y = (rng.uniform(size=raw.shape) < 0.5).astype(float)
+    loss = BinaryLogLoss()
+    host = loss.gradients_and_pointwise(np, y, raw, None)
+    device = loss.gradients_and_pointwise(_DeviceLikeNumpy(), y, raw, None)
+    for a, b in zip(host, device):
+        assert np.array_equal(a, b)
