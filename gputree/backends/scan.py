@@ -1,4 +1,4 @@
-"""Split finding: the scan of one (node, feature) histogram for its best split,
+"""Split finding as device math: the scan of one (node, feature) histogram for its best split,
 and the per-level reduction to one best split per node.
 
 The scan is written once in the Python subset that both ``numba.njit`` and
@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
-from .criteria import LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, make_criterion_functions
+from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
+from .formulas import LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, make_criterion_functions
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
 SCRATCH_VECTORS = 5
