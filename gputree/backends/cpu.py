@@ -1,9 +1,12 @@
 """CPU backend: the tree primitives as numpy arrays and ``numba.njit`` loops.
 
-Loops are parallel over features (histograms, binning) or over rows
-(partition, prediction), so no two threads ever write the same cell and no
-atomics are needed. Histogram cells are int64 fixed-point sums, so the result
-equals the CUDA backend's bit for bit.
+Loops are parallel over rows (binning, partition, prediction) or, for
+histograms, over (row block, feature block) tasks cut from the level's shape
+and numba's thread count (:func:`histogram_cut`): a row block other than the
+first adds into private histograms, reduced afterwards in a fixed order. No
+two threads ever write the same cell and no atomics are needed. Histogram
+cells are int64 fixed-point sums, so the result is the same for any cut and
+thread count and equals the CUDA backend's bit for bit.
 """
 import contextlib
 import functools
