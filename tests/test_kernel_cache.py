@@ -51,3 +51,19 @@ def test_the_stamp_follows_an_edit_of_a_file_the_kernels_compile(tmp_path, monke
     before = locator.get_source_stamp()
     os.utime(other, (1, 1))
     assert locator.get_source_stamp() != before
+
+
+def test_the_cpu_kernels_cache_where_numba_cache_dir_says(tmp_path):
+    """NUMBA_CACHE_DIR, when set, holds the kernels (numba's own rule), not
+    the package folder nor the user's cache folder."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ("from gputree.backends import cpu\n"
+            "print(cpu._find_splits._cache._impl._locator._cache_path)\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().startswith(str(tmp_path))

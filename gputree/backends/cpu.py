@@ -1,12 +1,16 @@
 """CPU backend: the tree primitives as numpy arrays and ``numba.njit`` loops.
 
-Loops are parallel over features (histograms, binning) or over rows
-(partition, prediction), so no two threads ever write the same cell and no
-atomics are needed. Histogram cells are int64 fixed-point sums, so the result
-equals the CUDA backend's bit for bit.
+Loops are parallel over rows (binning, partition, prediction) or, for
+histograms, over (row block, feature block) tasks cut from the level's shape
+and numba's thread count (:func:`histogram_cut`): a row block other than the
+first adds into private histograms, reduced afterwards in a fixed order. No
+two threads ever write the same cell and no atomics are needed. Histogram
+cells are int64 fixed-point sums, so the result is the same for any cut and
+thread count and equals the CUDA backend's bit for bit.
 """
 import contextlib
 import functools
+import logging
 import math
 import mmap
 
@@ -42,9 +46,20 @@ def _without_reference_counting():
 
 
 _plain_jit = _without_reference_counting()
-# small per-candidate helpers are inlined: calls cost more than the
-# arithmetic they do
-_inline = functools.partial(njit, inline="always")
+
+
+def _inline(function):
+    """The split scan's per-candidate helpers are inlined (numba IR): calls
+    cost more than the arithmetic they do. devmath's exp/log family is
+    compiled once and called instead: those functions are large, only a few
+    criteria call them (not gini nor newton), and inlining them at every
+    call site of every gain formula multiplied the scan's compile time
+    (measured: over 5 times less; the gini and newton scans as fast)."""
+    if function.__module__.endswith(".devmath"):
+        return _plain_jit(function)
+    return njit(inline="always")(function)
+
+
 _scan = make_split_scanner(_plain_jit, _inline)
 _node_summary = node_summaries_kernel_body(_plain_jit)
 
@@ -149,47 +164,110 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
     return rows, slots, ordered
 
 
-@njit(parallel=True, cache=True)
-def _build_histograms(X_binned, ordered_stats, rows, slots, hist):
-    """hist int64 (n_hist, F, n_bins, C) INOUT, built rows zeroed; parallel
-    over features, each sweeping the rows in order (for several nodes: the
-    task's histograms stay cached). Cells are indexed, never sliced: numba
-    reference-counts every view."""
-    n_features = X_binned.shape[1]
-    n_channels = ordered_stats.shape[1]
-    for f in prange(n_features):
-        for r in range(rows.shape[0]):
-            b = X_binned[_U(rows[r]), _U(f)]
-            s = _U(slots[r])
-            for c in range(n_channels):
-                hist[s, _U(f), b, _U(c)] += ordered_stats[_U(r), _U(c)]
+@njit(inline="always")
+def _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
+              f_first, f_stop, dest, dest_rows):
+    """dest[dest_rows[s]] INOUT += the histograms of gathered rows first ..
+    stop-1 (s = one_slot, or slots[r] when one_slot < 0), features f_first
+    .. f_stop-1. Each row's statistics are read once for all those features.
+    Cells are indexed, never sliced: numba reference-counts every view."""
+    for r in range(first, stop):
+        i = _U(r) if all_rows else _U(rows[r])
+        s = _U(dest_rows[one_slot if one_slot >= 0 else slots[r]])
+        for f in range(f_first, f_stop):
+            b = X_binned[i, _U(f)]
+            for c in range(stats.shape[1]):
+                dest[s, _U(f), b, _U(c)] += stats[_U(r), _U(c)]
 
 
 @njit(parallel=True, cache=True)
-def _build_one_histogram(X_binned, ordered_stats, rows, all_rows, slot, features_per_task, hist):
-    """The histogram of one node into hist[slot] (INOUT, zeroed), parallel
-    over blocks of ``features_per_task`` features: a block reads each row's
-    statistics once for all its features. ``all_rows`` (the root): every row
-    in order and ``ordered_stats`` is the statistics array itself, ``rows``
-    is not read."""
-    n_features = X_binned.shape[1]
-    n_tasks = (n_features + features_per_task - 1) // features_per_task
-    s = _U(slot)
-    for task in prange(n_tasks):
-        stop = min((task + 1) * features_per_task, n_features)
-        for r in range(ordered_stats.shape[0]):
-            i = _U(r) if all_rows else _U(rows[r])
-            for f in range(task * features_per_task, stop):
-                b = X_binned[i, _U(f)]
-                for c in range(ordered_stats.shape[1]):
-                    hist[s, _U(f), b, _U(c)] += ordered_stats[_U(r), _U(c)]
+def _build_histograms(X_binned, stats, rows, slots, all_rows, one_slot, part_of_row,
+                      n_row_blocks, features_per_task, hist, part):
+    """Histograms of gathered rows, parallel over (row block, feature block)
+    tasks.
+
+    X_binned uint8 (n, F) IN; stats int64 (m, C) IN: the gathered rows'
+    statistics (``all_rows``: every row in order, ``rows`` unread; else row
+    ``rows[r]``, int32 (m,)); slots int32 (m,) IN: the hist row of row r's
+    node (or ``one_slot`` for every row when >= 0). hist int64 (n_hist, F,
+    n_bins, C) INOUT (built rows zeroed) takes row block 0; part int64
+    (n_row_blocks - 1, n_build, F, n_bins, C) INOUT, zeroed, takes the other
+    blocks, hist row h in part row part_of_row[h] (int32 (n_hist,) IN); then
+    :func:`_add_parts`. Integer sums: the result depends on neither the cut
+    nor the thread count."""
+    m, n_features = stats.shape[0], X_binned.shape[1]
+    n_groups = (n_features + features_per_task - 1) // features_per_task
+    block_rows = (m + n_row_blocks - 1) // n_row_blocks
+    same_row = np.arange(hist.shape[0]).astype(np.int32)
+    for task in prange(n_row_blocks * n_groups):
+        block, group = task // n_groups, task % n_groups
+        first, stop = block * block_rows, min((block + 1) * block_rows, m)
+        f_first = group * features_per_task
+        f_stop = min(f_first + features_per_task, n_features)
+        if block == 0:
+            _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
+                      f_first, f_stop, hist, same_row)
+        else:
+            _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
+                      f_first, f_stop, part[block - 1], part_of_row)
 
 
-#: features per task when one node is built (_build_one_histogram): a block
-#: reads each row's statistics once for all its features, 25% faster there;
-#: from two nodes on, one feature per task (its histograms stay cached) was
-#: measured faster
-_ROOT_FEATURES_PER_TASK = 7
+@njit(parallel=True, cache=True)
+def _add_parts(part, built_rows, hist):
+    """hist[built_rows[k]] INOUT += part[p, k] for p in order (int64,
+    exact); part int64 (P, n_build, F, n_bins, C) IN. Parallel over
+    (histogram, feature)."""
+    n_features = part.shape[2]
+    for t in prange(part.shape[1] * n_features):
+        k, f = t // n_features, t % n_features
+        out = hist[built_rows[k], f]
+        for p in range(part.shape[0]):
+            block = part[p, k, f]
+            for b in range(out.shape[0]):
+                for c in range(out.shape[1]):
+                    out[b, c] += block[b, c]
+
+
+#: features per task when one node is built: a task reads each row's
+#: statistics once for all its features (25% faster there); from two nodes
+#: on, one feature per task (its histograms stay cached) was measured faster
+_ONE_NODE_FEATURES_PER_TASK = 7
+#: tasks per thread wanted in a histogram pass (load balance)
+_TASKS_PER_THREAD = 2
+#: an extra row block costs its private histograms (zeroing, reduction): it
+#: must hold at least this many rows per histogram bin
+_ROWS_PER_BIN = 4
+
+
+def histogram_cut(n_rows, n_build, n_features, n_bins, n_threads):
+    """(n_row_blocks, features_per_task) of a histogram pass: blocks of
+    features first (they need no reduction), then blocks of rows until every
+    thread has ``_TASKS_PER_THREAD`` tasks, while a block keeps at least
+    ``_ROWS_PER_BIN`` rows per bin of its private histograms."""
+    per_task = _ONE_NODE_FEATURES_PER_TASK if n_build == 1 else 1
+    n_groups = -(-n_features // per_task)
+    wanted = -(-_TASKS_PER_THREAD * n_threads // n_groups)
+    affordable = n_rows // (_ROWS_PER_BIN * n_build * n_bins)
+    return max(1, min(wanted, affordable)), per_task
+
+
+def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
+    """Add the histograms of gathered rows into hist's rows ``built_rows``
+    (int32, zeroed), cut by :func:`histogram_cut` for numba's threads.
+    ``rows`` None: every row in order (stats as they are)."""
+    n_bins = hist.shape[2]
+    n_blocks, per_task = histogram_cut(stats.shape[0], built_rows.size, X_binned.shape[1],
+                                       n_bins, numba.get_num_threads())
+    part = np.zeros((n_blocks - 1, built_rows.size) + hist.shape[1:], dtype=hist.dtype)
+    part_of_row = np.zeros(hist.shape[0], dtype=np.int32)
+    part_of_row[built_rows] = np.arange(built_rows.size)
+    one_slot = built_rows[0] if built_rows.size == 1 else -1
+    empty = np.empty(0, np.int32)
+    _build_histograms(X_binned, stats, empty if rows is None else rows,
+                      empty if slots is None else slots, rows is None, one_slot, part_of_row,
+                      n_blocks, per_task, hist, part)
+    if n_blocks > 1:
+        _add_parts(part, built_rows, hist)
 
 
 @njit(parallel=True, cache=True)
@@ -354,11 +432,36 @@ def _loop_vectorizer_off():
         numba.config.LOOP_VECTORIZE = saved
 
 
+_log = logging.getLogger("gputree")
+
+
+def _cache_is_cold(kernels):
+    """True when numba's disk cache holds no compiled code for one of the
+    ``kernels`` (dispatchers with ``cache=True``): they will be compiled.
+    False where numba's cache internals differ (nothing is said then)."""
+    try:
+        return any(not kernel._cache._cache_file._load_index() for kernel in kernels)
+    except Exception:  # noqa: BLE001 - numba internals: say nothing rather than fail
+        return False
+
+
+def _announce_compilation():
+    """One log record (warning level, so that it shows without any logging
+    set up) when this process will compile the kernels: the first fit after
+    installing or upgrading gputree or numba waits for the compiler."""
+    if _cache_is_cold((_find_splits, _build_histograms)):
+        _log.warning("gputree: compiling its CPU kernels (numba) for this machine; the first "
+                     "fit takes longer, later ones reuse the on-disk cache.")
+
+
 class CPUBackend(Backend):
     """numpy arrays, numba.njit kernels."""
 
     name = "cpu"
     xp = np
+
+    def __init__(self):
+        _announce_compilation()
 
     def zeros(self, shape, dtype):
         """A zeroed array mapped straight from the OS (anonymous mmap): pages
@@ -384,18 +487,14 @@ class CPUBackend(Backend):
         if hist is None:
             hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                             dtype=STAT_DTYPE)
-        built = np.flatnonzero(node_to_build >= 0)
-        if built.size == 1 and built[0] == 0 and level_start == 0 and not positions.any():
+        built_rows = node_to_build[node_to_build >= 0].astype(np.int32)
+        if (built_rows.size == 1 and node_to_build[0] >= 0 and level_start == 0
+                and not positions.any()):
             # the root: every row, in order, statistics as they are (no gather)
-            _build_one_histogram(X_binned, stats, np.empty(0, np.int32), True,
-                                 node_to_build[built[0]], _ROOT_FEATURES_PER_TASK, hist)
-            return hist
-        rows, slots, ordered_stats = _rows_to_build(positions, level_start, node_to_build, stats)
-        if built.size == 1:
-            _build_one_histogram(X_binned, ordered_stats, rows, False, node_to_build[built[0]],
-                                 _ROOT_FEATURES_PER_TASK, hist)
+            rows = slots = None
         else:
-            _build_histograms(X_binned, ordered_stats, rows, slots, hist)
+            rows, slots, stats = _rows_to_build(positions, level_start, node_to_build, stats)
+        _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist)
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):

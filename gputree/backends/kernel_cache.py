@@ -25,7 +25,8 @@ def backend_sources():
 def cover_backend_sources(impl_class, locator_bases, kernel_file):
     """Install locators (subclasses of ``locator_bases``, in front of
     ``impl_class._locator_classes``) that serve the functions defined in
-    ``kernel_file`` with a stamp over :func:`backend_sources`. Returns True."""
+    ``kernel_file`` with a stamp over :func:`backend_sources`, in the order
+    of ``locator_bases``. Returns True."""
     kernel_file = os.path.abspath(kernel_file)
 
     def stamp(self):
@@ -37,10 +38,10 @@ def cover_backend_sources(impl_class, locator_bases, kernel_file):
             return None
         return super(cls, cls).from_function(py_func, py_file)
 
-    for base in locator_bases:
+    for position, base in enumerate(locator_bases):
         locator = type(f"Gputree{base.__name__.lstrip('_')}", (base,),
                        {"get_source_stamp": stamp, "from_function": classmethod(matches)})
-        impl_class._locator_classes.insert(0, locator)
+        impl_class._locator_classes.insert(position, locator)
     return True
 
 
@@ -49,7 +50,9 @@ def cache_numba_cpu_kernels(kernel_file):
     (compile in every process) where numba's caching classes differ."""
     try:
         from numba.core import caching
-        bases = (caching.InTreeCacheLocator, caching.UserWideCacheLocator)
+        # numba's own order: NUMBA_CACHE_DIR when set, beside the file, per user
+        bases = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
+                 caching.UserWideCacheLocator)
         return cover_backend_sources(caching.CacheImpl, bases, kernel_file)
     except (ImportError, AttributeError):
         return False
