@@ -82,7 +82,7 @@ for threads in (1, 2, 3):
     boost = GradientBoostingClassifier(n_estimators=5, max_depth=5, early_stopping=False,
                                        random_state=0, device="cpu").fit(X, y)
     tree = DecisionTreeClassifier(max_depth=8, random_state=0, device="cpu").fit(X, y)
-    for t in list(boost._trees) + [tree.tree_]:
+    for t in list(boost._trees) + [tree.tree_.arrays]:   # tree_ wraps the TreeArrays
         for name, value in sorted(vars(t).items()):
             digest.update(np.ascontiguousarray(value).tobytes())
     for array in (boost.predict_proba(X), boost.train_score_, tree.predict_proba(X)):
