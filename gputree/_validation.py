@@ -283,7 +283,58 @@ def check_sample_weight(sample_weight, n_samples):
     if not np.any(w > 0):
         raise ValueError("sample_weight is zero for every row; at least one row needs "
                          "a positive weight.")
+    check_sum_range(w, "sample_weight", "this does not change the tree")
     return w
+
+
+#: float64's smallest normal and largest finite numbers
+_TINY = float(np.finfo(np.float64).tiny)
+_HUGE = float(np.finfo(np.float64).max)
+
+
+def _power_of_two_fix(largest):
+    """``2**j`` as text, with ``largest * 2**j`` about 1."""
+    return f"2**{-np.frexp(largest)[1] + 1}"
+
+
+def check_sum_range(values, name, effect):
+    """Values (n_samples, ...) float64 whose sum over rows gputree forms in
+    float64: raise a ValueError naming ``name`` and the fix (multiply by a
+    power of two, whose ``effect`` it states) when that sum can overflow or
+    the largest value is subnormal (below 2**-1022, where float64 loses
+    bits)."""
+    check_magnitude(float(np.max(np.abs(values), initial=0.0)), values.shape[0], name,
+                    name, effect)
+
+
+def check_magnitude(largest, n, name, what, effect):
+    """The check of :func:`check_sum_range` for ``n`` values of ``what`` (an
+    expression of argument ``name``) whose largest magnitude is ``largest``."""
+    fix = (f"Multiply {name} by a power of two such as {_power_of_two_fix(largest)} "
+           f"({effect}).") if 0.0 < largest < np.inf else f"Pass finite {name}."
+    if not np.isfinite(largest) or largest > _HUGE / max(n, 1):
+        raise ValueError(f"{name} is too large: the sum of {what} over {n} rows overflows "
+                         f"float64 (largest |{what}| = {largest:.3g}). {fix}")
+    if 0.0 < largest < _TINY:
+        raise ValueError(f"{name} is too small: the largest |{what}| is {largest:.3g}, below "
+                         "float64's normal range (2**-1022), where it loses precision. " + fix)
+
+
+def check_target_range(y, sample_weight, name="y"):
+    """Squared-error statistics and gradients square ``y``: raise, naming
+    ``name`` and the fix, when ``sample_weight * y**2`` summed over rows
+    overflows, or falls below float64's normal range while y is not all
+    zero. y float64 (n_samples, n_outputs); sample_weight (n_samples,)."""
+    effect = "the tree is the same and its predictions scale by the same factor"
+    check_sum_range(y, name, effect)
+    largest_y = float(np.max(np.abs(y), initial=0.0))
+    if largest_y == 0.0:
+        return
+    with np.errstate(over="ignore", under="ignore"):
+        second = float(np.max(sample_weight)) * largest_y * largest_y
+    if second == 0.0 or second == np.inf:
+        second = np.inf if largest_y > 1.0 else _TINY / 2   # out of range either way
+    check_magnitude(second, y.shape[0], name, f"sample_weight * {name}**2", effect)
 
 
 def check_int(value, name, low, high=None, allow_none=False):

@@ -32,8 +32,8 @@ import numpy as np
 from ._compat import ClassifierMixin, RegressorMixin
 from ._ensemble import (Progress, add_tree_values, set_params_from, training_data,
                         tree_rng)
-from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
-                          returns_input_kind)
+from ._validation import (check_choice, check_float, check_int, check_sample_weight,
+                          check_target_range, check_y, returns_input_kind)
 from .criteria import newton_statistics
 from .grower import BinnedData, GrowthParams, HistogramPool, grow_tree
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss, weighted_mean
@@ -537,6 +537,8 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         y = as_float_targets(y)
         if self.loss == "poisson":
             check_poisson_targets(y[:, None])
+        # gradients are residuals in y's units, and gains square their sums
+        check_target_range(y[:, None], np.ones(1))
         return y
 
     def _encode_eval_targets(self, y):
