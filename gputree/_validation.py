@@ -321,10 +321,10 @@ def check_magnitude(largest, n, name, what, effect):
 
 
 def check_target_range(y, sample_weight, name="y"):
-    """Squared-error statistics and gradients square ``y``: raise, naming
-    ``name`` and the fix, when ``sample_weight * y**2`` summed over rows
-    overflows, or falls below float64's normal range while y is not all
-    zero. y float64 (n_samples, n_outputs); sample_weight (n_samples,)."""
+    """Squared-error statistics square ``y``: raise, naming ``name`` and the
+    fix, when ``sample_weight * y**2`` summed over rows overflows, or falls
+    below float64's normal range while y is not all zero. y float64
+    (n_samples, n_outputs); sample_weight (n_samples,)."""
     effect = "the tree is the same and its predictions scale by the same factor"
     check_sum_range(y, name, effect)
     largest_y = float(np.max(np.abs(y), initial=0.0))
@@ -332,9 +332,14 @@ def check_target_range(y, sample_weight, name="y"):
         return
     with np.errstate(over="ignore", under="ignore"):
         second = float(np.max(sample_weight)) * largest_y * largest_y
-    if second == 0.0 or second == np.inf:
-        second = np.inf if largest_y > 1.0 else _TINY / 2   # out of range either way
-    check_magnitude(second, y.shape[0], name, f"sample_weight * {name}**2", effect)
+    if 0.0 < second < np.inf:
+        check_magnitude(second, y.shape[0], name, f"sample_weight * {name}**2", effect)
+        return
+    raise ValueError(
+        f"{name} is too {'large' if second else 'small'}: sample_weight * {name}**2 "
+        f"{'overflows' if second else 'underflows'} float64 (largest |{name}| = "
+        f"{largest_y:.3g}). Multiply {name} by a power of two such as "
+        f"{_power_of_two_fix(largest_y)} ({effect}).")
 
 
 def check_int(value, name, low, high=None, allow_none=False):
@@ -376,3 +381,27 @@ def check_random_state(seed):
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
         return np.random.RandomState(int(seed))
     raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {seed!r}.")
+
+
+#: boosting squares gradient sums: they stay within 2**-BOOSTING_EXPONENT
+#: to 2**BOOSTING_EXPONENT so that the squares are normal float64 numbers
+BOOSTING_EXPONENT = 500
+
+
+def check_boosting_range(y_magnitude, sample_weight):
+    """Boosting's gains square gradient sums, about ``sample_weight * y``
+    (``y_magnitude`` float: max |y| for regression, 1 for classification):
+    raise a ValueError naming the argument and a power-of-two fix when the
+    largest ``sample_weight * y`` times n_samples leaves
+    [2**-500, 2**500], where a square would lose bits or overflow."""
+    largest = float(np.max(sample_weight)) * y_magnitude
+    bound = largest * sample_weight.shape[0]
+    low, high = 2.0 ** -BOOSTING_EXPONENT, 2.0 ** BOOSTING_EXPONENT
+    if largest < low or bound > high:
+        name = "y or sample_weight" if y_magnitude != 1.0 else "sample_weight"
+        raise ValueError(
+            f"{name} is out of boosting's range: gradient sums reach about {bound:.3g}, and "
+            "gains square them, which float64 holds exactly only between 2**-1000 and "
+            f"2**1000. Multiply {name} by a power of two such as "
+            f"{_power_of_two_fix(bound)} (the trees are the same; predictions scale with y; "
+            "reg_lambda, min_child_weight and gamma are in units of the weights).")

@@ -33,7 +33,7 @@ from ._compat import ClassifierMixin, RegressorMixin
 from ._ensemble import (Progress, add_tree_values, set_params_from, training_data,
                         tree_rng)
 from ._validation import (check_choice, check_float, check_int, check_sample_weight,
-                          check_target_range, check_y, returns_input_kind)
+                          check_boosting_range, check_y, returns_input_kind)
 from .criteria import newton_statistics
 from .grower import BinnedData, GrowthParams, HistogramPool, grow_tree
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss, weighted_mean
@@ -193,6 +193,8 @@ class _BaseGradientBoosting(BaseTreeModel):
         n_samples = data.X_binned.shape[0]
         y = self._encode_targets(_one_column_y(y, n_samples), fitting=not warm)
         weight = check_sample_weight(sample_weight, n_samples) * self._weight_factor(y)
+        check_boosting_range(1.0 if self._losses == CLASSIFICATION_LOSSES
+                             else float(np.max(np.abs(y))) or 1.0, weight)
         early = self.early_stopping is True or (self.early_stopping == "auto" and (
             eval_set is not None or n_samples > _AUTO_EARLY_STOPPING_ROWS))
         train, validation = self._train_and_validation(data, y, weight, eval_set, early)
@@ -537,8 +539,6 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         y = as_float_targets(y)
         if self.loss == "poisson":
             check_poisson_targets(y[:, None])
-        # gradients are residuals in y's units, and gains square their sums
-        check_target_range(y[:, None], np.ones(1))
         return y
 
     def _encode_eval_targets(self, y):
