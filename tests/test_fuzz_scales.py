@@ -361,3 +361,45 @@ def test_out_of_range_values_raise_naming_the_argument_and_a_fix(power, kind, n)
         y, w, name = rng.normal(size=n) * 2.0 ** power, None, "y"
     with pytest.raises(ValueError, match=rf"{name}.*power of two"):
         cls(**dict(params, **_SMALL)).fit(X, y, sample_weight=w)
+
+
+# ------------------------------------------- the cases of the issue's table
+
+def _table_data():
+    X = np.random.RandomState(0).normal(size=(2000, 5))
+    return X, X[:, 0]
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1e-20, 1e-100, 1e100])
+def test_targets_at_any_decimal_scale_grow_the_tree_of_scale_one(scale):
+    """Decimal factors are not exact, so the leaves agree to rounding; the
+    data have no near-tied gains, so the splits are the same."""
+    X, y = _table_data()
+    base = gputree.DecisionTreeRegressor(max_depth=3, device="cpu").fit(X, y)
+    scaled = gputree.DecisionTreeRegressor(max_depth=3, device="cpu").fit(X, y * scale)
+    np.testing.assert_array_equal(scaled.apply(X), base.apply(X))
+    np.testing.assert_allclose(scaled.predict(X), base.predict(X) * scale, rtol=1e-12)
+
+
+@pytest.mark.parametrize("weight", [1e18, 1e20, 1e100, 1e-300])
+def test_equal_weights_at_any_scale_grow_the_unweighted_tree(weight):
+    """Same splits; class probabilities are exact (integer ratios), means to
+    rounding (w * y rounds differently for a decimal w)."""
+    X, y = _table_data()
+    labels = (y > 0).astype(int)
+    w = np.full(X.shape[0], weight)
+    for cls, target in ((gputree.DecisionTreeClassifier, labels),
+                        (gputree.DecisionTreeRegressor, y)):
+        base = cls(max_depth=3, device="cpu").fit(X, target)
+        weighted = cls(max_depth=3, device="cpu").fit(X, target, sample_weight=w)
+        np.testing.assert_array_equal(weighted.apply(X), base.apply(X))
+        np.testing.assert_allclose(weighted.predict(X), base.predict(X), rtol=1e-12)
+
+
+def test_weights_wider_than_int64_warn_naming_the_rows_lost():
+    X, y = _table_data()
+    w = np.ones(X.shape[0])
+    w[[3, 7]] = 1e-30
+    w[0] = 1e12
+    with pytest.warns(PrecisionWarning, match=r"sample_weight: 2 row\(s\) \[3, 7\]"):
+        gputree.DecisionTreeClassifier(max_depth=2, device="cpu").fit(X, y > 0, sample_weight=w)
