@@ -403,3 +403,18 @@ def test_weights_wider_than_int64_warn_naming_the_rows_lost():
     w[0] = 1e12
     with pytest.warns(PrecisionWarning, match=r"sample_weight: 2 row\(s\) \[3, 7\]"):
         gputree.DecisionTreeClassifier(max_depth=2, device="cpu").fit(X, y > 0, sample_weight=w)
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_boosting_without_curvature_in_a_node_does_not_divide_by_zero(categorical):
+    """Found by the long campaign: with reg_lambda=0, rows whose hessians
+    round to zero beside far heavier rows leave a node or category with no
+    curvature; the fit must go on (such nodes score nothing) and predict."""
+    X = np.array([[-0.4, -1.8, 1.0], [-0.06, -0.8, 1.0], [-2.1, 0.5, 0.0], [1.6, -1.2, 0.0]])
+    y = np.array([0, 1, 0, 0])
+    w = np.array([0.1, 1.46e-08, 2.9e-11, 1.2e-12])
+    model = gputree.GradientBoostingClassifier(
+        n_estimators=4, max_depth=3, min_samples_leaf=1, reg_lambda=0.0, min_child_weight=0.0,
+        early_stopping=False, device="cpu",
+        categorical_features=[2] if categorical else None).fit(X, y, sample_weight=w)
+    assert np.all(np.isfinite(model.predict_proba(X)))
