@@ -145,6 +145,7 @@ def warn_rows_lost(values, fixed, name, xp=np):
 
 
 def to_host(array, xp):
+    """numpy version of an ``xp`` (numpy or cupy) array."""
     return array if xp is np else xp.asnumpy(array)
 
 
