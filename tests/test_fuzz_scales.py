@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 
 import gputree
 import reference
-from gputree.backends import cuda_available
+from gputree.backends import get_backend
 from gputree.criteria import PrecisionWarning
 
 _PROFILES = {
@@ -329,7 +329,18 @@ def test_scaled_data_grows_scikit_learns_tree_at_scale_one(seed, power, criterio
     assert len(set(zip(leaves_ours, leaves_theirs))) == len(set(leaves_theirs))
 
 
-@pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU")
+def _other_device():
+    """The device to compare with the CPU: GPUTREE_TEST_DEVICE (as in
+    test_device_parity.py), else "cuda"; None when it is not usable here."""
+    device = os.environ.get("GPUTREE_TEST_DEVICE", "cuda")
+    try:
+        get_backend(device)
+    except Exception:  # noqa: BLE001 - not available in this process
+        return None
+    return device
+
+
+@pytest.mark.skipif(_other_device() is None, reason="no device other than the CPU here")
 @pytest.mark.parametrize("kind", sorted(ESTIMATORS))
 @FUZZ
 @given(data=st.data())
@@ -337,7 +348,7 @@ def test_every_backend_grows_the_same_model(kind, data):
     kind, params, X, y, w = data.draw(cases(kind))
     base = _fit(kind, params, X, y, w)
     if base is not None:
-        _assert_identical(base, _fit(kind, params, X, y, w, "cuda"), X)
+        _assert_identical(base, _fit(kind, params, X, y, w, _other_device()), X)
 
 
 @FUZZ
