@@ -388,17 +388,16 @@ def check_random_state(seed):
 BOOSTING_EXPONENT = 500
 
 
-def check_boosting_range(y_magnitude, sample_weight):
+def check_boosting_range(y_magnitude, sample_weight, name):
     """Boosting's gains square gradient sums, about ``sample_weight * y``
     (``y_magnitude`` float: max |y| for regression, 1 for classification):
-    raise a ValueError naming the argument and a power-of-two fix when the
+    raise a ValueError naming ``name`` and a power-of-two fix when the
     largest ``sample_weight * y`` times n_samples leaves
     [2**-500, 2**500], where a square would lose bits or overflow."""
     largest = float(np.max(sample_weight)) * y_magnitude
     bound = largest * sample_weight.shape[0]
     low, high = 2.0 ** -BOOSTING_EXPONENT, 2.0 ** BOOSTING_EXPONENT
     if largest < low or bound > high:
-        name = "y or sample_weight" if y_magnitude != 1.0 else "sample_weight"
         raise ValueError(
             f"{name} is out of boosting's range: gradient sums reach about {bound:.3g}, and "
             "gains square them, which float64 holds exactly only between 2**-1000 and "

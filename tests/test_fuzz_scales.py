@@ -169,7 +169,7 @@ def _fit(kind, params, X, y, w, device="cpu"):
     A PrecisionWarning (weights spanning more than int64) is allowed, any
     other warning fails."""
     cls = ESTIMATORS[kind][0]
-    expected = _out_of_range(kind, np.asarray(y), w)
+    expected = _out_of_range(kind, params.get("loss"), np.asarray(y), w)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", PrecisionWarning)
@@ -180,7 +180,7 @@ def _fit(kind, params, X, y, w, device="cpu"):
     return None
 
 
-def _out_of_range(kind, y, w):
+def _out_of_range(kind, loss, y, w):
     """The argument a fit must name in its ValueError, or None: the ranges
     the README promises, written out independently of the library."""
     n = y.shape[0]
@@ -190,8 +190,10 @@ def _out_of_range(kind, y, w):
         return "sample_weight"
     y_max = float(np.abs(y).max()) if _is_regressor(kind) else 1.0
     if kind.startswith("boosting"):
-        gradient = w.max() * (y_max or 1.0)
-        return "y|sample_weight" if gradient < 2.0 ** -500 or n * gradient > 2.0 ** 500 else None
+        # poisson's baseline mean is clipped at float64's eps
+        floor = np.finfo(np.float64).eps if loss == "poisson" else 0.0
+        gradient = w.max() * max(y_max or 1.0, floor)
+        return "(y|sample_weight)" if gradient < 2.0 ** -500 or n * gradient > 2.0 ** 500 else None
     if not _is_regressor(kind) or y_max == 0.0:
         return None
     with np.errstate(over="ignore", under="ignore"):
