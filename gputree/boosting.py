@@ -562,7 +562,10 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
 
     def _gradient_magnitude(self, y):
         """About the largest |gradient| per unit weight: residuals in y's
-        units (poisson's baseline mean is at least float64's eps)."""
+        units (poisson's baseline mean is at least float64's eps); signs (1)
+        for absolute error."""
+        if self.loss == "absolute_error":
+            return 1.0
         magnitude = float(np.max(np.abs(y))) or 1.0
         return max(magnitude, np.finfo(np.float64).eps) if self.loss == "poisson" else magnitude
 

@@ -64,16 +64,18 @@ ESTIMATORS = {
     "forest_regressor": (gputree.RandomForestRegressor, "criterion",
                          ("squared_error", "poisson"), dict(n_estimators=3, max_depth=3)),
     # reg_lambda and min_child_weight are in hessian units, which scale with
-    # the weights: 0 so that weight scaling is an exact invariance
+    # the weights: the weight test scales them too (_UNITS_OF_WEIGHT)
     "boosting_classifier": (gputree.GradientBoostingClassifier, "loss", ("log_loss",),
                             dict(n_estimators=4, max_depth=3, min_samples_leaf=1,
-                                 reg_lambda=0.0, min_child_weight=0.0, early_stopping=False)),
+                                 early_stopping=False)),
     "boosting_regressor": (gputree.GradientBoostingRegressor, "loss",
                            ("squared_error", "absolute_error", "poisson"),
                            dict(n_estimators=4, max_depth=3, min_samples_leaf=1,
-                                reg_lambda=0.0, min_child_weight=0.0, early_stopping=False)),
+                                early_stopping=False)),
 }
 TREES = ("tree_classifier", "tree_regressor")
+#: boosting parameters in units of the (hessian) weights
+_UNITS_OF_WEIGHT = ("reg_lambda", "min_child_weight")
 
 
 def _is_regressor(kind):
@@ -190,9 +192,10 @@ def _out_of_range(kind, loss, y, w):
         return "sample_weight"
     y_max = float(np.abs(y).max()) if _is_regressor(kind) else 1.0
     if kind.startswith("boosting"):
-        # poisson's baseline mean is clipped at float64's eps
+        # gradients: w times residuals (signs for absolute error); poisson's
+        # baseline mean is clipped at float64's eps
         floor = np.finfo(np.float64).eps if loss == "poisson" else 0.0
-        gradient = w.max() * max(y_max or 1.0, floor)
+        gradient = w.max() * (1.0 if loss == "absolute_error" else max(y_max or 1.0, floor))
         return "(y|sample_weight)" if gradient < 2.0 ** -500 or n * gradient > 2.0 ** 500 else None
     if not _is_regressor(kind) or y_max == 0.0:
         return None
@@ -233,9 +236,15 @@ def test_weights_times_a_power_of_two_give_the_identical_model(kind, data):
     kind, params, X, y, w = data.draw(cases(kind))
     factor = _power(data.draw(st.integers(-200, 200)))
     w2 = _scaled_weights(w, X.shape[0], factor)
-    if np.any((w2 > 0) & (w2 < np.finfo(np.float64).tiny)) or not np.all(np.isfinite(w2)):
+    w1 = np.ones(X.shape[0]) if w is None else w
+    if np.any((w1 > 0) & (w2 < np.finfo(np.float64).tiny)) or not np.all(np.isfinite(w2)):
         return      # a weight scaled out of float64's normal range is other data
-    base, scaled = _fit(kind, params, X, y, w), _fit(kind, params, X, y, w2)
+    params2 = dict(params)
+    if kind.startswith("boosting"):
+        cls = ESTIMATORS[kind][0]
+        defaults = cls().get_params()
+        params2.update({p: defaults[p] * factor for p in _UNITS_OF_WEIGHT})
+    base, scaled = _fit(kind, params, X, y, w), _fit(kind, params2, X, y, w2)
     if base is None or scaled is None:
         return
     _assert_identical(base, scaled, X)
