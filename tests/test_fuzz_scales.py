@@ -139,7 +139,7 @@ def weights(draw, n, rng):
     scale = 10.0 ** draw(st.integers(-300, 300))
     if kind == "equal":
         return np.full(n, scale)
-    w = 10.0 ** rng.uniform(-12, 12, n) * scale / 1e12
+    w = 10.0 ** rng.uniform(-12, 12, n) * (scale / 1e12)
     w[rng.rand(n) < 0.1] = 0.0
     w[0] = scale
     return w
