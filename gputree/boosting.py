@@ -32,8 +32,8 @@ import numpy as np
 from ._compat import ClassifierMixin, RegressorMixin
 from ._ensemble import (Progress, add_tree_values, set_params_from, training_data,
                         tree_rng)
-from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
-                          returns_input_kind)
+from ._validation import (check_choice, check_float, check_int, check_sample_weight,
+                          check_boosting_range, check_y, returns_input_kind)
 from .criteria import newton_statistics
 from .explain import with_pred_contrib
 from .grower import BinnedData, GrowthParams, HistogramPool, grow_tree
@@ -207,6 +207,9 @@ class _BaseGradientBoosting(BaseTreeModel):
         n_samples = data.X_binned.shape[0]
         y = self._encode_targets(_one_column_y(y, n_samples), fitting=not warm)
         weight = check_sample_weight(sample_weight, n_samples) * self._weight_factor(y)
+        check_boosting_range(self._gradient_magnitude(y), weight,
+                             "sample_weight" if self._losses == CLASSIFICATION_LOSSES
+                             else "y or sample_weight")
         early = self.early_stopping is True or (self.early_stopping == "auto" and (
             eval_set is not None or n_samples > _AUTO_EARLY_STOPPING_ROWS))
         train, validation = self._train_and_validation(data, y, weight, eval_set, early)
@@ -479,6 +482,10 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
                  random_state=None, verbose=0, device="auto"):
         set_params_from(self, locals())
 
+    def _gradient_magnitude(self, y):
+        """Log-loss gradients per unit weight are at most 1."""
+        return 1.0
+
     def _encode_targets(self, y, fitting):
         codes, classes, n_classes = encode_labels(y)
         if fitting:
@@ -571,6 +578,15 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  warm_start=False, random_state=None, verbose=0, device="auto"):
         set_params_from(self, locals())
+
+    def _gradient_magnitude(self, y):
+        """About the largest |gradient| per unit weight: residuals in y's
+        units (poisson's baseline mean is at least float64's eps); signs (1)
+        for absolute error."""
+        if self.loss == "absolute_error":
+            return 1.0
+        magnitude = float(np.max(np.abs(y))) or 1.0
+        return max(magnitude, np.finfo(np.float64).eps) if self.loss == "poisson" else magnitude
 
     def _encode_targets(self, y, fitting):
         y = as_float_targets(y)

@@ -20,11 +20,13 @@ A count channel (1 where a row has positive weight) is appended when the
 weights are not all one; otherwise the weight channel counts rows exactly.
 """
 import math
+import warnings
 
 import numba
 import numpy as np
 
 from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
+from ._validation import check_target_range
 from .backends import devmath
 from .backends.formulas import (  # noqa: F401 - re-exported for callers
     CLASSIFICATION_CRITERIA, ENTROPY, GAIN_RATIO, GINI, LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION,
@@ -32,8 +34,10 @@ from .backends.formulas import (  # noqa: F401 - re-exported for callers
     LAYOUT_WEIGHT_CHANNEL, NEWTON, PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF,
     PARAM_REG_LAMBDA, PARAMS_SIZE, POISSON, REGRESSION_CRITERIA, SQUARED_ERROR)
 
-# largest absolute channel total allowed after scaling (leaves 2 bits headroom)
-_FIXED_POINT_LIMIT = 2.0 ** 61
+# largest absolute channel total allowed after scaling is 2**61 (2 bits of
+# headroom); the largest scale exponent keeps 2**-k representable
+_FIXED_POINT_BITS = 61
+_MAX_EXPONENT = 1074
 
 
 class Statistics:
@@ -59,28 +63,45 @@ class Statistics:
         return int(self.layout[LAYOUT_N_OUTPUTS])
 
 
-def fixed_point_scale(values):
-    """Power-of-two scale (host float) for float columns (n_samples, k) that
-    share it: the largest with ``n_samples * max|value| * scale <= 2**61``,
-    so no sum of scaled rows can overflow. A bound from the maximum (exact on
-    every device) rather than from a float sum (whose rounding depends on the
-    summation order) gives every device the very same scale."""
+def fixed_point_exponent(values):
+    """The power of two ``k`` (host int) that scales float columns (n_samples,
+    k) sharing it to fixed point: the largest with ``n_samples * max|value| *
+    2**k <= 2**61``, so no sum of scaled rows can overflow. Found from the
+    binary exponent of the largest magnitude alone (``math.frexp``, exact),
+    so the data's scale is taken out exactly: the same columns times any
+    power of two (within float64's normal range) get the very same integers.
+    A bound from the maximum (exact on every device) rather than from a float
+    sum (whose rounding depends on the summation order) gives every device the
+    very same scale. ``k`` is at most 1074, so ``2**-k`` stays representable."""
     if values.size == 0:
-        return 1.0
+        return 0
     largest = max(float(values.max()), -float(values.min()))
-    bound = float(values.shape[0]) * largest
-    return 1.0 if bound == 0.0 else math.ldexp(1.0, math.floor(math.log2(_FIXED_POINT_LIMIT / bound)))
+    if largest == 0.0:
+        return 0
+    _, exponent = math.frexp(largest)           # largest < 2**exponent
+    n_bits = max(int(values.shape[0]) - 1, 0).bit_length()   # n <= 2**n_bits
+    return min(_FIXED_POINT_BITS - exponent - n_bits, _MAX_EXPONENT)
 
 
-def to_fixed_point(values, weights_are_counts=False, xp=np, out=None):
+def fixed_point_scale(values):
+    """``2.0**fixed_point_exponent(values)`` as a host float (inf beyond
+    float64's range: use the exponent with ``ldexp`` there)."""
+    k = fixed_point_exponent(values)
+    return math.inf if k > 1023 else math.ldexp(1.0, k)
+
+
+def to_fixed_point(values, weights_are_counts=False, xp=np, out=None, name=None):
     """Scale float columns (n_samples, k) to int64 fixed point.
 
-    All columns in one group share one scale (:func:`fixed_point_scale`) so
+    All columns in one group share one scale (:func:`fixed_point_exponent`) so
     that their sums stay comparable; returns (int64 values, inverse scale
-    float64 (k,)). ``xp`` is the array module of ``values`` (numpy, or cupy on
-    a GPU); the inverse scale is always a host array. ``out``: int64
-    (n_samples, k) to write the values into (columns of a statistics array),
-    else a new array.
+    float64 (k,), a power of two). ``xp`` is the array module of ``values``
+    (numpy, or cupy on a GPU); the inverse scale is always a host array.
+    ``out``: int64 (n_samples, k) to write the values into (columns of a
+    statistics array), else a new array. ``weights_are_counts``: the values
+    are small integers used as they are (scale 1). ``name``: the values are
+    weights so named, and rows whose nonzero weight rounds to zero are
+    reported (:func:`warn_rows_lost`); other values just round.
     """
     values = xp.asarray(values, dtype=FLOAT_DTYPE)
     if out is None:
@@ -88,16 +109,44 @@ def to_fixed_point(values, weights_are_counts=False, xp=np, out=None):
     if weights_are_counts:
         xp.copyto(out, values, casting="unsafe")
         return out, np.ones(values.shape[1], FLOAT_DTYPE)
-    scale = fixed_point_scale(values)
-    _scale_into(values, scale, out, xp)
-    return out, np.full(values.shape[1], 1.0 / scale, dtype=FLOAT_DTYPE)
+    k = fixed_point_exponent(values)
+    _scale_into(values, k, out, xp)
+    if name is not None:
+        warn_rows_lost(values, out, name, xp)
+    return out, np.full(values.shape[1], math.ldexp(1.0, -k), dtype=FLOAT_DTYPE)
 
 
-def _scale_into(values, scale, out, xp=np):
-    """out (int64) = rint(values * scale), with one float temporary."""
-    scaled = values * scale
+def _scale_into(values, exponent, out, xp=np):
+    """out (int64) = rint(values * 2**exponent), with one float temporary
+    (``ldexp``: exact for normal results, whatever the exponent)."""
+    scaled = xp.ldexp(values, exponent)
     xp.rint(scaled, out=scaled)
     xp.copyto(out, scaled, casting="unsafe")
+
+
+class PrecisionWarning(UserWarning):
+    """Rows whose nonzero statistic rounds to zero in int64 fixed point:
+    their column's dynamic range is wider than 2**61."""
+
+
+def warn_rows_lost(values, fixed, name, xp=np):
+    """Warn, naming the column and the rows, when nonzero ``values`` (float
+    (n, k)) became zero in ``fixed`` (int64 (n, k)): never a silent loss."""
+    lost = (values != 0) & (fixed == 0)
+    if not bool(lost.any()):
+        return
+    rows = np.flatnonzero(to_host(lost.any(axis=1), xp))
+    warnings.warn(
+        f"{name}: {rows.size} row(s) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} "
+        "round to zero in int64 fixed point (their magnitude is below 2**-61 of the "
+        f"column's largest times n_samples), so they count as zero in this {name}. "
+        "Narrow the range (e.g. clip tiny weights to 0 or rescale the outliers).",
+        PrecisionWarning, stacklevel=4)
+
+
+def to_host(array, xp):
+    """numpy version of an ``xp`` (numpy or cupy) array."""
+    return array if xp is np else xp.asnumpy(array)
 
 
 def _needs_count_channel(sample_weight):
@@ -105,7 +154,11 @@ def _needs_count_channel(sample_weight):
 
 
 def _integer_weights(sample_weight):
-    return bool(np.all(sample_weight == np.round(sample_weight)))
+    """True when the weights are integers whose sum fits the fixed-point
+    bound as they are (bootstrap counts): they are then their own fixed
+    point, scale 1. Larger integers (1e18) are scaled like any weights."""
+    fits = sample_weight.shape[0] * float(sample_weight.max(initial=0.0)) <= 2.0 ** _FIXED_POINT_BITS
+    return fits and bool(np.all(sample_weight == np.round(sample_weight)))
 
 
 def _statistics_array(n_samples, n_values, sample_weight, xp=np, count=None):
@@ -136,8 +189,10 @@ def _one_hot_fixed_point(y_encoded, n_classes, sample_weight):
     sample_weight = np.asarray(sample_weight, dtype=FLOAT_DTYPE)
     if _integer_weights(sample_weight):
         return sample_weight, 1.0
-    scale = fixed_point_scale(sample_weight[:, None])
-    return np.rint(sample_weight * scale), 1.0 / scale
+    k = fixed_point_exponent(sample_weight[:, None])
+    fixed = np.rint(np.ldexp(sample_weight, k))
+    warn_rows_lost(sample_weight[:, None], fixed[:, None], "sample_weight")
+    return fixed, math.ldexp(1.0, -k)
 
 
 def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
@@ -158,11 +213,16 @@ def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
 
 
 def regression_statistics(y, sample_weight, criterion):
-    """y: float (n_samples, n_outputs); returns Statistics."""
+    """y: float (n_samples, n_outputs); returns Statistics.
+
+    Raises a ValueError naming y and the fix when its channels cannot be
+    formed in float64 (``check_target_range``)."""
+    check_target_range(y, sample_weight)
     n_samples, n_outputs = y.shape
     w = sample_weight[:, None]
     stats, inv, count_channel = _statistics_array(n_samples, 1 + 2 * n_outputs, sample_weight)
-    _, inv[0:1] = to_fixed_point(w, _integer_weights(sample_weight), out=stats[:, 0:1])
+    _, inv[0:1] = to_fixed_point(w, _integer_weights(sample_weight), out=stats[:, 0:1],
+                                 name="sample_weight")
     for o in range(n_outputs):
         y_o = y[:, o]
         c = 1 + 2 * o
@@ -178,17 +238,19 @@ def regression_statistics(y, sample_weight, criterion):
 
 
 @numba.njit(parallel=True, cache=True)
-def _fill_newton_statistics(gradients, hessians, scales, sample_weight, out):
+def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
     """The host's one pass for newton_statistics: out int64 (n, 2K + 1) OUT,
-    per output o ``rint(g * scales[2o])``, ``rint(h * scales[2o + 1])``, then
-    the count channel (1 where the weight is positive). gradients, hessians
-    float64 (n, K), scales float64 (2K,), sample_weight float64 (n,) IN.
+    per output o ``rint(ldexp(g, exponents[2o]))``, ``rint(ldexp(h,
+    exponents[2o + 1]))``, then the count channel (1 where the weight is
+    positive). gradients, hessians float64 (n, K), exponents int64 (2K,),
+    sample_weight float64 (n,) IN.
     Rounding as numpy's rint, so the device's column-wise path agrees."""
     n_outputs = gradients.shape[1]
     for i in numba.prange(gradients.shape[0]):
         for o in range(n_outputs):
-            out[i, 2 * o] = np.int64(np.rint(gradients[i, o] * scales[2 * o]))
-            out[i, 2 * o + 1] = np.int64(np.rint(hessians[i, o] * scales[2 * o + 1]))
+            out[i, 2 * o] = np.int64(np.rint(math.ldexp(gradients[i, o], exponents[2 * o])))
+            out[i, 2 * o + 1] = np.int64(np.rint(math.ldexp(hessians[i, o],
+                                                            exponents[2 * o + 1])))
         out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
 
 
@@ -199,19 +261,34 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     With ``xp`` the backend's array module the statistics are built where the
     gradients live (on the GPU for the CUDA backend), each column scaled and
     rounded straight into one int64 array; on the host in one numba pass.
+    Raises a ValueError naming y when the gain's G**2 could overflow.
     """
     n_samples, n_outputs = gradients.shape
     n_values = 2 * n_outputs
-    scales = np.array([fixed_point_scale(column) for o in range(n_outputs)
-                       for column in (gradients[:, o], hessians[:, o])], dtype=FLOAT_DTYPE)
+    columns = [column for o in range(n_outputs) for column in (gradients[:, o], hessians[:, o])]
+    for column in columns[::2]:
+        _check_gradient_range(column)
+    exponents = np.array([fixed_point_exponent(column) for column in columns], dtype=np.int64)
     if xp is np:
         stats = np.empty((n_samples, n_values + 1), dtype=STAT_DTYPE)
-        _fill_newton_statistics(gradients, hessians, scales, sample_weight, stats)
+        _fill_newton_statistics(gradients, hessians, exponents, sample_weight, stats)
     else:
         stats, _, _ = _statistics_array(n_samples, n_values, sample_weight, xp, count=True)
         for o in range(n_outputs):
             for c, column in ((2 * o, gradients[:, o]), (2 * o + 1, hessians[:, o])):
-                _scale_into(column[:, None], scales[c], stats[:, c:c + 1], xp)
-    inv = np.concatenate([1.0 / scales, [1.0]])
+                _scale_into(column[:, None], int(exponents[c]), stats[:, c:c + 1], xp)
+    inv = np.concatenate([np.ldexp(1.0, -exponents), [1.0]])
     layout = _layout([NEWTON, n_outputs, 2, 0, 1], n_values, n_values + 1)
     return Statistics(stats, inv, layout, 1)
+
+
+def _check_gradient_range(gradient):
+    """The split gain squares a node's gradient sum G (at most n * max|g|):
+    a ValueError naming y and the fix when that square could overflow."""
+    bound = gradient.shape[0] * max(float(gradient.max()), -float(gradient.min()))
+    if not bound < 2.0 ** 511:
+        raise ValueError(
+            f"y or sample_weight is too large for boosting: gradient sums reach {bound:.3g}, "
+            "whose square overflows float64. Multiply y (squared error) or sample_weight by "
+            f"a power of two such as 2**{-math.frexp(bound)[1] + 1 if math.isfinite(bound) else -600}"
+            " (the trees are the same; predictions scale with y).")

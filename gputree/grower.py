@@ -15,11 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._dtypes import BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
-from .criteria import (LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
-                       LAYOUT_PER_OUTPUT, LAYOUT_WEIGHT_CHANNEL, NEWTON, PARAM_MIN_SAMPLES_LEAF,
-                       PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAMS_SIZE)
+from .criteria import (GAIN_RATIO, LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
+                       LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, NEWTON,
+                       PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA,
+                       PARAMS_SIZE, SQUARED_ERROR)
 from .tree import TreeArrays
 
+#: relative tolerance of "pure" and of min_impurity_decrease, in units of
+#: the node's own statistics (:func:`_impurity_unit`), never absolute
 _PURE = np.finfo(np.float64).eps
 #: a histogram pool reserves rows for the largest possible level up front when
 #: they take at most this many bytes (the CPU maps pages only once written;
@@ -388,8 +391,23 @@ def _splittable(totals, impurity, depth, growth, layout, inv):
           & (count >= 2 * growth.min_samples_leaf)
           & (weight >= 2 * growth.min_weight_leaf))
     if layout[LAYOUT_CRITERION] != NEWTON:
-        ok &= impurity > _PURE
+        ok &= impurity > _PURE * _impurity_unit(totals, layout, inv)
     return np.flatnonzero(ok)
+
+
+def _impurity_unit(totals, layout, inv):
+    """float64 (n_nodes,): the size of a node's impurity's terms, so that
+    tolerances scale with the data: 1 for classification (impurities are
+    unitless), the mean of w*y**2 for squared error (its impurity is a
+    difference of such terms), the mean of |w*y| + |w*y*log y| for poisson."""
+    if layout[LAYOUT_CRITERION] <= GAIN_RATIO:
+        return np.ones(totals.shape[0], dtype=FLOAT_DTYPE)
+    off, n_out = layout[LAYOUT_VALUE_OFFSET], layout[LAYOUT_N_OUTPUTS]
+    _, weight = _counts_and_weights(totals, layout, inv)
+    sums = np.abs(totals[:, off:off + 2 * n_out] * inv[off:off + 2 * n_out])
+    terms = sums[:, 1::2] if layout[LAYOUT_CRITERION] == SQUARED_ERROR else sums[:, 0::2] + sums[:, 1::2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(weight > 0, terms.sum(axis=1) / (weight * n_out), 0.0)
 
 
 def _accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
@@ -406,8 +424,10 @@ def _accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
     else:
         _, weight = _counts_and_weights(totals, layout, inv)
         _, root_weight = _counts_and_weights(root_totals[None, :], layout, inv)
-        decrease = decrease * weight / root_weight[0]
-        valid &= decrease + _PURE >= growth.min_impurity_decrease
+        share = weight / root_weight[0]
+        decrease = decrease * share
+        tolerance = _PURE * _impurity_unit(totals, layout, inv) * share
+        valid &= decrease + tolerance >= growth.min_impurity_decrease
     if growth.max_leaf_nodes:
         budget = max(growth.max_leaf_nodes - n_leaves, 0)
         order = np.argsort(-np.where(valid, decrease, -np.inf), kind="stable")

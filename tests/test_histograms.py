@@ -141,11 +141,19 @@ def test_fixed_point_scale_is_the_largest_safe_power_of_two_and_ignores_row_orde
     rng = np.random.RandomState(seed)
     values = rng.standard_cauchy((n, 1)) * 2.0 ** magnitude
     scale = fixed_point_scale(values)
-    bound = n * np.abs(values).max()
-    assert scale * bound <= 2.0 ** 61 < 2 * scale * bound
-    assert scale == 2.0 ** np.round(np.log2(scale))
+    # the bound rounds n and max|value| up to powers of two, so that only
+    # their exponents matter (and a power-of-two factor moves the scale exactly)
+    bound = 2.0 ** np.ceil(np.log2(n)) * 2.0 ** np.frexp(np.abs(values).max())[1]
+    assert scale * bound == 2.0 ** 61
+    assert scale * n * np.abs(values).max() <= 2.0 ** 61
     assert fixed_point_scale(values[rng.permutation(n)]) == scale
+    assert fixed_point_scale(values * 2.0 ** 700) == scale * 2.0 ** -700
     scaled, inv = to_fixed_point(values)
     # every partial sum fits in int64 and the rounding error is half a unit
     assert np.abs(scaled).sum(dtype=np.float64) <= 2.0 ** 61
     np.testing.assert_allclose(scaled[:, 0] * inv[0], values[:, 0], rtol=0, atol=0.5 * inv[0])
+    # the same integers at any power-of-two scale in float64's normal range
+    for power in (-900, 900):
+        again, inv_again = to_fixed_point(values * 2.0 ** power)
+        np.testing.assert_array_equal(again, scaled)
+        assert inv_again[0] == inv[0] * 2.0 ** power

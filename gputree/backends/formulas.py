@@ -127,7 +127,8 @@ def make_criterion_functions(jit, inline=None):
         for o in range(layout[LAYOUT_N_OUTPUTS]):
             g = S[2 * o] * inv[2 * o]
             h = S[2 * o + 1] * inv[2 * o + 1]
-            score += g * g / (h + reg_lambda)
+            if h + reg_lambda > 0.0:    # else no curvature: no score (no 0/0)
+                score += g * g / (h + reg_lambda)
         return score
 
     @inline
@@ -184,7 +185,8 @@ def make_criterion_functions(jit, inline=None):
         """Value that orders categories for the optimal-subset scan."""
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
-            return -(S[0] * inv[0]) / (S[1] * inv[1] + params[PARAM_REG_LAMBDA])
+            h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
+            return -(S[0] * inv[0]) / h if h > 0.0 else 0.0
         if crit <= GAIN_RATIO:
             total = 0
             for k in range(layout[LAYOUT_PER_OUTPUT]):
@@ -200,8 +202,8 @@ def make_criterion_functions(jit, inline=None):
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
             g = S[2 * o] * inv[2 * o]
-            h = S[2 * o + 1] * inv[2 * o + 1]
-            return -g / (h + params[PARAM_REG_LAMBDA])
+            h = S[2 * o + 1] * inv[2 * o + 1] + params[PARAM_REG_LAMBDA]
+            return -g / h if h > 0.0 else 0.0
         if crit <= GAIN_RATIO:
             per = layout[LAYOUT_PER_OUTPUT]
             total = 0
