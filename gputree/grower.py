@@ -18,6 +18,7 @@ from ._dtypes import BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
 from .criteria import (LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
                        LAYOUT_PER_OUTPUT, LAYOUT_WEIGHT_CHANNEL, NEWTON, PARAM_MIN_SAMPLES_LEAF,
                        PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAMS_SIZE)
+from .backends.formulas import PARAM_REG_ALPHA
 from .tree import TreeArrays
 
 _PURE = np.finfo(np.float64).eps
@@ -40,12 +41,15 @@ class GrowthParams:
     max_leaf_nodes: int = 0        # 0 means unlimited
     reg_lambda: float = 0.0        # boosting: L2 on leaf values
     min_split_gain: float = 0.0    # boosting: gamma
+    reg_alpha: float = 0.0         # boosting: L1 on leaf values
+    constraints: object = None     # boosting: constraints.TreeConstraints
 
     def criterion_params(self):
         params = np.zeros(PARAMS_SIZE, dtype=FLOAT_DTYPE)
         params[PARAM_MIN_SAMPLES_LEAF] = self.min_samples_leaf
         params[PARAM_MIN_WEIGHT_LEAF] = self.min_weight_leaf
         params[PARAM_REG_LAMBDA] = self.reg_lambda
+        params[PARAM_REG_ALPHA] = self.reg_alpha
         return params
 
 
@@ -122,6 +126,7 @@ def grow_tree(backend, data, stats, growth, rng, pool=None):
     table = _NodeTable(np.array([int(stats.stats[:, c].sum())
                                  for c in range(stats.stats.shape[1])], dtype=STAT_DTYPE))
     level_start, n_level = 0, 1
+    constrained = growth.constraints.start_tree() if growth.constraints is not None else None
     previous = None
     n_leaves = 1
     for depth in range(growth.max_depth + 1):
@@ -142,9 +147,14 @@ def grow_tree(backend, data, stats, growth, rng, pool=None):
                                                      previous, pool)
         rows = hist_row[candidates]
         allowed = _scan_mask(rng, hist_nodes, candidates, rows, n_features, growth.max_features)
+        scan_criterion = criterion_inputs
+        if constrained is not None:
+            allowed[rows] &= constrained.allowed(level_start + candidates)
+            scan_criterion = criterion_inputs[:2] + (backend.asarray(constrained.level_params(
+                params, level_start + candidates, rows, allowed.shape[0])),)
         split = backend.find_best_splits(pool.hist[:allowed.shape[0]], *scan_inputs,
                                          backend.asarray(allowed), data.missing_bin,
-                                         *criterion_inputs)
+                                         *scan_criterion)
         gain = backend.to_host(split.gain)[rows]
         accept = _accept_splits(gain, level_totals[candidates], growth, layout, inv,
                                 table.totals[0][0], n_leaves)
@@ -167,10 +177,18 @@ def grow_tree(backend, data, stats, growth, rng, pool=None):
                                  backend.asarray(left_child))
         table.add_children(level_start + split_nodes,
                            backend.to_host(split.left_sums)[chosen], depth + 1)
+        if constrained is not None:
+            children = table.totals[-1]
+            constrained.add_children(level_start + split_nodes, feature[split_nodes],
+                                     _values(backend, children, criterion_inputs, stats)
+                                     .reshape(-1, 2))
         previous = _PreviousLevel(hist_row, split_nodes)
         level_start, n_level = next_start, 2 * split_nodes.size
     # the loop always ends by a break: at max_depth no node is splittable
-    return _finish(backend, table, data, stats, params), positions
+    tree = _finish(backend, table, data, stats, params)
+    if constrained is not None:
+        constrained.clip_values(tree.value)
+    return tree, positions
 
 
 def _max_level_nodes(n_samples, growth):
@@ -264,6 +282,13 @@ def _level_impurity(backend, totals, criterion_inputs, stats):
     _, impurity = backend.node_summaries(backend.asarray(totals), *criterion_inputs,
                                          stats.n_outputs, stats.n_classes)
     return backend.to_host(impurity)
+
+
+def _values(backend, totals, criterion_inputs, stats):
+    """float64 (n_nodes,) output 0's value of nodes with int64 ``totals`` (host)."""
+    values, _ = backend.node_summaries(backend.asarray(totals), *criterion_inputs,
+                                       stats.n_outputs, stats.n_classes)
+    return backend.to_host(values)[:, 0, 0]
 
 
 def _counts_and_weights(totals, layout, inv):

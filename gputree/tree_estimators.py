@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from ._compat import BaseEstimator, ClassifierMixin, NotFittedError, RegressorMixin
+from ._threads import wrap_threaded_methods
 from ._training import bin_training_data, bin_with, seed_from
 from ._validation import (check_choice, check_float, check_int, check_random_state, check_y,
                           returns_input_kind)
@@ -62,7 +63,12 @@ def growth_params(est, n_samples, total_weight, n_features):
 
 class BaseTreeModel(BaseEstimator):
     """What every fitted tree model shares: the encoder and bins learned at fit,
-    and turning new X into leaf ids on the fit's backend."""
+    and turning new X into leaf ids on the fit's backend. Every subclass's
+    fit and predict methods run under its ``n_jobs`` (:mod:`gputree._threads`)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        wrap_threaded_methods(cls)
 
     def _check_fitted(self):
         if not hasattr(self, "_encoder"):
@@ -209,7 +215,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     ``criterion="gain_ratio"`` (C4.5), ``max_bins`` (non-missing bins per
     feature, <= 255), ``categorical_features`` (indices, names or a boolean
     mask; pandas ``category`` columns are detected) and ``device`` ("auto",
-    "cpu", "cuda", "cuda-sim"). Missing values (NaN) are supported: each split
+    "cpu", "cuda", "cuda-sim"), ``n_jobs`` (CPU threads of fit and predict;
+    never changes results). Missing values (NaN) are supported: each split
     learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
     splits of each level until the budget is used (growth stays level-wise).
     """
@@ -220,7 +227,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
-                 categorical_features=None, device="auto"):
+                 categorical_features=None, device="auto", n_jobs=None):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -235,6 +242,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         self.max_bins = max_bins
         self.categorical_features = categorical_features
         self.device = device
+        self.n_jobs = n_jobs
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs)
@@ -291,7 +299,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
 
     Parameters follow scikit-learn's ``DecisionTreeRegressor`` (criteria
     "squared_error" and "poisson") plus ``max_bins``,
-    ``categorical_features`` and ``device`` as in
+    ``categorical_features``, ``device`` and ``n_jobs`` as in
     :class:`DecisionTreeClassifier`.
     """
 
@@ -300,7 +308,8 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
     def __init__(self, criterion="squared_error", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
-                 ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto"):
+                 ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto",
+                 n_jobs=None):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -314,6 +323,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         self.max_bins = max_bins
         self.categorical_features = categorical_features
         self.device = device
+        self.n_jobs = n_jobs
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y float (n_samples,) or (n_samples,

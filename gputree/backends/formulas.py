@@ -33,8 +33,14 @@ REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR, "poisson": POISSON}
  LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS) = range(7)
 LAYOUT_SIZE = 7
 # positions inside the float64 ``params`` array
-(PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA) = range(3)
-PARAMS_SIZE = 3
+(PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAM_REG_ALPHA,
+ PARAM_CONSTRAINTS) = range(5)
+PARAMS_SIZE = 5
+# ``params[PARAM_CONSTRAINTS]`` is 0 (no value constraints) or the offset
+# ``off`` of a tail appended to ``params`` (newton, one output): the monotonic
+# sign of feature f at ``off + f`` (-1, 0, +1), then the value bounds of the
+# node in histogram row r at ``off + n_features + 2 r`` (lower, upper); see
+# gputree.constraints.
 
 def make_criterion_functions(jit, inline=None):
     """Compile the scalar criterion formulas with ``jit`` (``numba.njit`` or
@@ -121,14 +127,44 @@ def make_criterion_functions(jit, inline=None):
         return result / n_out
 
     @inline
-    def newton_score(S, layout, inv, reg_lambda):
-        """sum over outputs of G**2 / (H + lambda)."""
+    def soft_threshold(g, alpha):
+        """sign(g) * max(|g| - alpha, 0): the L1 penalty's shrinkage of G."""
+        if g > alpha:
+            return g - alpha
+        if g < -alpha:
+            return g + alpha
+        return 0.0
+
+    @inline
+    def newton_score(S, layout, inv, reg_lambda, reg_alpha):
+        """sum over outputs of T(G)**2 / (H + lambda), T the soft threshold
+        by reg_alpha (XGBoost's L1 term; T(G) = G when reg_alpha is 0)."""
         score = 0.0
         for o in range(layout[LAYOUT_N_OUTPUTS]):
-            g = S[2 * o] * inv[2 * o]
+            g = soft_threshold(S[2 * o] * inv[2 * o], reg_alpha)
             h = S[2 * o + 1] * inv[2 * o + 1]
             score += g * g / (h + reg_lambda)
         return score
+
+    @inline
+    def bounded_value(S, inv, params, lower, upper):
+        """Output 0's Newton value -T(G) / (H + lambda), clipped to [lower, upper]."""
+        v = -soft_threshold(S[0] * inv[0], params[PARAM_REG_ALPHA]) / (
+            S[1] * inv[1] + params[PARAM_REG_LAMBDA])
+        if v < lower:
+            return lower
+        if v > upper:
+            return upper
+        return v
+
+    @inline
+    def value_score(S, inv, params, v):
+        """-2 x the regularised objective G v + (H + lambda) v**2 / 2 + alpha |v|
+        of output 0 at value v (equals newton_score at the unclipped value)."""
+        g = S[0] * inv[0]
+        h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
+        magnitude = v if v >= 0.0 else -v
+        return -(2.0 * g * v + h * v * v + 2.0 * params[PARAM_REG_ALPHA] * magnitude)
 
     @inline
     def poisson_child_ok(S, layout, inv):
@@ -143,8 +179,18 @@ def make_criterion_functions(jit, inline=None):
         """The parent's term of split_gain, computed once per (node, feature):
         its impurity, or for newton sum over outputs of G**2 / (H + lambda)."""
         if layout[LAYOUT_CRITERION] == NEWTON:
-            return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA])
+            return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA])
         return impurity(T, layout, inv)
+
+    @inline
+    def bounded_parent_score(T, layout, inv, params, row, n_features):
+        """parent_score of the node in histogram row ``row``; with value
+        constraints, the score of its value clipped to its bounds."""
+        off = int(params[PARAM_CONSTRAINTS])
+        if off == 0:
+            return parent_score(T, layout, inv, params)
+        b = off + n_features + 2 * row
+        return value_score(T, inv, params, bounded_value(T, inv, params, params[b], params[b + 1]))
 
     @inline
     def split_gain(L, R, parent, layout, inv, params):
@@ -163,9 +209,9 @@ def make_criterion_functions(jit, inline=None):
             return -math.inf
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
-            lam = params[PARAM_REG_LAMBDA]
-            return 0.5 * (newton_score(L, layout, inv, lam) + newton_score(R, layout, inv, lam)
-                          - parent)
+            lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
+            return 0.5 * (newton_score(L, layout, inv, lam, alpha)
+                          + newton_score(R, layout, inv, lam, alpha) - parent)
         if crit == POISSON:
             if not (poisson_child_ok(L, layout, inv) and poisson_child_ok(R, layout, inv)):
                 return -math.inf
@@ -178,6 +224,24 @@ def make_criterion_functions(jit, inline=None):
             split_info = -(pl * log2(pl) + pr * log2(pr))
             gain = gain / split_info
         return gain
+
+    @inline
+    def bounded_gain(L, R, parent, layout, inv, params, row, f, n_features):
+        """split_gain under value constraints (params' tail, when present):
+        both children's values are clipped to the node's bounds, the gain is
+        computed at the clipped values, and a split on a feature with
+        monotonic sign s is rejected (-inf) when s * (right - left) < 0."""
+        gain = split_gain(L, R, parent, layout, inv, params)
+        off = int(params[PARAM_CONSTRAINTS])
+        if off == 0 or gain == -math.inf:
+            return gain
+        b = off + n_features + 2 * row
+        vl = bounded_value(L, inv, params, params[b], params[b + 1])
+        vr = bounded_value(R, inv, params, params[b], params[b + 1])
+        sign = params[off + f]
+        if (sign > 0.0 and vl > vr) or (sign < 0.0 and vl < vr):
+            return -math.inf
+        return 0.5 * (value_score(L, inv, params, vl) + value_score(R, inv, params, vr) - parent)
 
     @jit
     def sort_key(S, T, layout, inv, params, majority):
@@ -199,7 +263,7 @@ def make_criterion_functions(jit, inline=None):
         """Leaf value of output o (class k for classifiers)."""
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
-            g = S[2 * o] * inv[2 * o]
+            g = soft_threshold(S[2 * o] * inv[2 * o], params[PARAM_REG_ALPHA])
             h = S[2 * o + 1] * inv[2 * o + 1]
             return -g / (h + params[PARAM_REG_LAMBDA])
         if crit <= GAIN_RATIO:
@@ -214,4 +278,5 @@ def make_criterion_functions(jit, inline=None):
 
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
                            impurity=impurity, parent_score=parent_score, split_gain=split_gain,
+                           bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
                            sort_key=sort_key, node_value=node_value)
