@@ -252,10 +252,10 @@ class PoissonLoss(Loss):
 
 class QuantileLoss(Loss):
     """Pinball loss of quantile ``alpha``: l = alpha (y - raw) for y > raw,
-    else (1 - alpha) (raw - y); g = -alpha or 1 - alpha, h = 1 to grow the
-    tree, then every leaf is refit to the weighted ``alpha``-quantile of its
-    residuals (the loss's minimiser; scikit-learn's GradientBoostingRegressor
-    does the same)."""
+    else (1 - alpha) (raw - y); g = -alpha where y >= raw (as scikit-learn),
+    else 1 - alpha; h = 1 to grow the tree, then every leaf is refit to the
+    weighted ``alpha``-quantile of its residuals (the loss's minimiser;
+    scikit-learn's GradientBoostingRegressor does the same)."""
 
     name = "quantile"
 
@@ -272,7 +272,7 @@ class QuantileLoss(Loss):
         return xp.where(d > 0, self.alpha * d, (self.alpha - 1.0) * d)
 
     def _derivatives(self, xp, y, raw):
-        return xp.where(y > raw, -self.alpha, 1.0 - self.alpha), xp.ones_like(raw)
+        return xp.where(y >= raw, -self.alpha, 1.0 - self.alpha), xp.ones_like(raw)
 
     def predict(self, xp, raw):
         return raw
