@@ -471,6 +471,18 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     rows or when ``eval_set`` is given. ``device``: "auto", "cpu", "cuda",
     "cuda-sim".
 
+    Controls as in XGBoost / LightGBM / scikit-learn: ``reg_alpha`` (L1 on
+    leaf values: G is soft-thresholded in the gain and the leaf value
+    ``-T(G) / (H + reg_lambda)``, as XGBoost); ``monotonic_cst`` (one sign
+    -1/0/1 per feature, or a dict; +1 means the prediction, the probability
+    of ``classes_[1]`` for classifiers, never decreases with the feature;
+    not for multiclass) and ``interaction_cst`` (scikit-learn's format:
+    "pairwise", "no_interactions" or a list of sets of feature indices), see
+    :mod:`gputree.constraints`; ``loss`` may be a callable custom objective
+    and ``eval_metric`` a callable metric for early stopping (LightGBM's
+    conventions, see :mod:`gputree.custom_objective`); ``n_jobs``: CPU
+    threads of fit and predict (never changes results).
+
     Attributes: ``classes_``, ``n_iter_``, ``n_trees_per_iteration_``,
     ``train_score_`` (``-loss`` on the training rows, before the first round
     and after each), ``validation_score_`` (``scoring`` on the validation
@@ -566,7 +578,11 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
 class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     """Gradient-boosted trees for regression: ``loss`` "squared_error",
     "absolute_error" (trees grown on the gradient's sign, leaf values refit to
-    the median residual) or "poisson" (log link; predictions are positive).
+    the median residual), "quantile" (the ``alpha``-quantile: leaves refit to
+    the weighted ``alpha``-quantile of their residuals), "huber" (delta the
+    ``alpha``-quantile of |residual| each round; leaves refit by Friedman's
+    step, as scikit-learn's GradientBoostingRegressor), "poisson" (log link;
+    predictions are positive) or a callable custom objective.
     Other parameters, early stopping and attributes as in
     :class:`GradientBoostingClassifier`.
     """
