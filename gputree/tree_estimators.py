@@ -17,6 +17,13 @@ from .pruning import prune, pruning_path
 from .tree import concatenate_trees, decision_path_indicator
 
 _UNLIMITED_DEPTH = 2 ** 31 - 2
+#: criteria of the classic CART texts that histograms cannot evaluate exactly
+_REFUSED_CRITERIA = {
+    "absolute_error": "its split gain needs the median of every candidate child, which sums "
+                      "per bin cannot give (an exact scan sorts the node's rows of each feature: "
+                      "O(n log n) per node and feature, not a histogram pass). Use "
+                      "GradientBoostingRegressor(loss='absolute_error') (trees on the gradient's "
+                      "sign, median leaves) or scikit-learn's DecisionTreeRegressor."}
 
 
 def resolve_max_features(max_features, n_features):
@@ -118,6 +125,9 @@ class _BaseDecisionTree(BaseTreeModel):
     _criteria = {}
 
     def _check_common_params(self):
+        if isinstance(self.criterion, str) and self.criterion in _REFUSED_CRITERIA:
+            raise ValueError(f"criterion={self.criterion!r} is not supported: "
+                             f"{_REFUSED_CRITERIA[self.criterion]}")
         check_choice(self.criterion, "criterion", set(self._criteria))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
 

@@ -12,7 +12,7 @@ device once contraction into fused multiply-adds is off.
 The layout constants say where a criterion's channels sit in a statistics
 row (the host builds those rows in :mod:`gputree.criteria`):
 
-* classification (gini, entropy, gain_ratio): per output ``o``, ``n_classes``
+* classification (gini, entropy, gain_ratio, misclassification): per output ``o``, ``n_classes``
   channels ``w * [y_o == k]``; the node weight is the sum of output 0's.
 * squared_error: ``[w, (w*y_o, w*y_o**2) for o]``.
 * poisson: ``[w, (w*y_o, w*y_o*log(y_o)) for o]``.
@@ -23,9 +23,10 @@ from types import SimpleNamespace
 
 from .devmath import make_devmath
 
-GINI, ENTROPY, GAIN_RATIO, SQUARED_ERROR, POISSON, NEWTON = range(6)
+GINI, ENTROPY, GAIN_RATIO, SQUARED_ERROR, POISSON, NEWTON, MISCLASSIFICATION = range(7)
 CLASSIFICATION_CRITERIA = {"gini": GINI, "entropy": ENTROPY,
-                           "log_loss": ENTROPY, "gain_ratio": GAIN_RATIO}
+                           "log_loss": ENTROPY, "gain_ratio": GAIN_RATIO,
+                           "misclassification": MISCLASSIFICATION}
 REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR, "poisson": POISSON}
 
 # positions inside the int64 ``layout`` array
@@ -83,6 +84,10 @@ def make_criterion_functions(jit, inline=None):
         return node_weight(S, layout, inv)
 
     @inline
+    def is_classification(crit):
+        return crit <= GAIN_RATIO or crit == MISCLASSIFICATION
+
+    @inline
     def class_impurity(S, layout, inv, o):
         per = layout[LAYOUT_PER_OUTPUT]
         total = 0
@@ -90,10 +95,18 @@ def make_criterion_functions(jit, inline=None):
             total += S[o * per + k]
         if total <= 0:
             return 0.0
-        result = 1.0 if layout[LAYOUT_CRITERION] == GINI else 0.0
+        crit = layout[LAYOUT_CRITERION]
+        if crit == MISCLASSIFICATION:
+            # 1 - max_k p_k (the classic CART texts' error rate)
+            top = 0
+            for k in range(per):
+                if S[o * per + k] > top:
+                    top = S[o * per + k]
+            return 1.0 - top / total
+        result = 1.0 if crit == GINI else 0.0
         for k in range(per):
             p = S[o * per + k] / total
-            if layout[LAYOUT_CRITERION] == GINI:
+            if crit == GINI:
                 result -= p * p
             elif p > 0.0:
                 result -= p * log2(p)
@@ -106,7 +119,7 @@ def make_criterion_functions(jit, inline=None):
         if crit == NEWTON:
             return 0.0
         result = 0.0
-        if crit <= GAIN_RATIO:
+        if is_classification(crit):
             for o in range(n_out):
                 result += class_impurity(S, layout, inv, o)
             return result / n_out
@@ -249,7 +262,7 @@ def make_criterion_functions(jit, inline=None):
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
             return -(S[0] * inv[0]) / (S[1] * inv[1] + params[PARAM_REG_LAMBDA])
-        if crit <= GAIN_RATIO:
+        if is_classification(crit):
             total = 0
             for k in range(layout[LAYOUT_PER_OUTPUT]):
                 total += S[k]
@@ -266,7 +279,7 @@ def make_criterion_functions(jit, inline=None):
             g = soft_threshold(S[2 * o] * inv[2 * o], params[PARAM_REG_ALPHA])
             h = S[2 * o + 1] * inv[2 * o + 1]
             return -g / (h + params[PARAM_REG_LAMBDA])
-        if crit <= GAIN_RATIO:
+        if is_classification(crit):
             per = layout[LAYOUT_PER_OUTPUT]
             total = 0
             for j in range(per):
