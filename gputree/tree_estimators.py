@@ -13,7 +13,7 @@ from ._validation import (check_choice, check_float, check_int, check_random_sta
 from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
-from .pruning import prune, pruning_path
+from .pruning import PRUNING_RISKS, prune, pruning_path
 from .tree import concatenate_trees, decision_path_indicator
 
 _UNLIMITED_DEPTH = 2 ** 31 - 2
@@ -130,6 +130,11 @@ class _BaseDecisionTree(BaseTreeModel):
                              f"{_REFUSED_CRITERIA[self.criterion]}")
         check_choice(self.criterion, "criterion", set(self._criteria))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
+        check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
+
+    def _ccp_risk(self):
+        """The pruning risk: classifiers' ``ccp_risk``, impurity otherwise."""
+        return getattr(self, "ccp_risk", "impurity")
 
     def _fit(self, X, y, sample_weight):
         self._check_common_params()
@@ -143,7 +148,7 @@ class _BaseDecisionTree(BaseTreeModel):
         stats.stats = inputs.backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, weight.sum(), X_float.shape[1])
         tree, _ = grow_tree(inputs.backend, inputs.data, stats, growth, rng)
-        tree = prune(tree, self.ccp_alpha)
+        tree = prune(tree, self.ccp_alpha, self._ccp_risk())
         # fitted attributes change together, only once the fit has succeeded
         self._store_inputs(inputs)
         for name, value in target_attributes.items():
@@ -186,7 +191,7 @@ class _BaseDecisionTree(BaseTreeModel):
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
         """Bunch(ccp_alphas, impurities) of the fully grown tree's pruning path."""
         full = self._clone_unpruned().fit(X, y, sample_weight)
-        alphas, impurities = pruning_path(full.tree_)
+        alphas, impurities = pruning_path(full.tree_, self._ccp_risk())
         try:
             from sklearn.utils import Bunch
         except ImportError:  # pragma: no cover
@@ -226,7 +231,10 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     feature, <= 255), ``categorical_features`` (indices, names or a boolean
     mask; pandas ``category`` columns are detected) and ``device`` ("auto",
     "cpu", "cuda", "cuda-sim"), ``n_jobs`` (CPU threads of fit and predict;
-    never changes results). Missing values (NaN) are supported: each split
+    never changes results) and ``ccp_risk``: the risk r(t) of cost-complexity
+    pruning, "impurity" (scikit-learn's choice) or "misclassification" (the
+    error rate 1 - max p_k of Breiman et al.'s CART; ``impurities`` of
+    ``cost_complexity_pruning_path`` are then total leaf risks). Missing values (NaN) are supported: each split
     learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
     splits of each level until the budget is used (growth stays level-wise).
     """
@@ -237,7 +245,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
-                 categorical_features=None, device="auto", n_jobs=None):
+                 categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity"):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -253,6 +261,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         self.categorical_features = categorical_features
         self.device = device
         self.n_jobs = n_jobs
+        self.ccp_risk = ccp_risk
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs)
