@@ -14,6 +14,7 @@ from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
 from .pruning import PRUNING_RISKS, prune, pruning_path
+from .surrogates import apply_surrogates, fit_surrogates
 from .tree import concatenate_trees, decision_path_indicator
 
 _UNLIMITED_DEPTH = 2 ** 31 - 2
@@ -131,6 +132,8 @@ class _BaseDecisionTree(BaseTreeModel):
         check_choice(self.criterion, "criterion", set(self._criteria))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
         check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
+        check_choice(self.missing_strategy, "missing_strategy", {"default", "surrogate"})
+        check_int(self.n_surrogates, "n_surrogates", 0)
 
     def _ccp_risk(self):
         """The pruning risk: classifiers' ``ccp_risk``, impurity otherwise."""
@@ -149,6 +152,12 @@ class _BaseDecisionTree(BaseTreeModel):
         growth = growth_params(self, n_samples, weight.sum(), X_float.shape[1])
         tree, _ = grow_tree(inputs.backend, inputs.data, stats, growth, rng)
         tree = prune(tree, self.ccp_alpha, self._ccp_risk())
+        surrogates = None
+        if self.missing_strategy == "surrogate":
+            data = inputs.data
+            surrogates = fit_surrogates(tree, np.asarray(inputs.backend.to_host(data.X_binned)),
+                                        weight, data.n_bins_non_missing, data.is_categorical,
+                                        data.missing_bin, self.n_surrogates)
         # fitted attributes change together, only once the fit has succeeded
         self._store_inputs(inputs)
         for name, value in target_attributes.items():
@@ -156,6 +165,7 @@ class _BaseDecisionTree(BaseTreeModel):
         self.max_features_ = growth.max_features
         self.n_outputs_ = stats.n_outputs
         self.tree_ = tree
+        self.surrogates_ = surrogates
         return self
 
     def _trees_for_prediction(self):
@@ -167,6 +177,11 @@ class _BaseDecisionTree(BaseTreeModel):
         return self._apply(X)
 
     def _apply(self, X):
+        if getattr(self, "surrogates_", None) is not None:
+            data = self._bin_new_data(X)
+            return apply_surrogates(self.tree_, self.surrogates_,
+                                    np.asarray(self._backend.to_host(data.X_binned)),
+                                    data.missing_bin)
         return self._leaves(X)[:, 0].astype(np.int64)
 
     def decision_path(self, X):
@@ -234,7 +249,11 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     never changes results) and ``ccp_risk``: the risk r(t) of cost-complexity
     pruning, "impurity" (scikit-learn's choice) or "misclassification" (the
     error rate 1 - max p_k of Breiman et al.'s CART; ``impurities`` of
-    ``cost_complexity_pruning_path`` are then total leaf risks). Missing values (NaN) are supported: each split
+    ``cost_complexity_pruning_path`` are then total leaf risks).
+    ``missing_strategy``: "default" (a row missing a split's feature goes the
+    side learned for missing values) or "surrogate" (CART: the first of the
+    split's ``n_surrogates`` ranked surrogate splits whose feature is present,
+    else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`). Missing values (NaN) are supported: each split
     learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
     splits of each level until the budget is used (growth stays level-wise).
     """
@@ -245,7 +264,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
-                 categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity"):
+                 categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity",
+                 missing_strategy="default", n_surrogates=5):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -261,6 +281,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         self.categorical_features = categorical_features
         self.device = device
         self.n_jobs = n_jobs
+        self.missing_strategy = missing_strategy
+        self.n_surrogates = n_surrogates
         self.ccp_risk = ccp_risk
 
     def fit(self, X, y, sample_weight=None):
@@ -318,7 +340,8 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
 
     Parameters follow scikit-learn's ``DecisionTreeRegressor`` (criteria
     "squared_error" and "poisson") plus ``max_bins``,
-    ``categorical_features``, ``device`` and ``n_jobs`` as in
+    ``categorical_features``, ``device``, ``n_jobs``, ``missing_strategy`` and
+    ``n_surrogates`` as in
     :class:`DecisionTreeClassifier`.
     """
 
@@ -328,7 +351,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto",
-                 n_jobs=None):
+                 n_jobs=None, missing_strategy="default", n_surrogates=5):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -343,6 +366,8 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         self.categorical_features = categorical_features
         self.device = device
         self.n_jobs = n_jobs
+        self.missing_strategy = missing_strategy
+        self.n_surrogates = n_surrogates
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y float (n_samples,) or (n_samples,
