@@ -15,15 +15,13 @@ from sklearn.tree import DecisionTreeRegressor as SkTree
 from gputree import (DecisionTreeClassifier, GradientBoostingClassifier,
                      GradientBoostingRegressor, RandomForestRegressor)
 
-FAST = dict(device="cpu", early_stopping=False, random_state=0)
+from test_boosting import FAST, _integer_data
 
 
 def _data(n=300, seed=0, n_features=4):
     """Integer features (12 values: binning is exact) and a noisy target."""
-    rng = np.random.RandomState(seed)
-    X = rng.randint(0, 12, size=(n, n_features)).astype(float)
-    y = X[:, 0] - 5 + 0.5 * (X[:, 1] - 6) + rng.normal(size=n)
-    return X, y
+    X, latent, _ = _integer_data(n, seed, n_features)
+    return X, latent
 
 
 def _leaf_paths(tree):
