@@ -54,6 +54,18 @@ def bin_with(backend, mapper, X_float):
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
 
 
+#: seed of the binning subsample when random_state is None: bins (and so the
+#: trees of a fit without other randomness) do not change from fit to fit
+DEFAULT_BINNING_SEED = 0
+
+
+def binning_seed(random_state, seed):
+    """Seed of the bin-edge subsample: ``seed`` (drawn from the estimator's
+    random_state) when random_state is set, else DEFAULT_BINNING_SEED, so
+    that default fits are deterministic, as LightGBM's and XGBoost's are."""
+    return DEFAULT_BINNING_SEED if random_state is None else seed
+
+
 def seed_from(rng):
     """An int seed drawn from a RandomState (for sub-components)."""
     return int(rng.randint(np.iinfo(np.int32).max))

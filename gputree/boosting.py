@@ -52,6 +52,10 @@ except ImportError:  # pragma: no cover
 #: early_stopping="auto" turns on above this many rows (as scikit-learn)
 _AUTO_EARLY_STOPPING_ROWS = 10_000
 _SPLIT_STREAM, _ROUND_STREAM = 1, 0
+#: float64 arrays per training row that a round keeps on the device, per raw
+#: output (targets, raw scores, gradients, hessians and their temporaries)
+#: and besides (weights, row mask, pointwise loss, a temporary)
+_ROW_FLOATS_PER_OUTPUT, _ROW_FLOATS = 8, 4
 
 
 @dataclass
@@ -293,9 +297,10 @@ class _BaseGradientBoosting(BaseTreeModel):
             self._record_scores(train, validation, eager)
         progress = Progress(self.n_estimators - self.n_iter_, self.verbose, type(self).__name__)
         pool = HistogramPool(self._backend)
+        held = self._held_row_bytes(train, validation)
         try:
             for it in range(self.n_iter_, self.n_estimators):
-                self._round(it, train, validation, growth, pool)
+                self._round(it, train, validation, growth, pool, held)
                 self.n_iter_ = it + 1
                 self._record_scores(train, validation, eager)
                 progress.step(**(self._latest_scores() if self.verbose else {}))
@@ -310,9 +315,23 @@ class _BaseGradientBoosting(BaseTreeModel):
         self.train_score_ = np.asarray(self._scores["train"])
         self.validation_score_ = np.asarray(self._scores["validation"])
 
-    def _round(self, it, train, validation, growth, pool):
+    def _held_row_bytes(self, train, validation):
+        """Device bytes per training row that boosting keeps beside the
+        trees (for the memory check): the per-row float64 arrays of a round,
+        and the validation rows (binned X, targets, raw scores, weights;
+        with a validation split, the binned X of all rows as well) spread
+        over the training rows."""
+        k, n_train = self._loss.n_outputs, train.w.shape[0]
+        held = 8 * (_ROW_FLOATS_PER_OUTPUT * k + _ROW_FLOATS)
+        if validation is None:
+            return held
+        n_val, n_features = validation.data.X_binned.shape
+        extra = n_val * (n_features + 8 * (2 * k + 1)) + (n_train + n_val) * n_features
+        return held + -(-extra // n_train)
+
+    def _round(self, it, train, validation, growth, pool, held_row_bytes):
         """Grow this round's tree(s), their histograms in ``pool``, and update
-        raw scores in place."""
+        raw scores in place (``held_row_bytes``: for the memory check)."""
         backend, loss = self._backend, self._loss
         xp = backend.xp
         rng = tree_rng(self._seed, it, _ROUND_STREAM)
@@ -325,7 +344,7 @@ class _BaseGradientBoosting(BaseTreeModel):
                                                        None if unit else train.w)
         for start, stop in self._groups:
             stats = newton_statistics(g[:, start:stop], h[:, start:stop], w, xp)
-            tree, positions = self._grow(train.data, stats, growth, rng, pool)
+            tree, positions = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
             loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)
             tree.value *= self.learning_rate
             backend.add_node_values(backend.asarray(tree.value[:, :, 0]), positions, train.raw,
@@ -337,24 +356,25 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     def _row_mask(self, rng, n_samples):
         """float64 (n,) on the device: 1 for round(subsample * n) rows drawn
-        without replacement, else 0."""
-        mask = np.zeros(n_samples)
+        without replacement, else 0 (drawn on the host, copied as uint8)."""
+        mask = np.zeros(n_samples, dtype=np.uint8)
         mask[rng.choice(n_samples, max(1, int(round(self.subsample * n_samples))),
-                        replace=False)] = 1.0
-        return self._backend.asarray(mask)
+                        replace=False)] = 1
+        return self._backend.upload(mask).astype(np.float64)
 
-    def _grow(self, data, stats, growth, rng, pool):
+    def _grow(self, data, stats, growth, rng, pool, held_row_bytes):
         """grow_tree on a colsample_bytree subset of the features; the tree
         refers to original feature indices."""
         n_features = data.X_binned.shape[1]
         k = max(1, int(round(self.colsample_bytree * n_features)))
         if k >= n_features:
-            return grow_tree(self._backend, data, stats, growth, rng, pool)
+            return grow_tree(self._backend, data, stats, growth, rng, pool, held_row_bytes)
         columns = np.sort(rng.choice(n_features, k, replace=False))
         if growth.constraints is not None:
             growth = replace(growth, constraints=growth.constraints.restrict(columns))
+        # the subset's binned X is held beside the full one
         tree, positions = grow_tree(self._backend, take_columns(self._backend, data, columns),
-                                    stats, growth, rng, pool)
+                                    stats, growth, rng, pool, held_row_bytes + n_features)
         internal = tree.feature >= 0
         tree.feature[internal] = columns[tree.feature[internal]]
         return tree, positions

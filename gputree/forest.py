@@ -23,8 +23,10 @@ from ._ensemble import (Progress, add_tree_values, device_leaves, set_params_fro
                         stacked_values, training_data, tree_rng)
 from ._validation import (check_choice, check_float, check_int, check_sample_weight, check_y,
                           returns_input_kind)
-from .criteria import (CLASSIFICATION_CRITERIA, POISSON, REGRESSION_CRITERIA,
-                       classification_statistics, regression_statistics)
+from ._dtypes import STAT_DTYPE
+from .criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS, POISSON,
+                       REGRESSION_CRITERIA, Statistics, classification_statistics,
+                       regression_statistics)
 from .grower import HistogramPool, grow_tree
 from .tree_estimators import (BaseTreeModel, DecisionTreeClassifier, DecisionTreeRegressor,
                               as_float_targets, check_poisson_targets, class_weights,
@@ -46,6 +48,7 @@ class _ClassTargets:
         self.per_bootstrap = isinstance(class_weight, str) and class_weight == "balanced_subsample"
         self.factor = (None if self.per_bootstrap or class_weight is None
                        else class_weights(class_weight, y_encoded, classes))
+        self.unit = None     # Statistics of weight one on the backend (first use)
 
     def tree_weight(self, weight, counts):
         """Sample weights of one tree: weight x bootstrap counts x class
@@ -61,6 +64,18 @@ class _ClassTargets:
     def statistics(self, w):
         return classification_statistics(self.y, max(self.n_classes), w, self.criterion)
 
+    def device_statistics(self, backend, weight, counts):
+        """The tree's Statistics built on the backend from its bootstrap
+        counts when they are the whole weight (no sample or class weights),
+        else None. The statistics of weight one are uploaded once per fit,
+        the counts once per tree."""
+        if weight is not None or self.factor is not None or self.per_bootstrap:
+            return None
+        if self.unit is None:
+            self.unit = self.statistics(np.ones(self.y.shape[0]))
+            self.unit.stats = backend.upload(self.unit.stats)
+        return counted_statistics(backend, self.unit, counts)
+
 
 class _RegressionTargets:
     """Float targets (n, n_outputs) of one fit."""
@@ -74,6 +89,33 @@ class _RegressionTargets:
     def statistics(self, w):
         return regression_statistics(self.y, w, self.criterion)
 
+    def device_statistics(self, backend, weight, counts):
+        """None: regression statistics are built on the host (their
+        fixed-point scales depend on the weights)."""
+        return None
+
+
+def counted_statistics(backend, unit, counts):
+    """Classification Statistics of the integer weights ``counts`` (host
+    float64 (n,)), from ``unit``, those of weight one (no count channel;
+    ``unit.stats`` int64 (n, C) on the backend). Class channels are the
+    weight where the row has the class, and integer weights are their own
+    fixed point (inverse scale 1), so the channels are ``unit * counts``
+    (exact int64), plus the count channel (1 where counts > 0) unless every
+    count is one: what ``classification_statistics(y, K, counts)`` gives,
+    with one upload (the counts, int32 (n,)) and no host pass over rows."""
+    if np.all(counts == 1):
+        return unit
+    xp = backend.xp
+    device_counts = backend.upload(counts, dtype=np.int32)
+    n_samples, n_values = unit.stats.shape
+    stats = backend.empty((n_samples, n_values + 1), STAT_DTYPE)
+    xp.multiply(unit.stats, device_counts[:, None], out=stats[:, :n_values])
+    stats[:, n_values] = device_counts > 0
+    layout = unit.layout.copy()
+    layout[LAYOUT_COUNT_CHANNEL], layout[LAYOUT_N_CHANNELS] = n_values, n_values + 1
+    return Statistics(stats, np.append(unit.inv_scale, 1.0), layout, unit.n_classes)
+
 
 class _OutOfBag:
     """Per row: sum of the leaf values of the trees that left it out, and how
@@ -81,8 +123,8 @@ class _OutOfBag:
 
     def __init__(self, backend, shape):
         self.backend = backend
-        self.total = backend.xp.zeros(shape)
-        self.n = backend.xp.zeros(shape[0])
+        self.total = backend.zeros(shape, np.float64)
+        self.n = backend.zeros(shape[:1], np.float64)
 
     def add(self, values, leaves, out_of_bag):
         """values (nodes, n_outputs, n_classes) and leaves (n,) on the device;
@@ -180,7 +222,11 @@ class _BaseForest(BaseTreeModel):
         rng = tree_rng(self._seed, i)
         stats, growth, out_of_bag = self._bootstrap(rng, data, targets, weight, n_bootstrap,
                                                     oob is not None)
-        tree, positions = grow_tree(self._backend, data, stats, growth, rng, pool)
+        # per row: the statistics of weight one and the bootstrap counts, and
+        # the OOB sums and counts, and a gather of leaf values
+        held = stats.stats.shape[1] * 8 + 4
+        held += 8 * (2 * int(np.prod(self._value_shape)) + 1) if oob is not None else 0
+        tree, positions = grow_tree(self._backend, data, stats, growth, rng, pool, held)
         if oob is not None:
             oob.add(self._backend.asarray(tree.value), positions, out_of_bag)
         return tree
@@ -193,8 +239,10 @@ class _BaseForest(BaseTreeModel):
         n_samples, n_features = data.X_binned.shape
         counts = self._counts(rng, n_samples, n_bootstrap)
         w = targets.tree_weight(weight, counts)
-        stats = targets.statistics(w)
-        stats.stats = self._backend.asarray(stats.stats)
+        stats = targets.device_statistics(self._backend, weight, counts)
+        if stats is None:
+            stats = targets.statistics(w)
+            stats.stats = self._backend.upload(stats.stats)
         growth = growth_params(self, n_samples, w.sum(), n_features)
         return stats, growth, (counts == 0 if with_oob else None)
 

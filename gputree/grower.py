@@ -98,97 +98,202 @@ class _NodeTable:
         return sum(t.shape[0] for t in self.totals)
 
 
-def grow_tree(backend, data, stats, growth, rng, pool=None):
+def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     """Grow one tree.
 
     backend : Backend;  data : BinnedData;  stats : criteria.Statistics with
     ``stats.stats`` already on the backend; growth : GrowthParams;
     rng : numpy RandomState for per-node feature subsets; pool :
-    HistogramPool shared by the trees of a fit (None: one for this tree).
+    HistogramPool shared by the trees of a fit (None: one for this tree);
+    held_row_bytes : device bytes per row the caller keeps during the fit
+    (for the memory check).
     Returns (TreeArrays, positions) where positions int32 (n_samples,) on the
     backend holds every row's leaf id.
     """
-    layout, inv = stats.layout, stats.inv_scale
-    params = growth.criterion_params()
     n_samples, n_features = data.X_binned.shape
     max_level_nodes = _max_level_nodes(n_samples, growth)
     backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
-                             max_level_nodes)
-    positions = backend.xp.zeros(n_samples, dtype=NODE_DTYPE)
+                             max_level_nodes, held_row_bytes)
     if pool is None:
         pool = HistogramPool(backend)
     pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_level_nodes)
-    # constant for the whole fit: moved to the device once
-    scan_inputs = (backend.asarray(data.n_bins_non_missing), backend.asarray(data.is_categorical))
-    criterion_inputs = (backend.asarray(layout), backend.asarray(inv), backend.asarray(params))
-    # int64 column sums (exact in any order); one column at a time is 5x
-    # faster in numpy than a reduction over axis 0 of the row-major array
-    table = _NodeTable(np.array([int(stats.stats[:, c].sum())
-                                 for c in range(stats.stats.shape[1])], dtype=STAT_DTYPE))
-    level_start, n_level = 0, 1
-    constrained = growth.constraints.start_tree() if growth.constraints is not None else None
-    previous = None
-    n_leaves = 1
-    for depth in range(growth.max_depth + 1):
-        level_totals = table.totals_all()[level_start:level_start + n_level]
-        impurity = _level_impurity(backend, level_totals, criterion_inputs, stats)
-        candidates = _splittable(level_totals, impurity, depth, growth, layout, inv)
-        if candidates.size == 0:
-            table.record_level(*_no_splits(n_level))
-            break
-        if depth == 0:
-            hist_row = pool.take(1)
-            _build_into_pool(backend, data, stats, positions, 0, hist_row, pool)
-            hist_nodes = np.zeros(1, dtype=np.int64)
-        else:
-            count, _ = _counts_and_weights(level_totals, layout, inv)
-            hist_row, hist_nodes = _level_histograms(backend, data, stats, positions,
-                                                     level_start, n_level, candidates, count,
-                                                     previous, pool)
+    return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
+
+
+class _TreeGrowth:
+    """The growth of one tree, level by level.
+
+    The host keeps the bookkeeping (node table, pool rows, random feature
+    subsets, which candidates split); the device keeps the rows and does the
+    work. Copies between them do not depend on the number of nodes: per level
+    one packed upload (the level's plan, with the previous level's splits for
+    the partition) and one packed download (every candidate's best split and
+    its children's impurity); per tree one upload of the tree's constants,
+    one download of the root's totals, one upload and one download to
+    summarise the nodes at the end, and one upload for the last partition.
+    """
+
+    def __init__(self, backend, data, stats, growth, rng, pool):
+        self.backend, self.data, self.stats, self.growth = backend, data, stats, growth
+        self.rng, self.pool = rng, pool
+        self.positions = backend.zeros((data.X_binned.shape[0],), NODE_DTYPE)
+        # constant for the whole tree: one copy
+        self.constants = backend.upload_many({
+            "n_bins_non_missing": data.n_bins_non_missing,
+            "is_categorical": data.is_categorical, "layout": stats.layout,
+            "inv": stats.inv_scale, "params": growth.criterion_params()})
+        self.partition = {}      # host arrays of splits not yet applied to positions
+        self.partition_start = 0
+        # monotonic / interaction constraints: bounds and path features per node
+        self.constrained = (growth.constraints.start_tree() if growth.constraints is not None
+                            else None)
+
+    def criterion_inputs(self):
+        """(layout, inv, params) on the backend."""
+        return tuple(self.constants[k] for k in ("layout", "inv", "params"))
+
+    def run(self):
+        """(TreeArrays, positions int32 (n_samples,) on the backend)."""
+        growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
+        root_totals, impurity = self._root()
+        table = _NodeTable(root_totals[0])
+        level_start, n_level, previous, n_leaves = 0, 1, None, 1
+        for depth in range(growth.max_depth + 1):
+            level_totals = table.totals_all()[level_start:level_start + n_level]
+            candidates = _splittable(level_totals, impurity, depth, growth, layout, inv)
+            if candidates.size == 0:
+                table.record_level(*_no_splits(n_level))
+                break
+            hist_row, found = self._scan_level(level_start, level_totals, candidates, previous)
+            accept = _accept_splits(found["gain"], level_totals[candidates], growth, layout,
+                                    inv, root_totals[0], n_leaves)
+            n_leaves += int(accept.sum())
+            split_nodes = candidates[accept]
+            self._record_level(table, found, accept, split_nodes, level_start, n_level)
+            if split_nodes.size == 0:
+                break
+            impurity = found["child_impurity"].reshape(-1, 2)[accept].ravel()
+            table.add_children(level_start + split_nodes, found["left_sums"][accept], depth + 1)
+            if self.constrained is not None:
+                self.constrained.add_children(level_start + split_nodes,
+                                              found["feature"][accept],
+                                              self._values(table.totals[-1]).reshape(-1, 2))
+            previous = _PreviousLevel(hist_row, split_nodes)
+            level_start, n_level = level_start + n_level, 2 * split_nodes.size
+        # the loop always ends by a break: at max_depth no node is splittable
+        self._apply_partition()
+        tree = _finish(self.backend, table, self.data, self.stats, self.criterion_inputs())
+        if self.constrained is not None:
+            self.constrained.clip_values(tree.value)
+        return tree, self.positions
+
+    def _values(self, totals):
+        """float64 (n_nodes,) output 0's value of nodes with host int64 ``totals``."""
+        values, _ = self.backend.node_summaries(self.backend.upload(totals),
+                                                *self.criterion_inputs(),
+                                                self.stats.n_outputs, self.stats.n_classes)
+        return self.backend.download_many({"values": values})["values"][:, 0, 0]
+
+    def _root(self):
+        """Host totals int64 (1, n_channels) and impurity float64 (1,) of the
+        root, with one download."""
+        stats, backend = self.stats.stats, self.backend
+        # int64 column sums (exact in any order); one column at a time is 5x
+        # faster in numpy than a reduction over axis 0 of the row-major array
+        totals = backend.xp.stack([stats[:, c].sum() for c in range(stats.shape[1])])[None, :]
+        _, impurity = backend.node_summaries(totals, *self.criterion_inputs(),
+                                             self.stats.n_outputs, self.stats.n_classes)
+        root = backend.download_many({"totals": totals, "impurity": impurity})
+        return root["totals"], root["impurity"]
+
+    def _scan_level(self, level_start, level_totals, candidates, previous):
+        """Histograms and split scan of a level with one upload and one
+        download: (hist_row int32 (n_level,), host dict of the candidates'
+        best splits, see :meth:`_found`)."""
+        layout, inv = self.stats.layout, self.stats.inv_scale
+        count, _ = _counts_and_weights(level_totals, layout, inv)
+        hist_row, hist_nodes, plan = _plan_histograms(level_totals.shape[0], candidates, count,
+                                                      previous, self.pool)
         rows = hist_row[candidates]
-        allowed = _scan_mask(rng, hist_nodes, candidates, rows, n_features, growth.max_features)
-        scan_criterion = criterion_inputs
-        if constrained is not None:
-            allowed[rows] &= constrained.allowed(level_start + candidates)
-            scan_criterion = criterion_inputs[:2] + (backend.asarray(constrained.level_params(
-                params, level_start + candidates, rows, allowed.shape[0])),)
-        split = backend.find_best_splits(pool.hist[:allowed.shape[0]], *scan_inputs,
-                                         backend.asarray(allowed), data.missing_bin,
-                                         *scan_criterion)
-        gain = backend.to_host(split.gain)[rows]
-        accept = _accept_splits(gain, level_totals[candidates], growth, layout, inv,
-                                table.totals[0][0], n_leaves)
-        n_leaves += int(accept.sum())
-        split_nodes = candidates[accept]
-        chosen = rows[accept]
+        plan.update(self.partition, rows=rows, totals=level_totals[candidates],
+                    zero_rows=self.pool.rows_to_zero(),
+                    allowed=_scan_mask(self.rng, hist_nodes, candidates, rows,
+                                       self.data.X_binned.shape[1], self.growth.max_features))
+        if self.constrained is not None:
+            plan["allowed"][rows] &= self.constrained.allowed(level_start + candidates)
+            plan["scan_params"] = self.constrained.level_params(
+                self.growth.criterion_params(), level_start + candidates, rows,
+                plan["allowed"].shape[0])
+        n_build = int(plan["node_to_build"].max()) + 1
+        device = self.backend.upload_many(plan)
+        self._apply_partition(device)
+        self._build(level_start, n_build, device)
+        scan_params = device.get("scan_params", self.constants["params"])
+        split = self.backend.find_best_splits(
+            self.pool.hist[:plan["allowed"].shape[0]], self.constants["n_bins_non_missing"],
+            self.constants["is_categorical"], device["allowed"], self.data.missing_bin,
+            self.constants["layout"], self.constants["inv"], scan_params)
+        return hist_row, self.backend.download_many(self._found(split, device))
+
+    def _apply_partition(self, device=None):
+        """Move the rows of the recorded splits' nodes to their children
+        (``device``: the split arrays already uploaded with a plan)."""
+        if not self.partition:
+            return
+        if device is None:
+            device = self.backend.upload_many(self.partition)
+        self.backend.update_positions(self.data.X_binned, self.positions, self.partition_start,
+                                      device["split_feature"], device["split_bitset"],
+                                      device["left_child"])
+        self.partition = {}
+
+    def _build(self, level_start, n_build, device):
+        """Zero the reused pool rows, build the planned histograms, derive
+        the larger siblings in their parents' rows."""
+        backend, hist = self.backend, self.pool.hist
+        if device["zero_rows"].size:
+            backend.zero_rows(hist, device["zero_rows"])
+        backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
+                                 level_start, device["node_to_build"], n_build,
+                                 self.data.n_bins, out=hist)
+        if device["built_rows"].size:
+            backend.subtract_histograms(hist, device["parent_rows"], hist, device["built_rows"],
+                                        device["parent_rows"])
+
+    def _found(self, split, device):
+        """What the host needs about the candidates (backend arrays, in the
+        order of ``device["rows"]``): gain float64 (k,), feature int32 (k,),
+        bitset uint32 (k, BITSET_WORDS), missing_left uint8 (k,), left_sums
+        int64 (k, n_channels) and child_impurity float64 (2k,), the (left,
+        right) children's impurity (both the node itself where no split is
+        valid)."""
+        xp, rows, totals = self.backend.xp, device["rows"], device["totals"]
+        gain, left = split.gain[rows], split.left_sums[rows]
+        valid = xp.isfinite(gain)[:, None]
+        children = xp.stack([xp.where(valid, left, totals),
+                             xp.where(valid, totals - left, totals)], axis=1)
+        _, impurity = self.backend.node_summaries(children.reshape(-1, totals.shape[1]),
+                                                  *self.criterion_inputs(),
+                                                  self.stats.n_outputs, self.stats.n_classes)
+        return {"gain": gain, "feature": split.feature[rows], "bitset": split.bitset[rows],
+                "missing_left": split.missing_left[rows], "left_sums": left,
+                "child_impurity": impurity}
+
+    def _record_level(self, table, found, accept, split_nodes, level_start, n_level):
+        """Store the level's splits in the node table and keep them for the
+        next partition."""
         feature, bitset, node_gain, missing_left = _no_splits(n_level)
-        feature[split_nodes] = backend.to_host(split.feature)[chosen]
-        bitset[split_nodes] = backend.to_host(split.bitset)[chosen]
-        node_gain[split_nodes] = gain[accept]
-        missing_left[split_nodes] = backend.to_host(split.missing_left)[chosen]
+        feature[split_nodes] = found["feature"][accept]
+        bitset[split_nodes] = found["bitset"][accept]
+        node_gain[split_nodes] = found["gain"][accept]
+        missing_left[split_nodes] = found["missing_left"][accept]
         table.record_level(feature, bitset, node_gain, missing_left)
-        if split_nodes.size == 0:
-            break
-        next_start = level_start + n_level
-        left_child = np.full(n_level, -1, dtype=NODE_DTYPE)
-        left_child[split_nodes] = next_start + 2 * np.arange(split_nodes.size)
-        backend.update_positions(data.X_binned, positions, level_start,
-                                 backend.asarray(feature), backend.asarray(bitset),
-                                 backend.asarray(left_child))
-        table.add_children(level_start + split_nodes,
-                           backend.to_host(split.left_sums)[chosen], depth + 1)
-        if constrained is not None:
-            children = table.totals[-1]
-            constrained.add_children(level_start + split_nodes, feature[split_nodes],
-                                     _values(backend, children, criterion_inputs, stats)
-                                     .reshape(-1, 2))
-        previous = _PreviousLevel(hist_row, split_nodes)
-        level_start, n_level = next_start, 2 * split_nodes.size
-    # the loop always ends by a break: at max_depth no node is splittable
-    tree = _finish(backend, table, data, stats, params)
-    if constrained is not None:
-        constrained.clip_values(tree.value)
-    return tree, positions
+        if split_nodes.size:
+            left_child = np.full(n_level, -1, dtype=NODE_DTYPE)
+            left_child[split_nodes] = level_start + n_level + 2 * np.arange(split_nodes.size)
+            self.partition = {"split_feature": feature, "split_bitset": bitset,
+                              "left_child": left_child}
+            self.partition_start = level_start
 
 
 def _max_level_nodes(n_samples, growth):
@@ -237,6 +342,7 @@ class HistogramPool:
             self.in_use = np.zeros(0, dtype=bool)
             self.n_touched = 0
         self.in_use[:] = False
+        self.to_zero = []
         self.max_rows = max_rows
         row_bytes = math.prod(row_shape) * np.dtype(STAT_DTYPE).itemsize
         if self.in_use.size < max_rows and max_rows * row_bytes <= _POOL_RESERVE_BYTES:
@@ -248,19 +354,26 @@ class HistogramPool:
         self.in_use[rows] = True
 
     def take(self, n):
-        """``n`` free rows, zeroed and marked in use: int32 (n,), ascending."""
+        """``n`` free rows, marked in use: int32 (n,), ascending. Rows that
+        held a histogram before are zeroed by the caller, who gets them from
+        :meth:`rows_to_zero`."""
         free = np.flatnonzero(~self.in_use)
         if free.size < n:
             self._grow(self.in_use.size + n - free.size)
             free = np.flatnonzero(~self.in_use)
         rows = free[:n].astype(NODE_DTYPE)
-        reused = rows[rows < self.n_touched]
-        if reused.size:
-            self.backend.zero_rows(self.hist, self.backend.asarray(reused))
+        self.to_zero.append(rows[rows < self.n_touched])
         self.in_use[rows] = True
         if n:
             self.n_touched = max(self.n_touched, int(rows[-1]) + 1)
         return rows
+
+    def rows_to_zero(self):
+        """int32 rows handed out by :meth:`take` since the last call that
+        held a histogram before (they must be zeroed before building)."""
+        rows = np.concatenate(self.to_zero) if self.to_zero else np.empty(0, NODE_DTYPE)
+        self.to_zero = []
+        return rows.astype(NODE_DTYPE)
 
     def _grow(self, n_rows):
         capacity = max(n_rows, min(2 * self.in_use.size, self.max_rows))
@@ -275,20 +388,6 @@ def _no_splits(n_level):
     return (np.full(n_level, -1, dtype=np.int32),
             np.zeros((n_level, BITSET_WORDS), dtype=np.uint32),
             np.zeros(n_level, dtype=FLOAT_DTYPE), np.zeros(n_level, dtype=np.uint8))
-
-
-def _level_impurity(backend, totals, criterion_inputs, stats):
-    """float64 (n_nodes,) impurity of the level's nodes (host)."""
-    _, impurity = backend.node_summaries(backend.asarray(totals), *criterion_inputs,
-                                         stats.n_outputs, stats.n_classes)
-    return backend.to_host(impurity)
-
-
-def _values(backend, totals, criterion_inputs, stats):
-    """float64 (n_nodes,) output 0's value of nodes with int64 ``totals`` (host)."""
-    values, _ = backend.node_summaries(backend.asarray(totals), *criterion_inputs,
-                                       stats.n_outputs, stats.n_classes)
-    return backend.to_host(values)[:, 0, 0]
 
 
 def _counts_and_weights(totals, layout, inv):
@@ -366,26 +465,26 @@ def _scan_mask(rng, hist_nodes, candidates, rows, n_features, max_features):
     return mask
 
 
-def _build_into_pool(backend, data, stats, positions, level_start, node_to_row, pool):
-    """Add the histograms of the level nodes with ``node_to_row`` >= 0 (int32
-    (n_level,)) into those (zeroed) pool rows."""
-    backend.build_histograms(data.X_binned, stats.stats, positions, level_start,
-                             backend.asarray(node_to_row), int(node_to_row.max()) + 1,
-                             data.n_bins, out=pool.hist)
-
-
-def _level_histograms(backend, data, stats, positions, level_start, n_level,
-                      candidates, count, previous, pool):
-    """Histograms of this level in the pool: (hist_row int32 (n_level,), the
-    pool row of each node or -1; hist_nodes int64, ascending level-relative
-    nodes that own a row: the candidates and the built children).
+def _plan_histograms(n_level, candidates, count, previous, pool):
+    """Host plan of a level's histograms in the pool: (hist_row int32
+    (n_level,), the pool row of each node or -1; hist_nodes int64, ascending
+    level-relative nodes that own a row: the candidates and the built
+    children; dict of int32 arrays node_to_build (n_level,), the build row of
+    each node or -1, and built_rows, parent_rows (n_derived,): each derived
+    sibling is ``parent - built`` in its parent's row).
 
     Level nodes come in sibling pairs (2j, 2j+1) whose parent is
-    ``previous.split_nodes[j]``. For each pair with a candidate, one histogram
-    pass builds the child with fewer rows into a new row; a candidate sibling
-    is then parent - built, in the parent's row. Rows of previous-level nodes
-    that no child derives from are released first.
+    ``previous.split_nodes[j]`` (``previous`` None: the root, built alone).
+    For each pair with a candidate, one histogram pass builds the child with
+    fewer rows into a new row; a candidate sibling is then parent - built, in
+    the parent's row. Rows of previous-level nodes that no child derives from
+    are released first.
     """
+    if previous is None:
+        hist_row = pool.take(1)
+        none = np.empty(0, dtype=NODE_DTYPE)
+        return hist_row, np.zeros(1, dtype=np.int64), {
+            "node_to_build": hist_row.copy(), "built_rows": none, "parent_rows": none}
     pairs = np.unique(candidates // 2)
     left, right = 2 * pairs, 2 * pairs + 1
     left_smaller = count[left] <= count[right]
@@ -399,23 +498,21 @@ def _level_histograms(backend, data, stats, positions, level_start, n_level,
     pool.keep_only(parent_rows)
     hist_row = np.full(n_level, -1, dtype=NODE_DTYPE)
     hist_row[smaller] = pool.take(smaller.size)
-    _build_into_pool(backend, data, stats, positions, level_start, hist_row, pool)
-    if derive.any():
-        in_place = backend.asarray(parent_rows)
-        backend.subtract_histograms(pool.hist, in_place, pool.hist,
-                                    backend.asarray(hist_row[smaller[derive]]), in_place)
-        hist_row[larger[derive]] = parent_rows
-    return hist_row, np.flatnonzero(owns)
+    plan = {"node_to_build": hist_row.copy(), "built_rows": hist_row[smaller[derive]],
+            "parent_rows": parent_rows.astype(NODE_DTYPE)}
+    hist_row[larger[derive]] = parent_rows
+    return hist_row, np.flatnonzero(owns), plan
 
 
-def _finish(backend, table, data, stats, params):
-    """Assemble TreeArrays (host) from the node table."""
+def _finish(backend, table, data, stats, criterion_inputs):
+    """Assemble TreeArrays (host) from the node table; leaf values and
+    impurity from the nodes' totals with one upload and one download
+    (``criterion_inputs``: layout, inv, params on the backend)."""
     totals = table.totals_all()
     n_nodes = totals.shape[0]
-    values, impurity = backend.node_summaries(
-        backend.asarray(totals), backend.asarray(stats.layout),
-        backend.asarray(stats.inv_scale), backend.asarray(params),
-        stats.n_outputs, stats.n_classes)
+    values, impurity = backend.node_summaries(backend.upload(totals), *criterion_inputs,
+                                              stats.n_outputs, stats.n_classes)
+    summaries = backend.download_many({"values": values, "impurity": impurity})
     feature = np.concatenate(table.feature)[:n_nodes]
     bitset = np.concatenate(table.bitset)[:n_nodes]
     parent = np.concatenate(table.parent)
@@ -432,7 +529,7 @@ def _finish(backend, table, data, stats, params):
         threshold=_real_thresholds(feature, bitset, is_categorical, data),
         missing_left=np.concatenate(table.missing_left)[:n_nodes],
         is_categorical=is_categorical,
-        value=backend.to_host(values), impurity=backend.to_host(impurity),
+        value=summaries["values"], impurity=summaries["impurity"],
         n_node_samples=np.rint(count).astype(np.int64),
         weighted_n_node_samples=weight.astype(FLOAT_DTYPE),
         gain=np.concatenate(table.gain)[:n_nodes],

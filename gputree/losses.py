@@ -16,66 +16,120 @@ Conventions (``K`` = raw outputs: 1, or the number of classes for softmax):
   ``-G / (H + lambda)`` is the Newton step ``sum(w * residual) / (H + lambda)``
   (for the log-loss the residual is ``y - p``).
 """
+import math
+
 import numba
 import numpy as np
 
 from ._dtypes import FLOAT_DTYPE
+from .backends import devmath
 
 _EPS = np.finfo(FLOAT_DTYPE).eps
 
 
+def _exp(values):
+    return devmath.apply("exp", values)
+
+
+def _log(values):
+    return devmath.apply("log", values)
+
+
+def _fixed_point(xp, values):
+    """(int64 rint(values * 2**shift), shift) with the largest power-of-two
+    scale that keeps any sum of the values below 2**61 in magnitude; values
+    finite and not all zero. Sums of the result are exact in any order."""
+    largest = float(xp.max(xp.abs(values)))
+    shift = 61 - math.frexp(largest * values.size)[1]
+    half = shift // 2   # two exact steps: 2**shift alone may overflow
+    scaled = xp.rint((values * math.ldexp(1.0, half)) * math.ldexp(1.0, shift - half))
+    return scaled.astype(np.int64), shift
+
+
+def order_free_sum(xp, values):
+    """Sum of float64 ``values`` as a host float that does not depend on the
+    summation order (so not on the device, its reduction tree or the thread
+    count): the values in fixed point (:func:`_fixed_point`), summed as int64
+    (exact in any order), scaled back."""
+    if values.size == 0:
+        return 0.0
+    largest = float(xp.max(xp.abs(values)))
+    if largest == 0.0 or not math.isfinite(largest):
+        return float(xp.sum(values))  # 0, or inf/nan whatever the order
+    fixed, shift = _fixed_point(xp, values)
+    return math.ldexp(float(int(fixed.sum())), -shift)
+
+
 def _average(xp, values, w):
     """Weighted mean over rows of (n, K) values -> host float64 (K,)."""
-    total = xp.sum(w)
-    return np.asarray([float(xp.sum(values[:, k] * w) / total) for k in range(values.shape[1])])
+    total = order_free_sum(xp, w)
+    return np.asarray([order_free_sum(xp, values[:, k] * w) / total
+                       for k in range(values.shape[1])])
+
+
+def _row_sum(xp, values):
+    """Sum over the columns of (n, K) values, left to right on every device
+    (reductions' own orders differ between numpy and cupy): (n, 1)."""
+    total = values[:, 0:1].copy()
+    for k in range(1, values.shape[1]):
+        total += values[:, k:k + 1]
+    return total
 
 
 def _logsumexp(xp, raw):
     top = raw.max(axis=1, keepdims=True)
-    return (top + xp.log(xp.exp(raw - top).sum(axis=1, keepdims=True)))[:, 0]
+    return (top + _log(_row_sum(xp, _exp(raw - top))))[:, 0]
 
 
 def _softmax(xp, raw):
-    e = xp.exp(raw - raw.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    e = _exp(raw - raw.max(axis=1, keepdims=True))
+    return e / _row_sum(xp, e)
 
 
 def weighted_mean(xp, values, w):
-    """sum(values * w) / sum(w) as a host float (w None: all ones)."""
+    """sum(values * w) / sum(w) as a host float (w None: all ones), the same
+    on every device (:func:`order_free_sum`)."""
     if w is None:
-        return float(xp.mean(values))
-    return float(xp.sum(values * w) / xp.sum(w))
+        return order_free_sum(xp, values) / values.shape[0]
+    return order_free_sum(xp, values * w) / order_free_sum(xp, w)
 
 
 def _sigmoid(xp, raw, e=None):
     """1 / (1 + exp(-raw)) without overflow, from ``e = exp(-|raw|)``:
-    exp(min(raw, 0)) / (1 + e). (numpy's exp is vectorised, its logaddexp
-    and where are slow: 3 ms instead of 14 ms per 750k rows.)"""
-    e = xp.exp(-xp.abs(raw)) if e is None else e
-    p = xp.exp(xp.minimum(raw, 0.0))
+    exp(min(raw, 0)) / (1 + e)."""
+    e = _exp(-xp.abs(raw)) if e is None else e
+    p = _exp(xp.minimum(raw, 0.0))
     p /= 1.0 + e
     return p
 
 
 def _log1p_exp(xp, raw, e=None):
     """log(1 + exp(raw)) without overflow (equals logaddexp(0, raw))."""
-    e = xp.exp(-xp.abs(raw)) if e is None else e
-    return xp.maximum(raw, 0.0) + xp.log1p(e)
+    e = _exp(-xp.abs(raw)) if e is None else e
+    return xp.maximum(raw, 0.0) + devmath.apply("log1p", e)
 
 
-@numba.njit(parallel=True, cache=True)
-def _log_loss_terms(raw, y, e, log1p_e, d1, d2, loss):
-    """The binary log-loss's arithmetic on the host in one pass (numpy's
-    vectorised exp and log1p give ``e = exp(-|raw|)`` and ``log1p(e)``):
-    raw, y, e, log1p_e float64 (n, 1) IN; d1 = p - y, d2 = p (1 - p) float64
-    (n, 1) OUT and loss = log(1 + exp(raw)) - y raw float64 (n,) OUT, with
-    p = sigmoid(raw), each rounded as the array formulas below round it."""
-    for i in numba.prange(raw.shape[0]):
-        r = raw[i, 0]
-        p = (e[i, 0] if r < 0.0 else 1.0) / (1.0 + e[i, 0])
-        d1[i, 0] = p - y[i, 0]
-        d2[i, 0] = (1.0 - p) * p
-        loss[i] = (log1p_e[i, 0] + max(r, 0.0)) - y[i, 0] * r
+def _make_log_loss_terms(exp, log1p):
+    @numba.njit(parallel=True, cache=True)
+    def log_loss_terms(raw, y, d1, d2, loss):
+        """The binary log-loss's arithmetic on the host in one pass: raw, y
+        float64 (n, 1) IN; d1 = p - y, d2 = p (1 - p) float64 (n, 1) OUT and
+        loss = log(1 + exp(raw)) - y raw float64 (n,) OUT, p = sigmoid(raw),
+        with devmath's exp and log1p (of e = exp(-|raw|) in (0, 1], the
+        bit-identical log1p_unit), each value rounded as the array formulas
+        of the device path round it."""
+        for i in numba.prange(raw.shape[0]):
+            r = raw[i, 0]
+            e = exp(-abs(r))
+            p = (e if r < 0.0 else 1.0) / (1.0 + e)
+            d1[i, 0] = p - y[i, 0]
+            d2[i, 0] = (1.0 - p) * p
+            loss[i] = (max(r, 0.0) + log1p(e)) - y[i, 0] * r
+
+    return log_loss_terms
+
+
+_log_loss_terms = _make_log_loss_terms(devmath.host.exp, devmath.host.log1p_unit)
 
 
 class Loss:
@@ -129,7 +183,7 @@ class BinaryLogLoss(Loss):
 
     def init_raw(self, y, w):
         p = np.clip(_average(np, y, w), _EPS, 1 - _EPS)
-        return np.log(p / (1 - p))
+        return _log(p / (1 - p))
 
     def pointwise(self, xp, y, raw):
         return (_log1p_exp(xp, raw) - y * raw)[:, 0]
@@ -137,11 +191,11 @@ class BinaryLogLoss(Loss):
     def _derivatives_and_pointwise(self, xp, y, raw):
         """exp(-|raw|) once for all three; on the host the arithmetic is one
         numba pass that rounds as the array formulas below."""
-        e = xp.exp(-xp.abs(raw))
         if xp is np:
             d1, d2, loss = np.empty_like(raw), np.empty_like(raw), np.empty(raw.shape[0])
-            _log_loss_terms(raw, y, e, np.log1p(e), d1, d2, loss)
+            _log_loss_terms(raw, y, d1, d2, loss)
             return d1, d2, loss
+        e = _exp(-xp.abs(raw))
         p = _sigmoid(xp, raw, e)
         return p - y, (1.0 - p) * p, (_log1p_exp(xp, raw, e) - y * raw)[:, 0]
 
@@ -169,11 +223,11 @@ class MultinomialLoss(Loss):
 
     def init_raw(self, y, w):
         """Symmetric logits of the class priors (they sum to zero)."""
-        log_p = np.log(np.clip(_average(np, y, w), _EPS, 1 - _EPS))
+        log_p = _log(np.clip(_average(np, y, w), _EPS, 1 - _EPS))
         return log_p - log_p.mean()
 
     def pointwise(self, xp, y, raw):
-        return _logsumexp(xp, raw) - (y * raw).sum(axis=1)
+        return _logsumexp(xp, raw) - _row_sum(xp, y * raw)[:, 0]
 
     def _derivatives(self, xp, y, raw):
         p = _softmax(xp, raw)
@@ -236,18 +290,18 @@ class PoissonLoss(Loss):
     name = "poisson"
 
     def init_raw(self, y, w):
-        return np.log(np.maximum(_average(np, y, w), _EPS))
+        return _log(np.maximum(_average(np, y, w), _EPS))
 
     def pointwise(self, xp, y, raw):
-        y_log_y = xp.where(y > 0, y * xp.log(xp.where(y > 0, y, 1.0)), 0.0)
-        return (xp.exp(raw) - y * raw + y_log_y - y)[:, 0]
+        y_log_y = xp.where(y > 0, y * _log(xp.where(y > 0, y, 1.0)), 0.0)
+        return (_exp(raw) - y * raw + y_log_y - y)[:, 0]
 
     def _derivatives(self, xp, y, raw):
-        mu = xp.exp(raw)
+        mu = _exp(raw)
         return mu - y, mu
 
     def predict(self, xp, raw):
-        return xp.exp(raw)
+        return _exp(raw)
 
 
 class QuantileLoss(Loss):
@@ -377,27 +431,42 @@ def grouped_weighted_quantile(xp, values, weights, groups, n_groups, q, average=
     hits that exactly, the mean of that value and the next.
 
     Vectorised: sort by (group, value), then count per group how many rows lie
-    below ``q`` times the group's weight.
+    below ``q`` times the group's weight. Weights are summed in fixed point (a
+    power-of-two scale from their largest, :func:`_fixed_point`), so the
+    median's comparisons are exact and every device picks the same rows;
+    other quantiles compare with ``q`` times the integer total (one IEEE
+    product, rounded alike everywhere).
     """
     keep = weights > 0
     values, weights, groups = values[keep], weights[keep], groups[keep].astype(np.int64)
     m = values.shape[0]
+    if m == 0:
+        return xp.full(n_groups, xp.nan)
     rank = xp.empty(m, dtype=np.int64)
     rank[xp.argsort(values)] = xp.arange(m, dtype=np.int64)
     order = xp.argsort(groups * m + rank)          # unique keys: any sort is stable
     values, weights, groups = values[order], weights[order], groups[order]
     count = xp.bincount(groups, minlength=n_groups)
-    total = xp.bincount(groups, weights=weights, minlength=n_groups)
     first = xp.cumsum(count) - count
-    before = (xp.cumsum(total) - total)[groups]
-    within = xp.cumsum(weights) - before            # cumulative weight inside the group
-    half = q * total[groups]
-    lower = first + xp.bincount(groups, weights=(within < half).astype(FLOAT_DTYPE),
-                                minlength=n_groups).astype(np.int64)
-    upper = lower if not average else first + xp.bincount(
-        groups, weights=(within <= half).astype(FLOAT_DTYPE), minlength=n_groups).astype(np.int64)
-    if m == 0:
-        return xp.full(n_groups, xp.nan)
+    # cumulative weights in fixed point: exact, so the same on every device
+    cumulative = xp.cumsum(_fixed_point(xp, weights)[0])
+    before = xp.where(first > 0, cumulative[xp.maximum(first - 1, 0)], 0)
+    total = xp.where(count > 0, cumulative[xp.maximum(first + count - 1, 0)], 0) - before
+    within = cumulative - before[groups]            # the weight up to each row
+    if q == 0.5:
+        below, reached = 2 * within < total[groups], 2 * within <= total[groups]
+    else:
+        threshold = q * total[groups]
+        below, reached = within < threshold, within <= threshold
+    lower = first + _count_per_group(xp, groups, below, n_groups)
+    upper = first + _count_per_group(xp, groups, reached, n_groups) if average else lower
     last = xp.maximum(first + count - 1, 0)
     middle = values[xp.minimum(lower, last)] + values[xp.minimum(upper, last)]
     return xp.where(count > 0, 0.5 * middle, xp.nan)
+
+
+def _count_per_group(xp, groups, flags, n_groups):
+    """Rows with ``flags`` set in each group, int64 (n_groups,) (sums of 0/1
+    are exact in float64)."""
+    return xp.bincount(groups, weights=flags.astype(FLOAT_DTYPE),
+                       minlength=n_groups).astype(np.int64)

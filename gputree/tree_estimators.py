@@ -7,9 +7,10 @@ import numpy as np
 
 from ._compat import BaseEstimator, ClassifierMixin, NotFittedError, RegressorMixin
 from ._threads import wrap_threaded_methods
-from ._training import bin_training_data, bin_with, seed_from
+from ._training import bin_training_data, bin_with, binning_seed, seed_from
 from ._validation import (check_choice, check_float, check_int, check_random_state, check_y,
                           returns_input_kind)
+from .backends import devmath
 from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
@@ -142,8 +143,9 @@ class _BaseDecisionTree(BaseTreeModel):
     def _fit(self, X, y, sample_weight):
         self._check_common_params()
         rng = check_random_state(self.random_state)
+        seed = binning_seed(self.random_state, seed_from(rng))
         inputs, X_float = bin_training_data(X, self.max_bins, self.categorical_features,
-                                            self.device, seed_from(rng), sample_weight)
+                                            self.device, seed, sample_weight)
         n_samples = X_float.shape[0]
         y = check_y(y, n_samples)
         weight = inputs.sample_weight
@@ -313,10 +315,9 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     @returns_input_kind
     def predict_log_proba(self, X):
         proba = self.predict_proba.__wrapped__(self, X)
-        with np.errstate(divide="ignore"):
-            if isinstance(proba, list):
-                return [np.log(p) for p in proba]
-            return np.log(proba)
+        if isinstance(proba, list):
+            return [devmath.apply("log", p) for p in proba]
+        return devmath.apply("log", proba)
 
     @returns_input_kind
     def predict(self, X):

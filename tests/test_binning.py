@@ -153,3 +153,20 @@ def test_subsample_is_seeded_and_used_for_quantiles():
     assert not np.array_equal(a, c) and not np.array_equal(a, full)
     # a 1000-row sample still gives quantiles close to the full data's
     assert np.max(np.abs(a[0, :31] - full[0, :31])) < 0.2
+
+
+def test_default_random_state_gives_the_same_bins_on_more_rows_than_the_subsample():
+    """random_state=None: the bin-edge subsample is drawn with a fixed seed, so
+    two default fits on more rows than the subsample learn the same bins
+    (and here the same tree), while two different seeds learn different bins."""
+    from gputree import DecisionTreeRegressor
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((200_500, 1))
+    y = X[:, 0] + rng.standard_normal(200_500)
+    first, second = (DecisionTreeRegressor(max_depth=2, device="cpu").fit(X, y) for _ in range(2))
+    assert np.array_equal(first._bin_mapper.bin_thresholds_, second._bin_mapper.bin_thresholds_)
+    assert np.array_equal(first.tree_.threshold, second.tree_.threshold, equal_nan=True)
+    seeded = [DecisionTreeRegressor(max_depth=2, device="cpu", random_state=s).fit(X, y)
+              for s in (1, 2)]
+    assert not np.array_equal(seeded[0]._bin_mapper.bin_thresholds_,
+                              seeded[1]._bin_mapper.bin_thresholds_)

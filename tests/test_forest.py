@@ -198,3 +198,40 @@ def test_backends_grow_the_same_forest(device):
         np.testing.assert_array_equal(a.bitset, b.bitset)
     np.testing.assert_array_equal(cpu.predict_proba(X), other.predict_proba(X))
     assert cpu.oob_score_ == other.oob_score_
+
+
+@pytest.mark.parametrize("criterion", ["gini", "entropy"])
+def test_statistics_from_bootstrap_counts_equal_those_of_the_counts_as_weights(criterion):
+    """counted_statistics (the statistics of weight one times the counts, on
+    the backend) is classification_statistics with the counts as weights,
+    bit for bit, with and without a bootstrap (all counts one)."""
+    from gputree.criteria import CLASSIFICATION_CRITERIA, classification_statistics
+    from gputree.forest import counted_statistics
+    rng = np.random.RandomState(4)
+    y = np.column_stack([rng.randint(0, 3, 500), rng.randint(0, 2, 500)])
+    code = CLASSIFICATION_CRITERIA[criterion]
+    unit = classification_statistics(y, 3, np.ones(500), code)
+    drawn = np.bincount(rng.randint(0, 500, 500), minlength=500).astype(np.float64)
+    for counts in (drawn, np.ones(500)):
+        got = counted_statistics(get_backend("cpu"), unit, counts)
+        want = classification_statistics(y, 3, counts, code)
+        for name in ("stats", "inv_scale", "layout"):
+            assert getattr(got, name).dtype == getattr(want, name).dtype, name
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        assert got.n_classes == want.n_classes
+
+
+def test_forest_from_bootstrap_counts_equals_forest_from_host_statistics(monkeypatch):
+    """Statistics built from the counts on the backend grow the very trees
+    that statistics built on the host from the counts as weights grow."""
+    from gputree import forest as forest_module
+    X, y = _classification(300, seed=2)
+    params = dict(n_estimators=3, max_depth=4, oob_score=True, **FAST)
+    counted = RandomForestClassifier(**params).fit(X, y)
+    monkeypatch.setattr(forest_module._ClassTargets, "device_statistics",
+                        lambda self, backend, weight, counts: None)
+    host = RandomForestClassifier(**params).fit(X, y)
+    for a, b in zip(_trees(counted), _trees(host)):
+        for name, value in vars(b).items():
+            np.testing.assert_array_equal(getattr(a, name), value, err_msg=name)
+    assert counted.oob_score_ == host.oob_score_

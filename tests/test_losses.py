@@ -159,3 +159,39 @@ def test_make_loss_picks_the_loss():
     assert isinstance(multinomial, MultinomialLoss) and multinomial.n_outputs == 4
     assert isinstance(make_loss("poisson"), PoissonLoss)
     assert isinstance(make_loss("absolute_error"), AbsoluteError)
+
+
+def test_grouped_weighted_median_does_not_depend_on_row_order_or_weight_scale():
+    """Heavy ties with unequal weights: any row order, and weights scaled by
+    any power of two, pick the same medians (the cumulative weights are
+    compared exactly, as a device's parallel scan must agree with the host's)."""
+    rng = np.random.RandomState(5)
+    values = rng.randint(0, 4, size=500).astype(float)
+    weights = rng.uniform(0.1, 10.0, size=500)
+    groups = rng.randint(0, 6, size=500)
+    expected = grouped_weighted_median(np, values, weights, groups, 6)
+    for seed in range(5):
+        perm = np.random.RandomState(seed).permutation(500)
+        scale = 2.0 ** (40 * seed - 80)
+        got = grouped_weighted_median(np, values[perm], weights[perm] * scale, groups[perm], 6)
+        assert np.array_equal(got, expected)
+
+
+class _DeviceLikeNumpy:
+    """numpy under another name: the losses take their array-formula (device)
+    path, which a GPU runs with cupy, instead of the host's fused kernels."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def test_binary_log_loss_host_kernel_equals_the_device_formulas_bit_for_bit():
+    rng = np.random.RandomState(11)
+    raw = np.concatenate([rng.normal(scale=4, size=2000), [0.0, -0.0, 40.0, -40.0, 800.0,
+                                                           -800.0]])[:, None]
+    y = (rng.uniform(size=raw.shape) < 0.5).astype(float)
+    loss = BinaryLogLoss()
+    host = loss.gradients_and_pointwise(np, y, raw, None)
+    device = loss.gradients_and_pointwise(_DeviceLikeNumpy(), y, raw, None)
+    for a, b in zip(host, device):
+        assert np.array_equal(a, b)

@@ -40,3 +40,19 @@ def test_cuda_without_gpu_says_what_is_missing():
     from gputree import DecisionTreeClassifier
     with pytest.raises(ValueError, match="device='cuda'"):
         DecisionTreeClassifier(device="cuda").fit(np.zeros((4, 1)), [0, 1, 0, 1])
+
+
+def test_device_parity_suite_on_the_simulated_device():
+    """tests/test_device_parity.py and tests/test_device_budgets.py (the
+    checks a real GPU runs with GPUTREE_TEST_DEVICE=cuda) on the simulated
+    device."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", GPUTREE_TEST_DEVICE="cuda-sim")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         str(Path(__file__).parent / "test_device_parity.py"),
+         str(Path(__file__).parent / "test_device_budgets.py")],
+        env=env, capture_output=True, text=True, timeout=1200)
+    print(result.stdout[-20000:])
+    print(result.stderr[-5000:], file=sys.stderr)
+    assert result.returncode == 0, "device parity tests failed on the simulated device"
+    assert " passed" in result.stdout and "skipped" not in result.stdout

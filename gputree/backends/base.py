@@ -28,6 +28,10 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
   order (the base class does it through ``predict_leaves``)
 * ``node_summaries(totals, layout, inv, params, n_outputs, n_classes)`` ->
   (values float64 (n_nodes, n_outputs, n_classes), impurity float64 (n_nodes,))
+
+Every copy between host and device goes through ``upload`` / ``download``
+(one array) or ``upload_many`` / ``download_many`` (a dict of small arrays in
+one copy); the CPU backend's are no-ops, the CUDA backend counts them.
 """
 import numpy as np
 
@@ -56,8 +60,34 @@ class Backend:
         """numpy copy (or the array itself) of a backend array."""
         return to_numpy(array)
 
-    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
-        """Raise MemoryError when a fit cannot fit on the device (host: no check)."""
+    def upload(self, array, dtype=None, order="C"):
+        """A host array on this backend (here: the array itself when it has
+        the dtype and order already)."""
+        return self.asarray(array, dtype=dtype, order=order)
+
+    def download(self, array):
+        """A backend array on the host (here: the array itself)."""
+        return self.to_host(array)
+
+    def upload_many(self, arrays):
+        """dict name -> host array, all on this backend (one copy on a
+        device; here the arrays themselves)."""
+        return dict(arrays)
+
+    def download_many(self, arrays):
+        """dict name -> backend array, all on the host (one copy on a
+        device; here the arrays themselves)."""
+        return dict(arrays)
+
+    def empty(self, shape, dtype, order="C"):
+        """An uninitialised array for a buffer of a fit."""
+        return self.xp.empty(shape, dtype=dtype, order=order)
+
+    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                         held_row_bytes=0):
+        """Raise MemoryError when a fit cannot fit on the device (host: no
+        check); ``held_row_bytes``: bytes per row the caller keeps on the
+        device beside the tree's own buffers."""
 
     def zero_rows(self, array, rows):
         """array[rows] = 0 (rows: int backend array of first-axis indices)."""

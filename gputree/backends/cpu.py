@@ -9,7 +9,6 @@ import contextlib
 import functools
 import math
 import mmap
-import os
 
 import numba
 import numpy as np
@@ -19,41 +18,10 @@ from .._dtypes import NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
 from .scan import (best_split_per_node, empty_scan_outputs, empty_scratch,
                          make_split_scanner)
 from .base import Backend, node_summaries_kernel_body
+from .kernel_cache import cache_numba_cpu_kernels
 
-def _cache_scan_kernels():
-    """Let numba cache the split-scan kernels on disk, if it can be done safely.
-
-    numba invalidates a cached function when its own file changes; the scan
-    kernels also compile code from scan.py, formulas.py, devmath.py and base.py, so
-    their cache stamp is made to cover those files too. Returns False (no
-    caching, compile in every process) where numba's locator classes differ.
-    """
-    try:
-        from numba.core import caching
-        impl, bases = caching.CacheImpl, (caching.InTreeCacheLocator,
-                                           caching.UserWideCacheLocator)
-    except AttributeError:
-        return False
-    here = os.path.dirname(os.path.abspath(__file__))
-    sources = [os.path.abspath(__file__), *(os.path.join(here, name) for name in
-                                                 ("base.py", "scan.py", "formulas.py", "devmath.py"))]
-
-    def stamp(self):
-        return tuple((os.stat(path).st_mtime, os.stat(path).st_size) for path in sources)
-
-    def matches(cls, py_func, py_file):
-        if os.path.abspath(py_file) != sources[0]:
-            return None
-        return super(cls, cls).from_function(py_func, py_file)
-
-    for base in bases:
-        locator = type(f"GputreeScan{base.__name__}", (base,),
-                       {"get_source_stamp": stamp, "from_function": classmethod(matches)})
-        impl._locator_classes.insert(0, locator)
-    return True
-
-
-_CACHE_SCAN = _cache_scan_kernels()
+# the scan kernels also compile code from other files: their cache covers them
+_CACHE_SCAN = cache_numba_cpu_kernels(__file__)
 
 def _without_reference_counting():
     """``njit`` for functions that only index and slice arrays they are given.

@@ -11,16 +11,21 @@ arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
 CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
 ``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
 """
-import contextlib
 import math
 from collections import Counter
 
 import numpy as np
 from numba import cuda
 
-from .._dtypes import STAT_DTYPE
+from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE, X_DTYPE
+from .._validation import is_device_array, to_numpy
+from .accounting import AllocationTracker, TransferCounter
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
+from .cuda_compile import prepare
+from .devmath import make_devmath
+from .kernel_cache import cache_numba_cuda_kernels
+from .transfer import pack_device, pack_host, unpack
 
 _SCAN_THREADS_PER_BLOCK = 64
 _SIMULATOR_HINT = (
@@ -38,6 +43,7 @@ def create_cuda_backend(simulated):
             raise ValueError(_SIMULATOR_HINT)
         return CUDABackend("emulator")
     _require_gpu()
+    prepare()
     return CUDABackend("cupy")
 
 
@@ -61,9 +67,12 @@ def _require_gpu():
 # module-level name ``cuda`` inside kernels, so kernels live at module level.
 _scan = make_split_scanner(cuda.jit(device=True))
 _summary = node_summaries_kernel_body(cuda.jit(device=True))
+_devmath_one = make_devmath(cuda.jit(device=True)).apply_one
+# compiled kernels kept on disk: a second process starts without compiling
+_CACHE_KERNELS = cache_numba_cuda_kernels(__file__)
 
 
-@cuda.jit
+@cuda.jit(cache=_CACHE_KERNELS)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
                  out_gain, out_missing_left, out_bitset, out_left):
@@ -75,7 +84,7 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, miss
               out_gain, out_missing_left, out_bitset, out_left)
 
 
-@cuda.jit
+@cuda.jit(cache=_CACHE_KERNELS)
 def _node_summaries(totals, layout, inv, params, values, impurity):
     """One thread per node: totals IN int64 (n_nodes, C); values, impurity OUT."""
     node = cuda.grid(1)
@@ -83,33 +92,26 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
         _summary(node, totals, layout, inv, params, values, impurity)
 
 
-@contextlib.contextmanager
-def _exact_float_arithmetic():
-    """Compile numba.cuda kernels launched inside with FMA contraction off.
+@cuda.jit(cache=_CACHE_KERNELS)
+def _devmath_kernel(code, x, out):
+    """One thread per element: out[i] = f(x[i]), f = devmath.CODES[code];
+    x IN float64 (n,), out OUT float64 (n,)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = _devmath_one(code, x[i])
 
-    Without ``fastmath``, numba leaves NVVM's default ``-fma=1`` on, so a GPU
-    could fuse ``a * b + c`` in the gain formulas and round differently from
-    the CPU; split gains must round identically on every backend. numba has
-    no public switch, so NVVM's compile call is wrapped while our kernels
-    compile (best effort: a numba without ``cudadrv.nvvm.compile_ir`` is left
-    alone).
-    """
-    try:
-        from numba.cuda.cudadrv import nvvm
-        original = nvvm.compile_ir
-    except (ImportError, AttributeError):
-        yield
-        return
 
-    def compile_ir(llvmir, **options):
-        options.setdefault("fma", False)
-        return original(llvmir, **options)
-
-    nvvm.compile_ir = compile_ir
-    try:
-        yield
-    finally:
-        nvvm.compile_ir = original
+def apply_devmath(code, values):
+    """devmath function ``code`` of a device array, elementwise (float64,
+    same shape); the device half of :func:`gputree.backends.devmath.apply`."""
+    import cupy
+    values = cupy.ascontiguousarray(values, dtype=np.float64)
+    out = cupy.empty_like(values)
+    flat_in, flat_out = values.reshape(-1), out.reshape(-1)
+    if flat_in.size:
+        blocks = math.ceil(flat_in.size / _SCAN_THREADS_PER_BLOCK)
+        _devmath_kernel[blocks, _SCAN_THREADS_PER_BLOCK](np.int64(code), flat_in, flat_out)
+    return out
 
 
 class CUDABackend(Backend):
@@ -123,15 +125,63 @@ class CUDABackend(Backend):
         self.xp = self.kernels.xp
         self.device_xp = self.xp if runtime == "cupy" else None
         self.launches = Counter()
+        #: every host<->device copy (see accounting.TransferCounter)
+        self.transfers = TransferCounter()
+        #: bytes held by the arrays allocated through upload/zeros/empty
+        self.memory = AllocationTracker()
         #: free device memory to assume (bytes) in the simulated device, for tests
         self.simulated_free_bytes = None
 
     def _count(self, name):
         self.launches[name] += 1
 
+    def _on_device(self, array):
+        return self.runtime == "cupy" and is_device_array(array)
+
+    def upload(self, array, dtype=None, order="C"):
+        """A host array copied to the device (counted); a device array as it
+        is (converted on the device where dtype or order differ). On the
+        simulated device every call is a counted copy."""
+        if self._on_device(array):
+            return self.xp.asarray(array, dtype=dtype, order=order)
+        host = np.asarray(array, dtype=dtype, order=order)
+        self.transfers.upload(host.nbytes)
+        return self.memory.track(self.xp.array(host, order=order))
+
+    def asarray(self, array, dtype=None, order="C"):
+        return self.upload(array, dtype=dtype, order=order)
+
+    def download(self, array):
+        """A device array copied to the host (counted; the host waits)."""
+        self.transfers.download(array.nbytes)
+        host = to_numpy(array)
+        return np.array(host, copy=True) if host is array else host
+
+    def to_host(self, array):
+        return self.download(array)
+
+    def upload_many(self, arrays):
+        """dict name -> host array, on the device with one copy (views of one
+        packed buffer)."""
+        buffer, spec = pack_host(arrays)
+        return unpack(self.upload(buffer), spec)
+
+    def download_many(self, arrays):
+        """dict name -> device array, on the host with one copy (packed on
+        the device first)."""
+        buffer, spec = pack_device(self.xp, arrays)
+        return unpack(self.download(buffer), spec)
+
+    def zeros(self, shape, dtype, order="C"):
+        return self.memory.track(self.xp.zeros(shape, dtype=dtype, order=order))
+
+    def empty(self, shape, dtype, order="C"):
+        return self.memory.track(self.xp.empty(shape, dtype=dtype, order=order))
+
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         self._count("map_to_bins")
-        return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin)
+        out = self.empty(X.shape, X_BINNED_DTYPE, order="F")
+        return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin, out=out)
 
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build,
                          n_build, n_bins, out=None):
@@ -157,25 +207,24 @@ class CUDABackend(Backend):
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
                          missing_bin, layout, inv, params):
         self._count("find_best_splits")
-        xp = self.xp
         n_nodes, n_features, _, n_channels = hist.shape
-        outputs = empty_scan_outputs(xp, n_nodes, n_features, n_channels)
-        scratch = empty_scratch(xp, n_nodes, n_features, n_channels,
-                                bool(self.to_host(is_categorical).any()))
+        # categorical scratch for every thread, whatever the features: knowing
+        # whether any is categorical would cost a device->host read per level
+        outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels)
+        scratch = empty_scratch(self, n_nodes, n_features, n_channels, True)
         blocks = math.ceil(n_nodes * n_features / _SCAN_THREADS_PER_BLOCK)
-        with _exact_float_arithmetic():
-            _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
+        _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
                 hist, n_bins_non_missing, is_categorical, feature_allowed,
                 np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
-        return best_split_per_node(xp, *outputs)
+        return best_split_per_node(self.xp, *outputs)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         self._count("node_summaries")
-        values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
+        values = self.zeros((totals.shape[0], n_outputs, n_classes), FLOAT_DTYPE)
+        impurity = self.zeros(totals.shape[0], FLOAT_DTYPE)
         blocks = max(1, math.ceil(totals.shape[0] / _SCAN_THREADS_PER_BLOCK))
-        with _exact_float_arithmetic():
-            _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
-                                                            values, impurity)
+        _node_summaries[blocks, _SCAN_THREADS_PER_BLOCK](totals, layout, inv, params,
+                                                        values, impurity)
         return values, impurity
 
     def free_memory_bytes(self):
@@ -186,13 +235,15 @@ class CUDABackend(Backend):
             return free + pool.free_bytes()
         return self.simulated_free_bytes
 
-    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes):
-        """Raise a clear error when a fit cannot fit in device memory."""
+    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                         held_row_bytes=0):
+        """Raise a clear error when a fit cannot fit in device memory; the
+        estimate is kept in ``last_fit_estimate``."""
+        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                                     held_row_bytes)
+        self.last_fit_estimate = needed
         free = self.free_memory_bytes()
-        if free is None:
-            return
-        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes)
-        if needed > free:
+        if free is not None and needed > free:
             raise MemoryError(
                 f"This fit needs about {needed / 2**20:.0f} MiB of GPU memory but only "
                 f"{free / 2**20:.0f} MiB are free. Lower max_bins (histogram size grows with "
@@ -200,11 +251,38 @@ class CUDABackend(Backend):
                 "or use device='cpu'.")
 
 
-def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes):
-    """Bytes a fit needs on the device: binned X, statistics, positions, two
-    levels of histograms and the split scan's scratch."""
-    itemsize = np.dtype(STAT_DTYPE).itemsize
-    per_row = n_features + n_channels * itemsize + 4
-    histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * itemsize
-    scratch = max_level_nodes * n_features * (5 * n_channels * itemsize + 256 * 12)
-    return n_samples * per_row + histograms + scratch
+#: bytes per node and channel of the split records, totals and summaries
+#: kept beside the scan (generous: a few int64/float64 per channel)
+_NODE_RECORD_BYTES = 256
+
+
+def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                        held_row_bytes=0):
+    """Bytes a fit holds on the device at most: binning plus training (the
+    memory pool may keep what binning freed).
+
+    * binning: X as given (at most 8 bytes a value), X as float64 for the
+      kernel, binned X;
+    * training: binned X, int64 statistics, int32 positions and
+      ``held_row_bytes`` per row (what the caller keeps: boosting's targets,
+      raw scores, gradients...); the histogram pool (up to
+      ``max_level_nodes`` rows, twice while it grows); the split scan's
+      outputs and scratch for ``max_level_nodes`` nodes; the per-node
+      summaries and split records.
+    """
+    stat = np.dtype(STAT_DTYPE).itemsize
+    cells = n_samples * n_features
+    binning = cells * (2 * np.dtype(X_DTYPE).itemsize + np.dtype(X_BINNED_DTYPE).itemsize)
+    per_row = (n_features * np.dtype(X_BINNED_DTYPE).itemsize + n_channels * stat
+               + np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
+    histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
+    per_node = n_features * _scan_bytes_per_thread(n_channels) + _NODE_RECORD_BYTES * n_channels
+    return binning + n_samples * per_row + histograms + max_level_nodes * per_node
+
+
+def _scan_bytes_per_thread(n_channels):
+    """Bytes of the split scan's outputs and scratch per (node, feature)
+    (categorical scratch included, as find_best_splits allocates it)."""
+    arrays = (empty_scan_outputs(np, 1, 1, n_channels)
+              + empty_scratch(np, 1, 1, n_channels, True))
+    return sum(a.nbytes for a in arrays)

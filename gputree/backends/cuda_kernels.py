@@ -22,7 +22,8 @@ from .._dtypes import (BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, NODE_DTYPE, ST
 
 RUNTIMES = ("cupy", "emulator")
 KERNEL_FILES = ("binning.cu", "histogram.cu", "partition.cu", "predict.cu")
-NVRTC_OPTIONS = ("--std=c++17",)
+#: --fmad=false: no contraction into fused multiply-adds (same rounding as the host)
+NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 
 
 def kernel_dir() -> Path:

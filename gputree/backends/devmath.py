@@ -1,13 +1,13 @@
-"""Elementary functions (exp, log, log2, log1p) built from + - * / alone, so
-that they round identically on every device.
+"""Elementary functions (exp, log, log2, log1p) built from + - * / and the
+exact frexp/ldexp, so that they round identically on every device.
 
 libm (the CPU), numpy's SIMD loops and libdevice (the GPU) each evaluate
 ``exp`` and ``log`` with their own polynomials and differ in the last bits;
 a split gain, a gradient or a probability computed with them would differ
 between devices. These versions use only IEEE 754 operations that every
-device rounds the same way, in a fixed order: exact scaling by powers of two
-(binary search over the exponent, no bit casts), a range reduction with
-fdlibm's split ``ln 2``, and fixed-degree polynomials. Accuracy is a few
+device rounds the same way, in a fixed order: frexp and ldexp (exact, bar
+ldexp's one correctly rounded step into the subnormal range), a range
+reduction with fdlibm's split ``ln 2``, and fixed-degree polynomials. Accuracy is a few
 units in the last place (tests compare with ``math``); identity across
 devices holds once fused multiply-add contraction is off (the CUDA backend
 compiles with ``-fma=0`` and the tests check the PTX).
@@ -16,6 +16,7 @@ compiles with ``-fma=0`` and the tests check the PTX).
 or ``numba.cuda.jit(device=True)``); the host module-level versions
 (:data:`host`) serve numpy code paths through :func:`apply`.
 """
+import decimal
 import math
 from types import SimpleNamespace
 
@@ -27,13 +28,26 @@ LN2_LO = 1.90821492927058770002e-10   # ln 2 - LN2_HI
 INV_LN2 = 1.44269504088896338700e+00
 EXP_OVERFLOW = 709.782712893383973096    # exp(x) = inf above
 EXP_UNDERFLOW = -745.13321910194110842   # exp(x) = 0 below
+_SQRT_HALF = 0.7071067811865476
 _SQRT2 = 1.4142135623730951
-#: exponents and powers of two used to normalise: 2**512, 2**256, ..., 2**1
-_STEPS = (512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
-_N_STEPS = len(_STEPS)
-_BIG = tuple(math.ldexp(1.0, s) for s in _STEPS)
-_SMALL = tuple(math.ldexp(1.0, -s) for s in _STEPS)
-_HALF_SMALL_INV = tuple(math.ldexp(1.0, 1 - s) for s in _STEPS)
+#: adding and subtracting 1.5 * 2**52 rounds a float of magnitude < 2**51 to an integer
+_ROUND = 6755399441055744.0
+#: 2**j for j = _POW2_MIN .. -_POW2_MIN - 1: exp scales by two of them (both normal)
+_POW2_MIN = -540
+_POW2 = np.array([math.ldexp(1.0, j) for j in range(_POW2_MIN, -_POW2_MIN)])
+#: log(m) near table points c_j = 1 + j / 256, j = _LOG_TABLE_FIRST .. (covering
+#: [sqrt(1/2), sqrt(2))): log(c_j) from exact decimal arithmetic rounded once to
+#: float64 (the same table wherever it is built), and 1 / c_j
+_LOG_TABLE_SCALE = 256.0
+_LOG_TABLE_FIRST = -76
+_LOG_TABLE_C = [1 + decimal.Decimal(j) / 256 for j in range(_LOG_TABLE_FIRST, 108)]
+with decimal.localcontext(decimal.Context(prec=50)):
+    _LOG_TABLE = np.array([float(c.ln()) for c in _LOG_TABLE_C])
+    _LOG_TABLE_INV = np.array([float(1 / c) for c in _LOG_TABLE_C])
+#: log1p(f) = f - f**2 (1/2 - f/3 + f**2/4 - ... - f**7/9), |f| < 2**-8 (highest first)
+_LOG1P_COEFFICIENTS = tuple((-1.0) ** d / (d + 2) for d in range(7, -1, -1))
+#: Taylor series of exp(r) for |r| <= ln(2)/2, degree 13 (highest first)
+_EXP_COEFFICIENTS = tuple(1.0 / math.factorial(d) for d in range(13, -1, -1))
 
 
 def make_devmath(jit):
@@ -43,66 +57,35 @@ def make_devmath(jit):
     @jit
     def frexp_sqrt2(x):
         """(m, k) with x = m * 2**k and m in [sqrt(1/2), sqrt(2)), for finite
-        x > 0; every multiplication is by a power of two, hence exact."""
-        k = 0
-        if x < _SMALL[0]:  # subnormal range: one more step than the loop covers
-            x = x * _BIG[0]
-            k -= _STEPS[0]
-        for i in range(_N_STEPS):
-            if x >= _BIG[i]:
-                x = x * _SMALL[i]
-                k += _STEPS[i]
-        for i in range(_N_STEPS):
-            if x < _HALF_SMALL_INV[i]:  # x < 2**(1 - step): doubling step times stays < 2
-                x = x * _BIG[i]
-                k -= _STEPS[i]
-        # now x in [1, 2)
-        if x >= _SQRT2:
-            x = x * 0.5
-            k += 1
-        return x, k
+        x > 0 (frexp is exact on every device)."""
+        m, k = math.frexp(x)      # m in [1/2, 1)
+        if m < _SQRT_HALF:
+            m = m * 2.0
+            k -= 1
+        return m, k
 
     @jit
-    def scale_by_power_of_two(x, k):
-        """x * 2**k by power-of-two multiplications: exact while the result is
-        normal; the same steps, so the same roundings, on every device."""
-        while k > _STEPS[0]:
-            x = x * _BIG[0]
-            k -= _STEPS[0]
-        while k < -_STEPS[0]:
-            x = x * _SMALL[0]
-            k += _STEPS[0]
-        for i in range(_N_STEPS):
-            if k >= _STEPS[i]:
-                x = x * _BIG[i]
-                k -= _STEPS[i]
-            elif k <= -_STEPS[i]:
-                x = x * _SMALL[i]
-                k += _STEPS[i]
-        return x
+    def horner(coefficients, z):
+        """coefficients[0] z**(n-1) + ... + coefficients[n-1], by Horner's rule."""
+        p = coefficients[0]
+        for i in range(1, len(coefficients)):
+            p = p * z + coefficients[i]
+        return p
 
     @jit
     def log_reduced(m):
-        """log(m) for m in [sqrt(1/2), sqrt(2)): 2 atanh(s), s = (m-1)/(m+1)."""
-        s = (m - 1.0) / (m + 1.0)
-        z = s * s
-        p = 1.0 / 25.0
-        p = p * z + 1.0 / 23.0
-        p = p * z + 1.0 / 21.0
-        p = p * z + 1.0 / 19.0
-        p = p * z + 1.0 / 17.0
-        p = p * z + 1.0 / 15.0
-        p = p * z + 1.0 / 13.0
-        p = p * z + 1.0 / 11.0
-        p = p * z + 1.0 / 9.0
-        p = p * z + 1.0 / 7.0
-        p = p * z + 1.0 / 5.0
-        p = p * z + 1.0 / 3.0
-        return 2.0 * s + 2.0 * s * (z * p)
+        """log(m) for m in [sqrt(1/2), sqrt(2)), without a division: the
+        nearest table point c = 1 + j/256 (m - c is exact), log(c) from the
+        table, and a polynomial for log1p(f), f = (m - c) / c, |f| < 2**-8."""
+        jf = ((m - 1.0) * _LOG_TABLE_SCALE + _ROUND) - _ROUND   # nearest integer, exactly
+        j = int(jf) - _LOG_TABLE_FIRST
+        f = (m - (1.0 + jf / _LOG_TABLE_SCALE)) * _LOG_TABLE_INV[j]
+        return _LOG_TABLE[j] + (f - f * (f * horner(_LOG1P_COEFFICIENTS, f)))
 
     @jit
-    def log(x):
-        """Natural logarithm; -inf at 0, nan below 0 or at nan, inf at inf."""
+    def log_base(x, base2):
+        """log2(x) when base2 else the natural log: -inf at 0, nan below 0 or
+        at nan, inf at inf (log2 is exact for powers of two)."""
         if x != x or x < 0.0:
             return math.nan
         if x == 0.0:
@@ -110,47 +93,38 @@ def make_devmath(jit):
         if x == math.inf:
             return math.inf
         m, k = frexp_sqrt2(x)
+        if base2:
+            return k + log_reduced(m) * INV_LN2
         return k * LN2_HI + (k * LN2_LO + log_reduced(m))
 
     @jit
+    def log(x):
+        """Natural logarithm."""
+        return log_base(x, False)
+
+    @jit
     def log2(x):
-        """Base-2 logarithm (exact for powers of two)."""
-        if x != x or x < 0.0:
-            return math.nan
-        if x == 0.0:
-            return -math.inf
-        if x == math.inf:
-            return math.inf
-        m, k = frexp_sqrt2(x)
-        return k + log_reduced(m) * INV_LN2
+        """Base-2 logarithm."""
+        return log_base(x, True)
 
     @jit
     def exp(x):
         """e**x; 0 below EXP_UNDERFLOW, inf above EXP_OVERFLOW, nan at nan."""
+        xc = x if x > EXP_UNDERFLOW else EXP_UNDERFLOW   # also maps nan to a valid index
+        xc = xc if xc < EXP_OVERFLOW else EXP_OVERFLOW
+        kf = (xc * INV_LN2 + _ROUND) - _ROUND   # nearest integer, ties to even, exactly
+        r = (xc - kf * LN2_HI) - kf * LN2_LO
+        p = horner(_EXP_COEFFICIENTS, r)
+        k = int(kf)
+        a = k >> 1                              # 2**k = 2**a * 2**(k - a), both normal
+        result = (p * _POW2[a - _POW2_MIN]) * _POW2[k - a - _POW2_MIN]
         if x != x:
-            return math.nan
+            return x
         if x > EXP_OVERFLOW:
             return math.inf
         if x < EXP_UNDERFLOW:
             return 0.0
-        t = x * INV_LN2
-        k = int(t + 0.5) if t >= 0.0 else -int(0.5 - t)
-        r = (x - k * LN2_HI) - k * LN2_LO
-        p = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        p = p * r + 1.0
-        return scale_by_power_of_two(p, k)
+        return result
 
     @jit
     def log1p(x):
@@ -163,42 +137,62 @@ def make_devmath(jit):
             return math.inf
         return log(u) * (x / (u - 1.0))
 
-    return SimpleNamespace(exp=exp, log=log, log2=log2, log1p=log1p)
+    @jit
+    def log1p_unit(x):
+        """log1p(x) for x in [0, 1], bit for bit: 1 + x lies in [1, 2], where
+        the exponent search is one comparison (branch-free, vectorisable)."""
+        u = 1.0 + x
+        high = u >= _SQRT2
+        m = u * 0.5 if high else u
+        k = 1.0 if high else 0.0
+        log_u = k * LN2_HI + (k * LN2_LO + log_reduced(m))
+        return log_u * (x / (u - 1.0)) if u != 1.0 else x
+
+    @jit
+    def apply_one(code, x):
+        """f(x) for f = (exp, log, log2, log1p)[code] (see CODES)."""
+        if code == 0:
+            return exp(x)
+        if code == 1:
+            return log(x)
+        if code == 2:
+            return log2(x)
+        return log1p(x)
+
+    return SimpleNamespace(exp=exp, log=log, log2=log2, log1p=log1p, log1p_unit=log1p_unit,
+                           apply_one=apply_one)
 
 
 #: host-compiled scalar functions (numba.njit), for host code and tests
-host = make_devmath(numba.njit(cache=True))
+host = make_devmath(numba.njit(inline="always"))
 
 
-def _make_host_apply():
-    exp, log, log2, log1p = host.exp, host.log, host.log2, host.log1p
+#: codes of the functions for :func:`apply` and the kernels' ``apply_one``
+CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
 
+
+def _make_host_loop(function):
     @numba.njit(parallel=True, cache=True)
-    def apply_host(code, x, out):
-        """out[i] = f(x[i]) for f = (exp, log, log2, log1p)[code]; x, out
-        float64 (n,) IN / OUT (contiguous)."""
+    def loop(x, out):
+        """out[i] = function(x[i]); x IN, out OUT float64 (n,)."""
         for i in numba.prange(x.shape[0]):
-            v = x[i]
-            if code == 0:
-                out[i] = exp(v)
-            elif code == 1:
-                out[i] = log(v)
-            elif code == 2:
-                out[i] = log2(v)
-            else:
-                out[i] = log1p(v)
+            out[i] = function(x[i])
 
-    return apply_host
+    return loop
 
 
-_apply_host = _make_host_apply()
-_CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
+_HOST_LOOPS = {name: _make_host_loop(getattr(host, name)) for name in CODES}
 
 
 def apply(name, values):
-    """``name`` ("exp", "log", "log2", "log1p") of a host array, elementwise,
-    with the device-identical functions; returns float64 of the same shape."""
+    """``name`` ("exp", "log", "log2", "log1p") of an array, elementwise,
+    with the device-identical functions: numpy arrays on the host, device
+    arrays (cupy) by the CUDA backend's kernel. Returns float64, same shape
+    and array module as ``values``."""
+    if not isinstance(values, (np.ndarray, float, int, list, tuple)):
+        from .cuda import apply_devmath
+        return apply_devmath(CODES[name], values)
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty_like(values)
-    _apply_host(_CODES[name], values.reshape(-1), out.reshape(-1))
+    _HOST_LOOPS[name](values.reshape(-1), out.reshape(-1))
     return out

@@ -1,0 +1,53 @@
+"""The backends' numba kernels are cached on disk (CPU and CUDA), and the
+cache of a kernel file is invalidated by edits to any backend source it
+compiles code from, not only by edits to its own file."""
+import os
+
+import pytest
+
+from gputree.backends import kernel_cache
+
+
+def _locator(dispatcher):
+    return dispatcher._cache._impl._locator
+
+
+def test_cpu_scan_kernels_are_cached_with_a_stamp_over_every_backend_source():
+    from gputree.backends import cpu
+    locator = _locator(cpu._find_splits)
+    assert type(locator).__name__.startswith("Gputree")
+    sources = kernel_cache.backend_sources()
+    names = {os.path.basename(p) for p in sources}
+    assert {"scan.py", "formulas.py", "devmath.py", "base.py", "cpu.py", "cuda.py"} <= names
+    assert locator.get_source_stamp() == tuple(
+        (os.stat(p).st_mtime, os.stat(p).st_size) for p in sources)
+
+
+def test_cuda_kernels_are_cached_with_the_same_stamp():
+    from numba import config
+    if config.ENABLE_CUDASIM:
+        pytest.skip("numba's CUDA simulator compiles (and caches) nothing")
+    from gputree.backends import cuda
+    for kernel in (cuda._find_splits, cuda._node_summaries):
+        locator = _locator(kernel)
+        assert type(locator).__name__.startswith("Gputree")
+        assert locator.get_source_stamp() == _locator(cuda._find_splits).get_source_stamp()
+
+
+def test_the_stamp_follows_an_edit_of_a_file_the_kernels_compile(tmp_path, monkeypatch):
+    """A locator for a kernel file in a scratch folder: touching another
+    source of that folder changes the stamp."""
+    from numba.core import caching
+    kernel, other = tmp_path / "kernels.py", tmp_path / "scan.py"
+    kernel.write_text("def f():\n    return 1\n")
+    other.write_text("x = 1\n")
+    monkeypatch.setattr(kernel_cache, "_HERE", str(tmp_path))
+    impl = type("Impl", (), {"_locator_classes": list(caching.CacheImpl._locator_classes)})
+    kernel_cache.cover_backend_sources(impl, (caching.InTreeCacheLocator,), str(kernel))
+    namespace = {}
+    exec(compile(kernel.read_text(), str(kernel), "exec"), namespace)
+    locator = impl._locator_classes[0].from_function(namespace["f"], str(kernel))
+    assert impl._locator_classes[0].from_function(namespace["f"], str(other)) is None
+    before = locator.get_source_stamp()
+    os.utime(other, (1, 1))
+    assert locator.get_source_stamp() != before
