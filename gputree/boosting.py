@@ -25,19 +25,22 @@ them by more than ``tol``. All fitted rounds are kept (``n_iter_``).
 """
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ._compat import ClassifierMixin, RegressorMixin
 from ._ensemble import (Progress, add_tree_values, set_params_from, training_data,
                         tree_rng)
-from ._validation import (check_choice, check_float, check_int, check_sample_weight,
-                          check_boosting_range, check_y, returns_input_kind)
+from ._validation import (check_boosting_range, check_choice, check_float, check_int,
+                          check_sample_weight, check_y, returns_input_kind)
+from .constraints import TreeConstraints, check_interaction_cst, check_monotonic_cst
 from .criteria import newton_statistics
+from .custom_objective import CustomObjective, metric_score
 from .explain import with_pred_contrib
 from .grower import BinnedData, GrowthParams, HistogramPool, grow_tree
-from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss, weighted_mean
+from .losses import (ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss,
+                     weighted_mean)
 from .tree_estimators import (_UNLIMITED_DEPTH, BaseTreeModel, as_float_targets,
                               check_poisson_targets, class_weights, encode_labels)
 
@@ -162,7 +165,13 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     # ---------------------------------------------------------------- params
     def _growth_params(self):
-        check_choice(self.loss, "loss", set(self._losses))
+        if not callable(self.loss):
+            check_choice(self.loss, "loss", set(self._losses))
+        if self.loss in ALPHA_LOSSES:
+            check_float(self.alpha, "alpha", 0.0, 1.0, low_open=True)
+        if self.eval_metric is not None and not callable(self.eval_metric):
+            raise ValueError("eval_metric must be None or a callable f(y_true, y_pred, "
+                             f"sample_weight); got {self.eval_metric!r}.")
         check_int(self.n_estimators, "n_estimators", 1)
         check_float(self.learning_rate, "learning_rate", 0.0, low_open=True)
         check_float(self.subsample, "subsample", 0.0, 1.0, low_open=True)
@@ -182,7 +191,22 @@ class _BaseGradientBoosting(BaseTreeModel):
             min_weight_leaf=check_float(self.min_child_weight, "min_child_weight", 0.0),
             max_leaf_nodes=check_int(self.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True) or 0,
             reg_lambda=check_float(self.reg_lambda, "reg_lambda", 0.0),
+            reg_alpha=check_float(self.reg_alpha, "reg_alpha", 0.0),
             min_split_gain=check_float(self.gamma, "gamma", 0.0))
+
+    def _constraints(self, data, n_outputs):
+        """TreeConstraints from monotonic_cst and interaction_cst (None if unset)."""
+        n_features = data.X_binned.shape[1]
+        monotonic = check_monotonic_cst(self.monotonic_cst, n_features,
+                                        getattr(self, "feature_names_in_", None),
+                                        data.is_categorical)
+        if monotonic is not None and (n_outputs > 1 or self.multi_strategy != "one_output_per_tree"):
+            raise ValueError("monotonic_cst is not supported for multiclass classification "
+                             "(as in scikit-learn); leave it None or fit a binary model.")
+        groups = check_interaction_cst(self.interaction_cst, n_features)
+        if monotonic is None and groups is None:
+            return None
+        return TreeConstraints(monotonic, groups)
 
     def _scorer(self):
         if isinstance(self.scoring, str) and self.scoring == "loss":
@@ -218,6 +242,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         elif self.n_estimators < self.n_iter_:
             raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
                              f"n_iter_={self.n_iter_} when warm_start==True.")
+        growth.constraints = self._constraints(data, self._loss.n_outputs)
         self._boost(self._make_rows(*train), self._make_rows(*validation) if validation else None,
                     growth, early)
         return self
@@ -250,7 +275,7 @@ class _BaseGradientBoosting(BaseTreeModel):
     def _start(self, train):
         """Fresh fit: loss, baseline raw score from the training rows, no trees."""
         _, y, weight = train
-        self._loss = make_loss(self.loss, getattr(self, "n_classes_", None))
+        self._loss = self._make_loss()
         self._baseline = self._loss.init_raw(self._loss.targets(np, y), weight)
         k = self._loss.n_outputs
         per_tree = [(0, k)] if self.multi_strategy == "multi_output_tree" else [
@@ -260,6 +285,13 @@ class _BaseGradientBoosting(BaseTreeModel):
         self._trees = []
         self._scores = {"train": [], "validation": []}
         self.n_iter_ = 0
+
+    def _make_loss(self):
+        """The Loss of ``loss``: a name, or a callable custom objective."""
+        n_classes = getattr(self, "n_classes_", None)
+        if callable(self.loss):
+            return CustomObjective(self.loss, make_loss(self._losses[0], n_classes))
+        return make_loss(self.loss, n_classes, getattr(self, "alpha", None))
 
     def _make_rows(self, data, y, weight):
         backend = self._backend
@@ -351,6 +383,8 @@ class _BaseGradientBoosting(BaseTreeModel):
         if k >= n_features:
             return grow_tree(self._backend, data, stats, growth, rng, pool, held_row_bytes)
         columns = np.sort(rng.choice(n_features, k, replace=False))
+        if growth.constraints is not None:
+            growth = replace(growth, constraints=growth.constraints.restrict(columns))
         # the subset's binned X is held beside the full one
         tree, positions = grow_tree(self._backend, take_columns(self._backend, data, columns),
                                     stats, growth, rng, pool, held_row_bytes + n_features)
@@ -368,17 +402,30 @@ class _BaseGradientBoosting(BaseTreeModel):
             self._scores["validation"].append(self._validation_score(validation))
 
     def _validation_score(self, rows):
+        if self.eval_metric is not None:
+            raw = np.asarray(self._backend.to_host(rows.raw))
+            return metric_score(self.eval_metric, rows.labels.astype(float),
+                                self._metric_predictions(raw), rows.w_host)
         scorer = self._scorer()
         if scorer is None:
             return -self._loss.value(self._backend.xp, rows.y, rows.raw, rows.w)
         raw = _RawScores(np.array(self._backend.to_host(rows.raw), copy=True))
         return float(scorer(self, raw, self._labels(rows.labels), sample_weight=rows.w_host))
 
+    def _metric_predictions(self, raw):
+        """eval_metric's y_pred from host raw scores (n, K): see
+        :mod:`gputree.custom_objective`."""
+        if callable(self.loss):
+            return raw[:, 0] if raw.shape[1] == 1 else raw
+        predicted = self._loss.predict(np, raw)
+        return predicted[:, -1] if predicted.shape[1] <= 2 else predicted
+
     def _latest_scores(self):
         scores = {"train_loss": -self._scores["train"][-1]}
         if self._scores["validation"]:
             last = self._scores["validation"][-1]
-            scores.update({"validation_loss": -last} if self._scorer() is None
+            scores.update({"validation_loss": -last}
+                          if self._scorer() is None and self.eval_metric is None
                           else {"validation_score": last})
         return scores
 
@@ -465,6 +512,18 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     rows or when ``eval_set`` is given. ``device``: "auto", "cpu", "cuda",
     "cuda-sim".
 
+    Controls as in XGBoost / LightGBM / scikit-learn: ``reg_alpha`` (L1 on
+    leaf values: G is soft-thresholded in the gain and the leaf value
+    ``-T(G) / (H + reg_lambda)``, as XGBoost); ``monotonic_cst`` (one sign
+    -1/0/1 per feature, or a dict; +1 means the prediction, the probability
+    of ``classes_[1]`` for classifiers, never decreases with the feature;
+    not for multiclass) and ``interaction_cst`` (scikit-learn's format:
+    "pairwise", "no_interactions" or a list of sets of feature indices), see
+    :mod:`gputree.constraints`; ``loss`` may be a callable custom objective
+    and ``eval_metric`` a callable metric for early stopping (LightGBM's
+    conventions, see :mod:`gputree.custom_objective`); ``n_jobs``: CPU
+    threads of fit and predict (never changes results).
+
     Attributes: ``classes_``, ``n_iter_``, ``n_trees_per_iteration_``,
     ``train_score_`` (``-loss`` on the training rows, before the first round
     and after each), ``validation_score_`` (``scoring`` on the validation
@@ -479,7 +538,8 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
                  max_bins=255, categorical_features=None, early_stopping="auto",
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  multi_strategy="one_output_per_tree", class_weight=None, warm_start=False,
-                 random_state=None, verbose=0, device="auto"):
+                 random_state=None, verbose=0, device="auto", reg_alpha=0.0,
+                 monotonic_cst=None, interaction_cst=None, eval_metric=None, n_jobs=None):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):
@@ -564,7 +624,11 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
 class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     """Gradient-boosted trees for regression: ``loss`` "squared_error",
     "absolute_error" (trees grown on the gradient's sign, leaf values refit to
-    the median residual) or "poisson" (log link; predictions are positive).
+    the median residual), "quantile" (the ``alpha``-quantile: leaves refit to
+    the weighted ``alpha``-quantile of their residuals), "huber" (delta the
+    ``alpha``-quantile of |residual| each round; leaves refit by Friedman's
+    step, as scikit-learn's GradientBoostingRegressor), "poisson" (log link;
+    predictions are positive) or a callable custom objective.
     Other parameters, early stopping and attributes as in
     :class:`GradientBoostingClassifier`.
     """
@@ -576,7 +640,9 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
                  reg_lambda=1.0, gamma=0.0, subsample=1.0, colsample_bytree=1.0,
                  max_bins=255, categorical_features=None, early_stopping="auto",
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
-                 warm_start=False, random_state=None, verbose=0, device="auto"):
+                 warm_start=False, random_state=None, verbose=0, device="auto", alpha=0.9,
+                 reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, eval_metric=None,
+                 n_jobs=None):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):

@@ -319,8 +319,8 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
     features, with scikit-learn's parameters (``criterion`` "gini",
     "entropy"/"log_loss" or "gain_ratio"; ``max_features="sqrt"``;
     ``bootstrap``, ``max_samples``, ``oob_score``, ``class_weight`` including
-    "balanced_subsample") plus ``max_bins``, ``categorical_features`` and
-    ``device`` as in :class:`gputree.DecisionTreeClassifier`. Probabilities
+    "balanced_subsample") plus ``max_bins``, ``categorical_features``,
+    ``device`` and ``n_jobs`` as in :class:`gputree.DecisionTreeClassifier`. Probabilities
     are the mean of the trees' leaf class fractions.
     """
 
@@ -335,7 +335,7 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
                  max_leaf_nodes=None, min_impurity_decrease=0.0, bootstrap=True,
                  oob_score=False, random_state=None, verbose=0, warm_start=False,
                  class_weight=None, max_samples=None, max_bins=255, categorical_features=None,
-                 device="auto"):
+                 device="auto", n_jobs=None):
         set_params_from(self, locals())
 
     def _targets(self, y, fitting):
@@ -383,7 +383,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
                  max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=True, oob_score=False, random_state=None, verbose=0,
                  warm_start=False, max_samples=None, max_bins=255, categorical_features=None,
-                 device="auto"):
+                 device="auto", n_jobs=None):
         set_params_from(self, locals())
 
     def _targets(self, y, fitting):

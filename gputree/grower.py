@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._dtypes import BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
-from .criteria import (GAIN_RATIO, LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
+from .backends.formulas import PARAM_REG_ALPHA
+from .criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
                        LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, NEWTON,
                        PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA,
                        PARAMS_SIZE, SQUARED_ERROR)
@@ -24,6 +25,7 @@ from .tree import TreeArrays
 #: relative tolerance of "pure" and of min_impurity_decrease, in units of
 #: the node's own statistics (:func:`_impurity_unit`), never absolute
 _PURE = np.finfo(np.float64).eps
+_CLASSIFICATION_IDS = frozenset(CLASSIFICATION_CRITERIA.values())
 #: a histogram pool reserves rows for the largest possible level up front when
 #: they take at most this many bytes (the CPU maps pages only once written;
 #: the CUDA backend's memory check counts them already); beyond, it doubles
@@ -43,12 +45,15 @@ class GrowthParams:
     max_leaf_nodes: int = 0        # 0 means unlimited
     reg_lambda: float = 0.0        # boosting: L2 on leaf values
     min_split_gain: float = 0.0    # boosting: gamma
+    reg_alpha: float = 0.0         # boosting: L1 on leaf values
+    constraints: object = None     # boosting: constraints.TreeConstraints
 
     def criterion_params(self):
         params = np.zeros(PARAMS_SIZE, dtype=FLOAT_DTYPE)
         params[PARAM_MIN_SAMPLES_LEAF] = self.min_samples_leaf
         params[PARAM_MIN_WEIGHT_LEAF] = self.min_weight_leaf
         params[PARAM_REG_LAMBDA] = self.reg_lambda
+        params[PARAM_REG_ALPHA] = self.reg_alpha
         return params
 
 
@@ -143,6 +148,9 @@ class _TreeGrowth:
             "inv": stats.inv_scale, "params": growth.criterion_params()})
         self.partition = {}      # host arrays of splits not yet applied to positions
         self.partition_start = 0
+        # monotonic / interaction constraints: bounds and path features per node
+        self.constrained = (growth.constraints.start_tree() if growth.constraints is not None
+                            else None)
 
     def criterion_inputs(self):
         """(layout, inv, params) on the backend."""
@@ -170,12 +178,25 @@ class _TreeGrowth:
                 break
             impurity = found["child_impurity"].reshape(-1, 2)[accept].ravel()
             table.add_children(level_start + split_nodes, found["left_sums"][accept], depth + 1)
+            if self.constrained is not None:
+                self.constrained.add_children(level_start + split_nodes,
+                                              found["feature"][accept],
+                                              self._values(table.totals[-1]).reshape(-1, 2))
             previous = _PreviousLevel(hist_row, split_nodes)
             level_start, n_level = level_start + n_level, 2 * split_nodes.size
         # the loop always ends by a break: at max_depth no node is splittable
         self._apply_partition()
-        return _finish(self.backend, table, self.data, self.stats,
-                       self.criterion_inputs()), self.positions
+        tree = _finish(self.backend, table, self.data, self.stats, self.criterion_inputs())
+        if self.constrained is not None:
+            self.constrained.clip_values(tree.value)
+        return tree, self.positions
+
+    def _values(self, totals):
+        """float64 (n_nodes,) output 0's value of nodes with host int64 ``totals``."""
+        values, _ = self.backend.node_summaries(self.backend.upload(totals),
+                                                *self.criterion_inputs(),
+                                                self.stats.n_outputs, self.stats.n_classes)
+        return self.backend.download_many({"values": values})["values"][:, 0, 0]
 
     def _root(self):
         """Host totals int64 (1, n_channels) and impurity float64 (1,) of the
@@ -202,14 +223,20 @@ class _TreeGrowth:
                     zero_rows=self.pool.rows_to_zero(),
                     allowed=_scan_mask(self.rng, hist_nodes, candidates, rows,
                                        self.data.X_binned.shape[1], self.growth.max_features))
+        if self.constrained is not None:
+            plan["allowed"][rows] &= self.constrained.allowed(level_start + candidates)
+            plan["scan_params"] = self.constrained.level_params(
+                self.growth.criterion_params(), level_start + candidates, rows,
+                plan["allowed"].shape[0])
         n_build = int(plan["node_to_build"].max()) + 1
         device = self.backend.upload_many(plan)
         self._apply_partition(device)
         self._build(level_start, n_build, device)
+        scan_params = device.get("scan_params", self.constants["params"])
         split = self.backend.find_best_splits(
             self.pool.hist[:plan["allowed"].shape[0]], self.constants["n_bins_non_missing"],
             self.constants["is_categorical"], device["allowed"], self.data.missing_bin,
-            *self.criterion_inputs())
+            self.constants["layout"], self.constants["inv"], scan_params)
         return hist_row, self.backend.download_many(self._found(split, device))
 
     def _apply_partition(self, device=None):
@@ -400,7 +427,7 @@ def _impurity_unit(totals, layout, inv):
     tolerances scale with the data: 1 for classification (impurities are
     unitless), the mean of w*y**2 for squared error (its impurity is a
     difference of such terms), the mean of |w*y| + |w*y*log y| for poisson."""
-    if layout[LAYOUT_CRITERION] <= GAIN_RATIO:
+    if layout[LAYOUT_CRITERION] in _CLASSIFICATION_IDS:
         return np.ones(totals.shape[0], dtype=FLOAT_DTYPE)
     off, n_out = layout[LAYOUT_VALUE_OFFSET], layout[LAYOUT_N_OUTPUTS]
     _, weight = _counts_and_weights(totals, layout, inv)

@@ -279,10 +279,8 @@ class AbsoluteError(Loss):
         return raw
 
     def refit_leaves(self, xp, tree, positions, y, raw, w):
-        medians = grouped_weighted_median(xp, (y - raw)[:, 0], w, positions, tree.node_count)
-        medians = np.asarray(medians if xp is np else xp.asnumpy(medians))
-        leaves = np.flatnonzero(tree.is_leaf & np.isfinite(medians))
-        tree.value[leaves, 0, 0] = medians[leaves]
+        _set_leaves(tree, grouped_weighted_median(xp, (y - raw)[:, 0], w, positions,
+                                                  tree.node_count))
 
 
 class PoissonLoss(Loss):
@@ -306,15 +304,113 @@ class PoissonLoss(Loss):
         return _exp(raw)
 
 
+class QuantileLoss(Loss):
+    """Pinball loss of quantile ``alpha``: l = alpha (y - raw) for y > raw,
+    else (1 - alpha) (raw - y); g = -alpha where y >= raw (as scikit-learn),
+    else 1 - alpha; h = 1 to grow the tree, then every leaf is refit to the
+    weighted ``alpha``-quantile of its residuals (the loss's minimiser;
+    scikit-learn's GradientBoostingRegressor does the same)."""
+
+    name = "quantile"
+
+    def __init__(self, alpha=0.9):
+        self.alpha = float(alpha)
+
+    def init_raw(self, y, w):
+        y = np.asarray(y, dtype=FLOAT_DTYPE)
+        return grouped_weighted_quantile(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
+                                         np.zeros(y.shape[0], dtype=np.int64), 1, self.alpha)
+
+    def pointwise(self, xp, y, raw):
+        d = (y - raw)[:, 0]
+        return xp.where(d > 0, self.alpha * d, (self.alpha - 1.0) * d)
+
+    def _derivatives(self, xp, y, raw):
+        return xp.where(y >= raw, -self.alpha, 1.0 - self.alpha), xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        _set_leaves(tree, grouped_weighted_quantile(xp, (y - raw)[:, 0], w, positions,
+                                                    tree.node_count, self.alpha))
+
+    def __repr__(self):
+        return f"QuantileLoss(alpha={self.alpha})"
+
+
+class HuberLoss(Loss):
+    """Huber loss as scikit-learn's GradientBoostingRegressor (Friedman's
+    M-regression): every round ``delta`` is the weighted ``alpha``-quantile of
+    |y - raw|; l = (y - raw)**2 / 2 within delta, delta (|y - raw| - delta / 2)
+    beyond; g = raw - y clipped to [-delta, delta], h = 1 to grow the tree,
+    then every leaf is refit by Friedman's one step from the median residual
+    ``m``: m + mean(sign(r - m) min(delta, |r - m|))."""
+
+    name = "huber"
+
+    def __init__(self, alpha=0.9):
+        self.alpha = float(alpha)
+        self.delta = np.inf
+
+    def init_raw(self, y, w):
+        y = np.asarray(y, dtype=FLOAT_DTYPE)
+        return grouped_weighted_quantile(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
+                                         np.zeros(y.shape[0], dtype=np.int64), 1, 0.5)
+
+    def gradients_and_pointwise(self, xp, y, raw, w):
+        """Sets this round's delta from the residuals, then as Loss."""
+        weights = xp.ones(y.shape[0]) if w is None else w
+        self.delta = float(grouped_weighted_quantile(
+            xp, xp.abs(y - raw)[:, 0], weights, xp.zeros(y.shape[0], dtype=np.int64), 1,
+            self.alpha)[0])
+        return super().gradients_and_pointwise(xp, y, raw, w)
+
+    def pointwise(self, xp, y, raw):
+        d = xp.abs(y - raw)[:, 0]
+        return xp.where(d <= self.delta, 0.5 * d * d, self.delta * (d - 0.5 * self.delta))
+
+    def _derivatives(self, xp, y, raw):
+        return xp.clip(raw - y, -self.delta, self.delta), xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        residual = (y - raw)[:, 0]
+        median = grouped_weighted_quantile(xp, residual, w, positions, tree.node_count, 0.5)
+        d = residual - xp.where(xp.isfinite(median), median, 0.0)[positions]
+        step = xp.sign(d) * xp.minimum(self.delta, xp.abs(d))
+        total = xp.bincount(positions, weights=w, minlength=tree.node_count)
+        mean = xp.bincount(positions, weights=w * step, minlength=tree.node_count) / xp.where(
+            total > 0, total, 1.0)
+        _set_leaves(tree, median + mean)
+
+    def __repr__(self):
+        return f"HuberLoss(alpha={self.alpha})"
+
+
+def _set_leaves(tree, values):
+    """tree.value of leaves := values (n_nodes,) where finite (host or device)."""
+    values = values if isinstance(values, np.ndarray) else values.get()
+    leaves = np.flatnonzero(tree.is_leaf & np.isfinite(values))
+    tree.value[leaves, 0, 0] = values[leaves]
+
+
 REGRESSION_LOSSES = {"squared_error": SquaredError, "absolute_error": AbsoluteError,
-                     "poisson": PoissonLoss}
+                     "poisson": PoissonLoss, "quantile": QuantileLoss, "huber": HuberLoss}
+#: regression losses whose constructor takes ``alpha``
+ALPHA_LOSSES = ("quantile", "huber")
 CLASSIFICATION_LOSSES = ("log_loss",)
 
 
-def make_loss(name, n_classes=None):
-    """The Loss for a loss name; classification needs n_classes (>= 2)."""
+def make_loss(name, n_classes=None, alpha=None):
+    """The Loss for a loss name; classification needs n_classes (>= 2);
+    ``alpha`` is the quantile of the quantile and Huber losses."""
     if name in CLASSIFICATION_LOSSES:
         return BinaryLogLoss() if n_classes == 2 else MultinomialLoss(n_classes)
+    if name in ALPHA_LOSSES:
+        return REGRESSION_LOSSES[name](alpha)
     return REGRESSION_LOSSES[name]()
 
 
@@ -322,12 +418,24 @@ def grouped_weighted_median(xp, values, weights, groups, n_groups):
     """Weighted median of ``values`` within each group (float64 (n_groups,),
     NaN for groups without positive weight). Rows with zero weight are
     ignored; where the cumulative weight hits exactly half, the two middle
-    values are averaged (the ordinary median for unit weights).
+    values are averaged (the ordinary median for unit weights)."""
+    return grouped_weighted_quantile(xp, values, weights, groups, n_groups, 0.5, average=True)
+
+
+def grouped_weighted_quantile(xp, values, weights, groups, n_groups, q, average=False):
+    """Weighted ``q``-quantile of ``values`` within each group (float64
+    (n_groups,), NaN for groups without positive weight; rows with zero
+    weight are ignored): the smallest value whose cumulative weight reaches
+    ``q`` times the group's weight (the inverted CDF, scikit-learn's
+    ``_weighted_percentile``); with ``average``, where the cumulative weight
+    hits that exactly, the mean of that value and the next.
 
     Vectorised: sort by (group, value), then count per group how many rows lie
-    below half the group's weight. Weights are compared in fixed point (a
+    below ``q`` times the group's weight. Weights are summed in fixed point (a
     power-of-two scale from their largest, :func:`_fixed_point`), so the
-    comparisons are exact and every device picks the same rows.
+    median's comparisons are exact and every device picks the same rows;
+    other quantiles compare with ``q`` times the integer total (one IEEE
+    product, rounded alike everywhere).
     """
     keep = weights > 0
     values, weights, groups = values[keep], weights[keep], groups[keep].astype(np.int64)
@@ -344,9 +452,14 @@ def grouped_weighted_median(xp, values, weights, groups, n_groups):
     cumulative = xp.cumsum(_fixed_point(xp, weights)[0])
     before = xp.where(first > 0, cumulative[xp.maximum(first - 1, 0)], 0)
     total = xp.where(count > 0, cumulative[xp.maximum(first + count - 1, 0)], 0) - before
-    twice_within = 2 * (cumulative - before[groups])   # twice the weight up to each row
-    lower = first + _count_per_group(xp, groups, twice_within < total[groups], n_groups)
-    upper = first + _count_per_group(xp, groups, twice_within <= total[groups], n_groups)
+    within = cumulative - before[groups]            # the weight up to each row
+    if q == 0.5:
+        below, reached = 2 * within < total[groups], 2 * within <= total[groups]
+    else:
+        threshold = q * total[groups]
+        below, reached = within < threshold, within <= threshold
+    lower = first + _count_per_group(xp, groups, below, n_groups)
+    upper = first + _count_per_group(xp, groups, reached, n_groups) if average else lower
     last = xp.maximum(first + count - 1, 0)
     middle = values[xp.minimum(lower, last)] + values[xp.minimum(upper, last)]
     return xp.where(count > 0, 0.5 * middle, xp.nan)

@@ -1,7 +1,11 @@
-"""Minimal cost-complexity (weakest-link) pruning, with scikit-learn's meaning.
+"""Minimal cost-complexity (weakest-link) pruning, with scikit-learn's meaning
+or with CART's error rate.
 
-A node's cost is ``R(t) = weighted_n_node_samples[t] / W * impurity[t]``;
-a branch's is the sum over its leaves. The weakest link is the internal node
+A node's cost is ``R(t) = p(t) r(t)``, ``p(t) = weighted_n_node_samples[t] /
+W`` its share of the weight and ``r(t)`` its risk: its impurity
+(``risk="impurity"``, scikit-learn's choice) or, for classification trees,
+its misclassification rate ``1 - max_k p_k(t)`` (``risk="misclassification"``,
+Breiman et al.'s CART); a branch's is the sum over its leaves. The weakest link is the internal node
 with the smallest ``(R(t) - R(T_t)) / (|leaves(T_t)| - 1)``; it is pruned
 first (ties: lowest node id). All loops here run over tree depth or pruning
 steps, never over samples.
@@ -9,6 +13,17 @@ steps, never over samples.
 import numpy as np
 
 from .tree import compact
+
+PRUNING_RISKS = ("impurity", "misclassification")
+
+
+def node_risk(tree, risk="impurity"):
+    """R(t) float64 (n_nodes,): weight share times the node's risk rate (the
+    misclassification rate is averaged over outputs)."""
+    share = tree.weighted_n_node_samples / tree.weighted_n_node_samples[0]
+    if risk == "misclassification":
+        return share * (1.0 - tree.value.max(axis=2)).mean(axis=1)
+    return share * tree.impurity
 
 
 def _branch_costs(tree, node_cost, is_leaf):
@@ -37,11 +52,11 @@ def _descendants(tree, node):
     return mask
 
 
-def _weakest_links(tree, ccp_alpha=np.inf):
+def _weakest_links(tree, ccp_alpha=np.inf, risk="impurity"):
     """Prune step by step; yields (effective alpha, total leaf cost) after
     each step while the weakest link's alpha <= ccp_alpha. Mutates a working
     leaf mask only; returns the final leaf mask via StopIteration.value."""
-    node_cost = tree.weighted_n_node_samples / tree.weighted_n_node_samples[0] * tree.impurity
+    node_cost = node_risk(tree, risk)
     is_leaf = tree.is_leaf.copy()
     while not is_leaf[0]:
         branch_cost, n_leaves = _branch_costs(tree, node_cost, is_leaf)
@@ -69,23 +84,24 @@ def _reachable(tree, is_leaf):
     return reach
 
 
-def pruning_path(tree):
+def pruning_path(tree, risk="impurity"):
     """(ccp_alphas, impurities) float64 arrays: the effective alphas of the
     nested subtrees (starting at 0 for the full tree) and each subtree's
-    total leaf impurity, as scikit-learn's ``cost_complexity_pruning_path``."""
-    node_cost = tree.weighted_n_node_samples / tree.weighted_n_node_samples[0] * tree.impurity
+    total leaf cost (impurity, or misclassification risk), as
+    scikit-learn's ``cost_complexity_pruning_path``."""
+    node_cost = node_risk(tree, risk)
     alphas, impurities = [0.0], [float(node_cost[tree.is_leaf].sum())]
-    for alpha, impurity in _weakest_links(tree):
+    for alpha, impurity in _weakest_links(tree, risk=risk):
         alphas.append(alpha)
         impurities.append(impurity)
     return np.asarray(alphas), np.asarray(impurities)
 
 
-def prune(tree, ccp_alpha):
-    """New TreeArrays pruned at ``ccp_alpha`` (>= 0)."""
+def prune(tree, ccp_alpha, risk="impurity"):
+    """New TreeArrays pruned at ``ccp_alpha`` (>= 0) with ``risk``."""
     if ccp_alpha <= 0.0:
         return tree
-    steps = _weakest_links(tree, ccp_alpha)
+    steps = _weakest_links(tree, ccp_alpha, risk)
     try:
         while True:
             next(steps)

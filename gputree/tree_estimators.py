@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from ._compat import BaseEstimator, ClassifierMixin, NotFittedError, RegressorMixin
+from ._threads import wrap_threaded_methods
 from ._training import bin_training_data, bin_with, binning_seed, seed_from
 from ._validation import (check_choice, check_float, check_int, check_random_state, check_y,
                           returns_input_kind)
@@ -14,11 +15,19 @@ from .explain import with_pred_contrib
 from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
-from .pruning import prune, pruning_path
+from .pruning import PRUNING_RISKS, prune, pruning_path
 from .sklearn_tree import SklearnTree
+from .surrogates import apply_surrogates, fit_surrogates
 from .tree import concatenate_trees, decision_path_indicator
 
 _UNLIMITED_DEPTH = 2 ** 31 - 2
+#: criteria of the classic CART texts that histograms cannot evaluate exactly
+_REFUSED_CRITERIA = {
+    "absolute_error": "its split gain needs the median of every candidate child, which sums "
+                      "per bin cannot give (an exact scan sorts the node's rows of each feature: "
+                      "O(n log n) per node and feature, not a histogram pass). Use "
+                      "GradientBoostingRegressor(loss='absolute_error') (trees on the gradient's "
+                      "sign, median leaves) or scikit-learn's DecisionTreeRegressor."}
 
 
 def resolve_max_features(max_features, n_features):
@@ -65,7 +74,12 @@ def growth_params(est, n_samples, total_weight, n_features):
 
 class BaseTreeModel(BaseEstimator):
     """What every fitted tree model shares: the encoder and bins learned at fit,
-    and turning new X into leaf ids on the fit's backend."""
+    and turning new X into leaf ids on the fit's backend. Every subclass's
+    fit and predict methods run under its ``n_jobs`` (:mod:`gputree._threads`)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        wrap_threaded_methods(cls)
 
     def _check_fitted(self):
         if not hasattr(self, "_encoder"):
@@ -166,8 +180,18 @@ class _BaseDecisionTree(BaseTreeModel):
         self.tree_ = SklearnTree(tree, self._bin_mapper, n_classes)
 
     def _check_common_params(self):
+        if isinstance(self.criterion, str) and self.criterion in _REFUSED_CRITERIA:
+            raise ValueError(f"criterion={self.criterion!r} is not supported: "
+                             f"{_REFUSED_CRITERIA[self.criterion]}")
         check_choice(self.criterion, "criterion", set(self._criteria))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
+        check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
+        check_choice(self.missing_strategy, "missing_strategy", {"default", "surrogate"})
+        check_int(self.n_surrogates, "n_surrogates", 0)
+
+    def _ccp_risk(self):
+        """The pruning risk: classifiers' ``ccp_risk``, impurity otherwise."""
+        return getattr(self, "ccp_risk", "impurity")
 
     def _fit(self, X, y, sample_weight):
         self._check_common_params()
@@ -182,7 +206,13 @@ class _BaseDecisionTree(BaseTreeModel):
         stats.stats = inputs.backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, weight.sum(), X_float.shape[1])
         tree, _ = grow_tree(inputs.backend, inputs.data, stats, growth, rng)
-        tree = prune(tree, self.ccp_alpha)
+        tree = prune(tree, self.ccp_alpha, self._ccp_risk())
+        surrogates = None
+        if self.missing_strategy == "surrogate":
+            data = inputs.data
+            surrogates = fit_surrogates(tree, np.asarray(inputs.backend.to_host(data.X_binned)),
+                                        weight, data.n_bins_non_missing, data.is_categorical,
+                                        data.missing_bin, self.n_surrogates)
         # fitted attributes change together, only once the fit has succeeded
         self._store_inputs(inputs)
         for name, value in target_attributes.items():
@@ -190,6 +220,7 @@ class _BaseDecisionTree(BaseTreeModel):
         self.max_features_ = growth.max_features
         self.n_outputs_ = stats.n_outputs
         self._set_tree(tree)
+        self.surrogates_ = surrogates
         return self
 
     def _trees_for_prediction(self):
@@ -201,6 +232,11 @@ class _BaseDecisionTree(BaseTreeModel):
         return self._apply(X)
 
     def _apply(self, X):
+        if getattr(self, "surrogates_", None) is not None:
+            data = self._bin_new_data(X)
+            return apply_surrogates(self.tree_.arrays, self.surrogates_,
+                                    np.asarray(self._backend.to_host(data.X_binned)),
+                                    data.missing_bin)
         return self._leaves(X)[:, 0].astype(np.int64)
 
     def decision_path(self, X):
@@ -225,7 +261,7 @@ class _BaseDecisionTree(BaseTreeModel):
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
         """Bunch(ccp_alphas, impurities) of the fully grown tree's pruning path."""
         full = self._clone_unpruned().fit(X, y, sample_weight)
-        alphas, impurities = pruning_path(full.tree_.arrays)
+        alphas, impurities = pruning_path(full.tree_.arrays, self._ccp_risk())
         try:
             from sklearn.utils import Bunch
         except ImportError:  # pragma: no cover
@@ -264,7 +300,15 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     ``criterion="gain_ratio"`` (C4.5), ``max_bins`` (non-missing bins per
     feature, <= 255), ``categorical_features`` (indices, names or a boolean
     mask; pandas ``category`` columns are detected) and ``device`` ("auto",
-    "cpu", "cuda", "cuda-sim"). Missing values (NaN) are supported: each split
+    "cpu", "cuda", "cuda-sim"), ``n_jobs`` (CPU threads of fit and predict;
+    never changes results) and ``ccp_risk``: the risk r(t) of cost-complexity
+    pruning, "impurity" (scikit-learn's choice) or "misclassification" (the
+    error rate 1 - max p_k of Breiman et al.'s CART; ``impurities`` of
+    ``cost_complexity_pruning_path`` are then total leaf risks).
+    ``missing_strategy``: "default" (a row missing a split's feature goes the
+    side learned for missing values) or "surrogate" (CART: the first of the
+    split's ``n_surrogates`` ranked surrogate splits whose feature is present,
+    else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`). Missing values (NaN) are supported: each split
     learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
     splits of each level until the budget is used (growth stays level-wise).
     """
@@ -275,7 +319,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
-                 categorical_features=None, device="auto"):
+                 categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity",
+                 missing_strategy="default", n_surrogates=5):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -290,6 +335,10 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         self.max_bins = max_bins
         self.categorical_features = categorical_features
         self.device = device
+        self.n_jobs = n_jobs
+        self.missing_strategy = missing_strategy
+        self.n_surrogates = n_surrogates
+        self.ccp_risk = ccp_risk
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs)
@@ -346,7 +395,8 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
 
     Parameters follow scikit-learn's ``DecisionTreeRegressor`` (criteria
     "squared_error" and "poisson") plus ``max_bins``,
-    ``categorical_features`` and ``device`` as in
+    ``categorical_features``, ``device``, ``n_jobs``, ``missing_strategy`` and
+    ``n_surrogates`` as in
     :class:`DecisionTreeClassifier`.
     """
 
@@ -355,7 +405,8 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
     def __init__(self, criterion="squared_error", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
-                 ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto"):
+                 ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto",
+                 n_jobs=None, missing_strategy="default", n_surrogates=5):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -369,6 +420,9 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         self.max_bins = max_bins
         self.categorical_features = categorical_features
         self.device = device
+        self.n_jobs = n_jobs
+        self.missing_strategy = missing_strategy
+        self.n_surrogates = n_surrogates
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y float (n_samples,) or (n_samples,

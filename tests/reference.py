@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 from hypothesis import strategies as st
 
-CLASSIFICATION = ("gini", "entropy", "log_loss", "gain_ratio")
+CLASSIFICATION = ("gini", "entropy", "log_loss", "gain_ratio", "misclassification")
 REGRESSION = ("squared_error", "poisson")
 CRITERIA = ("gini", "entropy", "gain_ratio", "squared_error", "poisson")
 
@@ -88,6 +88,7 @@ def predict_leaves(tree, X_binned):
 def impurity(criterion, y, w, n_classes=None):
     """Impurity of the rows (y (n, n_outputs), weights w (n,)) by hand,
     averaged over outputs: gini 1 - sum p_k^2; entropy -sum p_k log2 p_k;
+    misclassification 1 - max p_k;
     squared error weighted variance; poisson weighted mean half deviance."""
     y = np.asarray(y).reshape(len(w), -1)
     W = w.sum()
@@ -97,6 +98,7 @@ def impurity(criterion, y, w, n_classes=None):
             p = np.array([w[y[:, o] == k].sum() for k in range(n_classes)]) / W
             p = p[p > 0]
             per_output.append(1.0 - np.sum(p * p) if criterion == "gini"
+                              else 1.0 - p.max() if criterion == "misclassification"
                               else -np.sum(p * np.log2(p)))
             continue
         mean = np.sum(w * y[:, o]) / W

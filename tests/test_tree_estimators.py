@@ -31,7 +31,8 @@ def _mixed_data(rng, n=300):
     return X, y
 
 
-@pytest.mark.parametrize("criterion", ["gini", "entropy", "gain_ratio", "squared_error", "poisson"])
+@pytest.mark.parametrize("criterion", ["gini", "entropy", "gain_ratio", "misclassification",
+                                       "squared_error", "poisson"])
 def test_node_impurity_value_and_gain_follow_the_hand_formulas(criterion):
     rng = np.random.RandomState(0)
     n = 200

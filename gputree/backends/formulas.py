@@ -12,7 +12,7 @@ device once contraction into fused multiply-adds is off.
 The layout constants say where a criterion's channels sit in a statistics
 row (the host builds those rows in :mod:`gputree.criteria`):
 
-* classification (gini, entropy, gain_ratio): per output ``o``, ``n_classes``
+* classification (gini, entropy, gain_ratio, misclassification): per output ``o``, ``n_classes``
   channels ``w * [y_o == k]``; the node weight is the sum of output 0's.
 * squared_error: ``[w, (w*y_o, w*y_o**2) for o]``.
 * poisson: ``[w, (w*y_o, w*y_o*log(y_o)) for o]``.
@@ -23,9 +23,10 @@ from types import SimpleNamespace
 
 from .devmath import make_devmath
 
-GINI, ENTROPY, GAIN_RATIO, SQUARED_ERROR, POISSON, NEWTON = range(6)
+GINI, ENTROPY, GAIN_RATIO, SQUARED_ERROR, POISSON, NEWTON, MISCLASSIFICATION = range(7)
 CLASSIFICATION_CRITERIA = {"gini": GINI, "entropy": ENTROPY,
-                           "log_loss": ENTROPY, "gain_ratio": GAIN_RATIO}
+                           "log_loss": ENTROPY, "gain_ratio": GAIN_RATIO,
+                           "misclassification": MISCLASSIFICATION}
 REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR, "poisson": POISSON}
 
 # positions inside the int64 ``layout`` array
@@ -33,8 +34,14 @@ REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR, "poisson": POISSON}
  LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS) = range(7)
 LAYOUT_SIZE = 7
 # positions inside the float64 ``params`` array
-(PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA) = range(3)
-PARAMS_SIZE = 3
+(PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAM_REG_ALPHA,
+ PARAM_CONSTRAINTS) = range(5)
+PARAMS_SIZE = 5
+# ``params[PARAM_CONSTRAINTS]`` is 0 (no value constraints) or the offset
+# ``off`` of a tail appended to ``params`` (newton, one output): the monotonic
+# sign of feature f at ``off + f`` (-1, 0, +1), then the value bounds of the
+# node in histogram row r at ``off + n_features + 2 r`` (lower, upper); see
+# gputree.constraints.
 
 def make_criterion_functions(jit, inline=None):
     """Compile the scalar criterion formulas with ``jit`` (``numba.njit`` or
@@ -77,6 +84,10 @@ def make_criterion_functions(jit, inline=None):
         return node_weight(S, layout, inv)
 
     @inline
+    def is_classification(crit):
+        return crit <= GAIN_RATIO or crit == MISCLASSIFICATION
+
+    @inline
     def class_impurity(S, layout, inv, o):
         per = layout[LAYOUT_PER_OUTPUT]
         total = 0
@@ -84,10 +95,18 @@ def make_criterion_functions(jit, inline=None):
             total += S[o * per + k]
         if total <= 0:
             return 0.0
-        result = 1.0 if layout[LAYOUT_CRITERION] == GINI else 0.0
+        crit = layout[LAYOUT_CRITERION]
+        if crit == MISCLASSIFICATION:
+            # 1 - max_k p_k (the classic CART texts' error rate)
+            top = 0
+            for k in range(per):
+                if S[o * per + k] > top:
+                    top = S[o * per + k]
+            return 1.0 - top / total
+        result = 1.0 if crit == GINI else 0.0
         for k in range(per):
             p = S[o * per + k] / total
-            if layout[LAYOUT_CRITERION] == GINI:
+            if crit == GINI:
                 result -= p * p
             elif p > 0.0:
                 result -= p * log2(p)
@@ -100,7 +119,7 @@ def make_criterion_functions(jit, inline=None):
         if crit == NEWTON:
             return 0.0
         result = 0.0
-        if crit <= GAIN_RATIO:
+        if is_classification(crit):
             for o in range(n_out):
                 result += class_impurity(S, layout, inv, o)
             return result / n_out
@@ -121,15 +140,45 @@ def make_criterion_functions(jit, inline=None):
         return result / n_out
 
     @inline
-    def newton_score(S, layout, inv, reg_lambda):
-        """sum over outputs of G**2 / (H + lambda)."""
+    def soft_threshold(g, alpha):
+        """sign(g) * max(|g| - alpha, 0): the L1 penalty's shrinkage of G."""
+        if g > alpha:
+            return g - alpha
+        if g < -alpha:
+            return g + alpha
+        return 0.0
+
+    @inline
+    def newton_score(S, layout, inv, reg_lambda, reg_alpha):
+        """sum over outputs of T(G)**2 / (H + lambda), T the soft threshold
+        by reg_alpha (XGBoost's L1 term; T(G) = G when reg_alpha is 0)."""
         score = 0.0
         for o in range(layout[LAYOUT_N_OUTPUTS]):
-            g = S[2 * o] * inv[2 * o]
+            g = soft_threshold(S[2 * o] * inv[2 * o], reg_alpha)
             h = S[2 * o + 1] * inv[2 * o + 1]
             if h + reg_lambda > 0.0:    # else no curvature: no score (no 0/0)
                 score += g * g / (h + reg_lambda)
         return score
+
+    @inline
+    def bounded_value(S, inv, params, lower, upper):
+        """Output 0's Newton value -T(G) / (H + lambda), clipped to [lower, upper]."""
+        v = -soft_threshold(S[0] * inv[0], params[PARAM_REG_ALPHA]) / (
+            S[1] * inv[1] + params[PARAM_REG_LAMBDA])
+        if v < lower:
+            return lower
+        if v > upper:
+            return upper
+        return v
+
+    @inline
+    def value_score(S, inv, params, v):
+        """-2 x the regularised objective G v + (H + lambda) v**2 / 2 + alpha |v|
+        of output 0 at value v (equals newton_score at the unclipped value)."""
+        g = S[0] * inv[0]
+        h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
+        magnitude = v if v >= 0.0 else -v
+        return -(2.0 * g * v + h * v * v + 2.0 * params[PARAM_REG_ALPHA] * magnitude)
 
     @inline
     def poisson_child_ok(S, layout, inv):
@@ -144,8 +193,18 @@ def make_criterion_functions(jit, inline=None):
         """The parent's term of split_gain, computed once per (node, feature):
         its impurity, or for newton sum over outputs of G**2 / (H + lambda)."""
         if layout[LAYOUT_CRITERION] == NEWTON:
-            return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA])
+            return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA])
         return impurity(T, layout, inv)
+
+    @inline
+    def bounded_parent_score(T, layout, inv, params, row, n_features):
+        """parent_score of the node in histogram row ``row``; with value
+        constraints, the score of its value clipped to its bounds."""
+        off = int(params[PARAM_CONSTRAINTS])
+        if off == 0:
+            return parent_score(T, layout, inv, params)
+        b = off + n_features + 2 * row
+        return value_score(T, inv, params, bounded_value(T, inv, params, params[b], params[b + 1]))
 
     @inline
     def split_gain(L, R, parent, layout, inv, params):
@@ -164,9 +223,9 @@ def make_criterion_functions(jit, inline=None):
             return -math.inf
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
-            lam = params[PARAM_REG_LAMBDA]
-            return 0.5 * (newton_score(L, layout, inv, lam) + newton_score(R, layout, inv, lam)
-                          - parent)
+            lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
+            return 0.5 * (newton_score(L, layout, inv, lam, alpha)
+                          + newton_score(R, layout, inv, lam, alpha) - parent)
         if crit == POISSON:
             if not (poisson_child_ok(L, layout, inv) and poisson_child_ok(R, layout, inv)):
                 return -math.inf
@@ -180,6 +239,24 @@ def make_criterion_functions(jit, inline=None):
             gain = gain / split_info
         return gain
 
+    @inline
+    def bounded_gain(L, R, parent, layout, inv, params, row, f, n_features):
+        """split_gain under value constraints (params' tail, when present):
+        both children's values are clipped to the node's bounds, the gain is
+        computed at the clipped values, and a split on a feature with
+        monotonic sign s is rejected (-inf) when s * (right - left) < 0."""
+        gain = split_gain(L, R, parent, layout, inv, params)
+        off = int(params[PARAM_CONSTRAINTS])
+        if off == 0 or gain == -math.inf:
+            return gain
+        b = off + n_features + 2 * row
+        vl = bounded_value(L, inv, params, params[b], params[b + 1])
+        vr = bounded_value(R, inv, params, params[b], params[b + 1])
+        sign = params[off + f]
+        if (sign > 0.0 and vl > vr) or (sign < 0.0 and vl < vr):
+            return -math.inf
+        return 0.5 * (value_score(L, inv, params, vl) + value_score(R, inv, params, vr) - parent)
+
     @jit
     def sort_key(S, T, layout, inv, params, majority):
         """Value that orders categories for the optimal-subset scan."""
@@ -187,7 +264,7 @@ def make_criterion_functions(jit, inline=None):
         if crit == NEWTON:
             h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
             return -(S[0] * inv[0]) / h if h > 0.0 else 0.0
-        if crit <= GAIN_RATIO:
+        if is_classification(crit):
             total = 0
             for k in range(layout[LAYOUT_PER_OUTPUT]):
                 total += S[k]
@@ -201,10 +278,10 @@ def make_criterion_functions(jit, inline=None):
         """Leaf value of output o (class k for classifiers)."""
         crit = layout[LAYOUT_CRITERION]
         if crit == NEWTON:
-            g = S[2 * o] * inv[2 * o]
+            g = soft_threshold(S[2 * o] * inv[2 * o], params[PARAM_REG_ALPHA])
             h = S[2 * o + 1] * inv[2 * o + 1] + params[PARAM_REG_LAMBDA]
             return -g / h if h > 0.0 else 0.0
-        if crit <= GAIN_RATIO:
+        if is_classification(crit):
             per = layout[LAYOUT_PER_OUTPUT]
             total = 0
             for j in range(per):
@@ -216,4 +293,5 @@ def make_criterion_functions(jit, inline=None):
 
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
                            impurity=impurity, parent_score=parent_score, split_gain=split_gain,
+                           bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
                            sort_key=sort_key, node_value=node_value)

@@ -56,8 +56,8 @@ def make_split_scanner(jit, inline=None):
     """
     inline = inline or jit
     crit = make_criterion_functions(jit, inline)
-    split_gain, node_count, parent_score, sort_key = (
-        crit.split_gain, crit.node_count, crit.parent_score, crit.sort_key)
+    bounded_gain, node_count, bounded_parent_score, sort_key = (
+        crit.bounded_gain, crit.node_count, crit.bounded_parent_score, crit.sort_key)
 
     @inline
     def combine(L, R, A, M, T, with_missing):
@@ -93,7 +93,7 @@ def make_split_scanner(jit, inline=None):
 
     @jit
     def scan_numerical(H, T, L, R, A, M, n_non_missing, has_missing,
-                       parent, layout, inv, params):
+                       parent, layout, inv, params, row, f, n_features):
         """Returns (gain, threshold bin, missing_left)."""
         best, best_bin, best_ml = -math.inf, -1, 0
         for c in range(A.shape[0]):
@@ -108,14 +108,14 @@ def make_split_scanner(jit, inline=None):
             previous_count = count
             for ml in range(n_ml):
                 combine(L, R, A, M, T, ml == 1)
-                gain = split_gain(L, R, parent, layout, inv, params)
+                gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
                 if gain > best:
                     best, best_bin, best_ml = gain, b, ml
         if has_missing:
             for c in range(A.shape[0]):
                 A[c] = T[c] - M[c]
             combine(L, R, A, M, T, False)
-            gain = split_gain(L, R, parent, layout, inv, params)
+            gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
             if gain > best:
                 best, best_bin, best_ml = gain, n_non_missing - 1, 0
         return best, best_bin, best_ml
@@ -142,7 +142,7 @@ def make_split_scanner(jit, inline=None):
 
     @jit
     def scan_categorical(H, T, L, R, A, M, n_non_missing, has_missing,
-                         parent, layout, inv, params, keys, order):
+                         parent, layout, inv, params, keys, order, row, f, n_features):
         """Returns (gain, kind, index, missing_left, n_categories); kind 0 is
         the prefix order[:index+1], 1 the single order[index], 2 all."""
         n_cat = sort_categories(H, T, A, n_non_missing, keys, order, layout, inv, params)
@@ -154,7 +154,7 @@ def make_split_scanner(jit, inline=None):
             accumulate(A, H, order[i])
             for ml in range(n_ml):
                 combine(L, R, A, M, T, ml == 1)
-                gain = split_gain(L, R, parent, layout, inv, params)
+                gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
                 if gain > best:
                     best, best_kind, best_index, best_ml = gain, 0, i, ml
         if n_cat > 2:
@@ -162,14 +162,14 @@ def make_split_scanner(jit, inline=None):
                 copy_bin(A, H, order[i])
                 for ml in range(n_ml):
                     combine(L, R, A, M, T, ml == 1)
-                    gain = split_gain(L, R, parent, layout, inv, params)
+                    gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
                     if gain > best:
                         best, best_kind, best_index, best_ml = gain, 1, i, ml
         if has_missing and n_cat > 0:
             for c in range(A.shape[0]):
                 A[c] = T[c] - M[c]
             combine(L, R, A, M, T, False)
-            gain = split_gain(L, R, parent, layout, inv, params)
+            gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
             if gain > best:
                 best, best_kind, best_index, best_ml = gain, 2, n_cat - 1, 0
         return best, best_kind, best_index, best_ml, n_cat
@@ -218,14 +218,14 @@ def make_split_scanner(jit, inline=None):
             M[c] = H[missing_bin, c]
         for b in range(missing_bin + 1):
             accumulate(T, H, b)
-        parent = parent_score(T, layout, inv, params)
+        parent = bounded_parent_score(T, layout, inv, params, node, n_features)
         has_missing = node_count(M, layout, inv) > 0
         n_non_missing = n_bins_non_missing[f]
         if is_categorical[f]:
             keys, order = scratch_keys[t], scratch_order[t]
             gain, kind, index, ml, n_cat = scan_categorical(
                 H, T, L, R, A, M, n_non_missing, has_missing, parent,
-                layout, inv, params, keys, order)
+                layout, inv, params, keys, order, node, f, n_features)
             if gain == -math.inf:
                 return
             first = index if kind == 1 else 0
@@ -235,7 +235,7 @@ def make_split_scanner(jit, inline=None):
         else:
             gain, threshold, ml = scan_numerical(
                 H, T, L, R, A, M, n_non_missing, has_missing, parent,
-                layout, inv, params)
+                layout, inv, params, node, f, n_features)
             if gain == -math.inf:
                 return
             for b in range(threshold + 1):
