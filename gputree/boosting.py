@@ -200,7 +200,8 @@ class _BaseGradientBoosting(BaseTreeModel):
         monotonic = check_monotonic_cst(self.monotonic_cst, n_features,
                                         getattr(self, "feature_names_in_", None),
                                         data.is_categorical)
-        if monotonic is not None and (n_outputs > 1 or self.multi_strategy != "one_output_per_tree"):
+        if monotonic is not None and (n_outputs > 1
+                                      or self.multi_strategy != "one_output_per_tree"):
             raise ValueError("monotonic_cst is not supported for multiclass classification "
                              "(as in scikit-learn); leave it None or fit a binary model.")
         groups = check_interaction_cst(self.interaction_cst, n_features)

@@ -308,7 +308,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     ``missing_strategy``: "default" (a row missing a split's feature goes the
     side learned for missing values) or "surrogate" (CART: the first of the
     split's ``n_surrogates`` ranked surrogate splits whose feature is present,
-    else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`). Missing values (NaN) are supported: each split
+    else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`).
+    Missing values (NaN) are supported: each split
     learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
     splits of each level until the budget is used (growth stays level-wise).
     """
