@@ -6,8 +6,11 @@ every platform (never ``intp``).
 """
 import numpy as np
 
-#: binned feature values, shape (n_samples, n_features), Fortran order
+#: binned feature values, shape (n_samples, n_features), Fortran order, when
+#: every bin code fits a byte (n_bins <= 256); see :func:`bin_dtype`
 X_BINNED_DTYPE = np.uint8
+#: binned feature values when more than 256 bins are asked for (max_bins > 255)
+X_BINNED_WIDE_DTYPE = np.uint16
 #: raw feature values handed to the binning kernel
 X_DTYPE = np.float64
 #: bin thresholds, shape (n_features, max_bins), padded with +inf
@@ -20,13 +23,33 @@ NODE_DTYPE = np.int32
 FEATURE_DTYPE = np.int32
 #: split gains and leaf values
 FLOAT_DTYPE = np.float64
-#: words of the per-node "goes left" bitset over bins
-BITSET_DTYPE = np.uint32
-BITSET_WORD_BITS = 32
 
 #: at most this many non-missing bins per feature; one more bin holds missing
-MAX_NON_MISSING_BINS = 255
-#: bins including the missing bin: ``n_bins = max_bins + 1 <= 256``
+MAX_NON_MISSING_BINS = 65535
+#: bins including the missing bin: ``n_bins = max_bins + 1 <= 65536``
 MAX_N_BINS = MAX_NON_MISSING_BINS + 1
-#: every split is stored as a bitset over all MAX_N_BINS bins
-BITSET_WORDS = MAX_N_BINS // BITSET_WORD_BITS
+#: bins (missing bin included) whose codes fit X_BINNED_DTYPE
+MAX_NARROW_N_BINS = 256
+#: categories per categorical feature: their bins must lie in a split's bitmap
+MAX_CATEGORIES = 255
+
+
+def bin_dtype(n_bins):
+    """dtype of binned features with ``n_bins`` bins (missing bin included):
+    uint8 up to 256 bins (the fast path), uint16 up to 65536."""
+    if not 2 <= n_bins <= MAX_N_BINS:
+        raise ValueError(f"n_bins must be in [2, {MAX_N_BINS}], got {n_bins}.")
+    return X_BINNED_DTYPE if n_bins <= MAX_NARROW_N_BINS else X_BINNED_WIDE_DTYPE
+
+
+#: the set of bins going left at a split (gputree/backends/splitset.py): a
+#: bitmap of bins 0..255 in BITMAP_WORDS uint32 words, then one word holding
+#: the last bin of the range 256.. that goes left and one holding one more
+#: single bin >= 256 that goes left (0: none)
+BITSET_DTYPE = np.uint32
+BITSET_WORD_BITS = 32
+BITMAP_BINS = 256
+BITMAP_WORDS = BITMAP_BINS // BITSET_WORD_BITS
+BITSET_RANGE_WORD = BITMAP_WORDS
+BITSET_EXTRA_WORD = BITMAP_WORDS + 1
+BITSET_WORDS = BITMAP_WORDS + 2

@@ -1,5 +1,6 @@
 """Feature binning: ``BinMapper`` learns per-feature bin thresholds and maps raw
-values to uint8 bin codes.
+values to bin codes: uint8 up to 255 non-missing bins, uint16 beyond
+(``_dtypes.bin_dtype``).
 
 Numerical features get quantile thresholds computed from a seeded subsample
 (midpoints between distinct values when there are fewer distinct values than
@@ -13,7 +14,7 @@ import numba
 import numpy as np
 
 from .sparse import column_reader
-from ._dtypes import MAX_NON_MISSING_BINS, THRESHOLD_DTYPE
+from ._dtypes import MAX_CATEGORIES, MAX_NON_MISSING_BINS, THRESHOLD_DTYPE
 
 
 class BinMapper:
@@ -21,8 +22,11 @@ class BinMapper:
 
     Parameters
     ----------
-    max_bins : int, 2..255
+    max_bins : int, 2..65535
         Non-missing bins per feature; one more bin holds missing values.
+        Codes are uint8 up to 255, uint16 beyond (twice the memory of the
+        binned data; histograms grow with the bins). Categorical features
+        hold at most 255 categories whatever max_bins.
     is_categorical : bool array (n_features,) or None
         Which columns hold category codes (non-negative integers, NaN missing).
     subsample : int or None
@@ -96,7 +100,8 @@ class BinMapper:
         return self
 
     def transform(self, X, backend=None):
-        """Map X (n_samples, n_features) to uint8 bins, Fortran order."""
+        """Map X (n_samples, n_features) to bins (``bin_dtype(n_bins_)``),
+        Fortran order."""
         from .backends import get_backend
         backend = backend or get_backend("cpu")
         return backend.map_to_bins(X, self.bin_thresholds_,
@@ -134,9 +139,12 @@ def _category_edges(column, used, feature, max_bins):
             "Pass a pandas 'category' column or encode the categories as 0, 1, 2, ...")
     values = column[used]
     codes = np.unique(values[~np.isnan(values)])
-    if codes.size > max_bins:
+    limit = min(max_bins, MAX_CATEGORIES)
+    if codes.size > limit:
         raise ValueError(
             f"Categorical feature {feature} has {codes.size} categories, more "
-            f"than max_bins={max_bins} (at most {MAX_NON_MISSING_BINS}). "
-            "Merge rare categories, raise max_bins, or treat the feature as numerical.")
+            f"than {limit} (max_bins={max_bins}; a categorical feature holds at most "
+            f"{MAX_CATEGORIES} categories whatever max_bins). Merge rare categories"
+            f"{', raise max_bins' if max_bins < MAX_CATEGORIES else ''}, or treat the "
+            "feature as numerical.")
     return codes.astype(THRESHOLD_DTYPE)

@@ -16,7 +16,10 @@ import functools
 import numba
 import numpy as np
 
-from ._dtypes import BITSET_WORD_BITS, FLOAT_DTYPE
+from ._dtypes import FLOAT_DTYPE
+from .backends.splitset import make_splitset
+
+_goes_left = make_splitset(numba.njit(inline="always")).goes_left
 
 
 def with_pred_contrib(predict):
@@ -151,8 +154,7 @@ def _shap_kernel(X_binned, leaf_start, leaf_value, leaf_column, elem_feature, el
                 o = 1.0
                 for edge in range(elem_start[e], elem_start[e + 1]):
                     b = X_binned[row, edge_feature[edge]]
-                    bit = (edge_bitset[edge, b // BITSET_WORD_BITS] >> (b % BITSET_WORD_BITS)) & 1
-                    if bit != edge_left[edge]:
+                    if _goes_left(edge_bitset, edge, b) != edge_left[edge]:
                         o = 0.0
                 if o == 0.0 and elem_zero[e] == 0.0:
                     dead = True       # weight 0 on every coalition: no contribution

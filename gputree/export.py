@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .backends.splitset import left_bins
+
 
 @dataclass
 class _Style:
@@ -107,8 +109,8 @@ def _split_text(model, tree, node, style):
 
 
 def _left_bins(tree, node, missing_bin):
-    bits = np.unpackbits(tree.bitset[node].view(np.uint8), bitorder="little")
-    return np.flatnonzero(bits[:missing_bin])
+    """Non-missing bins (int64, ascending) going left at split ``node``."""
+    return left_bins(tree.bitset[node], missing_bin)
 
 
 def _category_labels(model, feature, bins):

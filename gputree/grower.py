@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._dtypes import BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from .backends.splitset import last_left_bin
 from .backends.formulas import PARAM_REG_ALPHA
 from .criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
                        LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, NEWTON,
@@ -61,7 +62,7 @@ class GrowthParams:
 class BinnedData:
     """Binned features on a backend plus the bin layout (host arrays)."""
 
-    X_binned: object               # uint8 (n_samples, n_features), F order, on device
+    X_binned: object               # bin_dtype(n_bins) (n_samples, n_features), F order, on device
     n_bins: int
     n_bins_non_missing: np.ndarray  # int32 (n_features,)
     is_categorical: np.ndarray      # uint8 (n_features,)
@@ -363,6 +364,7 @@ class HistogramPool:
         :meth:`rows_to_zero`."""
         free = np.flatnonzero(~self.in_use)
         if free.size < n:
+            _check_histogram_memory(self.backend, n - free.size, self.row_shape)
             self._grow(self.in_use.size + n - free.size)
             free = np.flatnonzero(~self.in_use)
         rows = free[:n].astype(NODE_DTYPE)
@@ -388,9 +390,26 @@ class HistogramPool:
                                       np.zeros(capacity - self.in_use.size, dtype=bool)])
 
 
+def _check_histogram_memory(backend, n_new_rows, row_shape):
+    """Raise MemoryError, saying what to change, when ``n_new_rows`` more
+    histograms of ``row_shape`` (n_features, n_bins, n_channels) int64 do not
+    fit in the memory the backend reports free (unknown: no check)."""
+    free = backend.free_memory_bytes()
+    needed = n_new_rows * math.prod(row_shape) * np.dtype(STAT_DTYPE).itemsize
+    if free is None or needed <= free:
+        return
+    n_features, n_bins, n_channels = row_shape
+    raise MemoryError(
+        f"The histograms of this tree level need {needed / 2**20:.0f} MiB more "
+        f"({n_new_rows} nodes x {n_features} features x {n_bins} bins x {n_channels} "
+        f"channels x 8 bytes) but {backend.name} has {free / 2**20:.0f} MiB free. Lower "
+        "max_bins (histograms grow with it), limit max_depth / max_leaf_nodes, or raise "
+        "min_samples_leaf.")
+
+
 def _no_splits(n_level):
     return (np.full(n_level, -1, dtype=np.int32),
-            np.zeros((n_level, BITSET_WORDS), dtype=np.uint32),
+            np.zeros((n_level, BITSET_WORDS), dtype=BITSET_DTYPE),
             np.zeros(n_level, dtype=FLOAT_DTYPE), np.zeros(n_level, dtype=np.uint8))
 
 
@@ -563,8 +582,7 @@ def _real_thresholds(feature, bitset, is_categorical, data):
     threshold = np.full(feature.shape[0], np.nan, dtype=FLOAT_DTYPE)
     numerical = np.flatnonzero((feature >= 0) & (is_categorical == 0))
     if numerical.size:
-        bits = np.unpackbits(bitset[numerical].view(np.uint8), axis=1, bitorder="little")
-        last_bin = bits[:, :data.missing_bin].sum(axis=1) - 1
+        last_bin = last_left_bin(bitset[numerical], data.missing_bin)
         padded = np.concatenate([data.thresholds, np.full((data.thresholds.shape[0], 1), np.inf)], axis=1)
         threshold[numerical] = padded[feature[numerical], last_bin]
     return threshold

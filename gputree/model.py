@@ -17,11 +17,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, NODE_DTYPE
+from ._dtypes import (BITMAP_WORDS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE,
+                      MAX_NON_MISSING_BINS, NODE_DTYPE)
 from .tree import TreeArrays
 
-#: version of the layout of ``to_dict`` (and of the JSON files written from it)
-SCHEMA_VERSION = 1
+#: version of the layout of ``to_dict`` (and of the JSON files written from it);
+#: 2: split bitsets have BITSET_WORDS (10) words, bins beyond 255 allowed;
+#: version 1 files (8-word bitsets, at most 255 bins) load unchanged
+SCHEMA_VERSION = 2
 
 #: dtype and per-node trailing shape of every TreeArrays field (value: checked apart)
 TREE_FIELDS = {
@@ -148,15 +151,16 @@ class FittedModel:
         if thresholds.shape[0] != n_features or n_non_missing.shape != (n_features,):
             raise ModelFormatError(f"bins describe {thresholds.shape[0]} features but "
                                    f"features.is_categorical has {n_features}.")
-        if not 2 <= thresholds.shape[1] <= 255:
+        max_bins = 255 if data["schema_version"] == 1 else MAX_NON_MISSING_BINS
+        if not 2 <= thresholds.shape[1] <= max_bins:
             raise ModelFormatError(f"bins.thresholds has {thresholds.shape[1]} columns; "
-                                   "max_bins must be in [2, 255].")
+                                   f"max_bins must be in [2, {max_bins}].")
         names = _feature_names(features.get("names"), n_features)
         categories = _categories(features.get("categories", []), n_features)
         trees = data.get("trees")
         if not isinstance(trees, list) or not trees:
             raise ModelFormatError("'trees' must be a non-empty list of trees.")
-        trees = [_tree(t, f"trees[{i}]", n_features, thresholds.shape[1])
+        trees = [_tree(_upgrade_tree(t, data["schema_version"]), f"trees[{i}]", n_features)
                  for i, t in enumerate(trees)]
         params, attributes = data.get("params"), data.get("attributes")
         if not isinstance(params, dict) or not isinstance(attributes, dict):
@@ -230,7 +234,19 @@ def _categories(pairs, n_features):
     return categories
 
 
-def _tree(data, where, n_features, max_bins):
+def _upgrade_tree(data, version):
+    """A version-1 tree's fields as version 2 has them: 8-word bitsets
+    (bins 0..255) get the two words for bins beyond, zero."""
+    bitset = data.get("bitset") if isinstance(data, dict) else None
+    if version > 1 or not isinstance(bitset, np.ndarray) or bitset.ndim != 2 \
+            or bitset.shape[1] != BITMAP_WORDS:
+        return data
+    wide = np.zeros((bitset.shape[0], BITSET_WORDS), dtype=bitset.dtype)
+    wide[:, :BITMAP_WORDS] = bitset
+    return {**data, "bitset": wide}
+
+
+def _tree(data, where, n_features):
     """A TreeArrays from a dict of its fields, checked for dtypes, shapes and a
     structure that prediction can walk (children after their parent, inside
     the tree; features inside X)."""

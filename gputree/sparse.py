@@ -11,7 +11,7 @@ Memory: the matrix in CSC form plus, while learning bins, one dense column
 """
 import numpy as np
 
-from ._dtypes import X_BINNED_DTYPE, X_DTYPE
+from ._dtypes import X_DTYPE, bin_dtype
 
 
 def is_sparse(X):
@@ -68,7 +68,8 @@ def column_reader(X, rows):
 
 
 def map_sparse_to_bins(backend, X, thresholds, is_categorical, missing_bin):
-    """uint8 (n_samples, n_features) bins, Fortran order, on ``backend``, of a
+    """bins (n_samples, n_features) of ``bin_dtype(missing_bin + 1)``, Fortran
+    order, on ``backend``, of a
     sparse X: stored values through ``backend``'s own map_to_bins (on the
     host, one call per column), implicit zeros to the bin of 0.0; loops over
     features only."""
@@ -79,7 +80,7 @@ def map_sparse_to_bins(backend, X, thresholds, is_categorical, missing_bin):
     is_categorical = np.asarray(is_categorical, dtype=np.uint8)
     zero_bins = cpu.map_to_bins(np.zeros((1, n_features)), thresholds, is_categorical,
                                 missing_bin)[0]
-    out = np.empty((n_samples, n_features), dtype=X_BINNED_DTYPE, order="F")
+    out = np.empty((n_samples, n_features), dtype=bin_dtype(missing_bin + 1), order="F")
     out[:] = zero_bins[None, :]
     for f in range(n_features):
         start, stop = X.indptr[f], X.indptr[f + 1]

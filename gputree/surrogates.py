@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._dtypes import FEATURE_DTYPE, FLOAT_DTYPE
+from .backends.splitset import goes_left
 
 
 @dataclass
@@ -51,13 +52,12 @@ class Surrogates:
 
 def _goes_left(tree, nodes, bins):
     """bool: whether rows with ``bins`` at ``nodes`` go left (the bitset)."""
-    words = tree.bitset[nodes, bins >> 5]
-    return ((words >> (bins & 31).astype(np.uint32)) & 1).astype(bool)
+    return goes_left(tree.bitset[nodes], bins)
 
 
 def fit_surrogates(tree, X_binned, weight, n_bins_non_missing, is_categorical, missing_bin,
                    n_surrogates):
-    """Surrogates of ``tree`` from its training rows: X_binned uint8
+    """Surrogates of ``tree`` from its training rows: X_binned uint8 or uint16
     (n_samples, n_features) host; weight float64 (n_samples,); bin layout as
     in :class:`gputree.grower.BinnedData`."""
     n_nodes, k = tree.node_count, n_surrogates
@@ -134,7 +134,7 @@ def _fill_level(result, tree, X_binned, weight, rows, nodes, left, n_bins_non_mi
 
 
 def apply_surrogates(tree, surrogates, X_binned, missing_bin):
-    """int64 (n_samples,) leaf of every row of X_binned (uint8 (n, F), host):
+    """int64 (n_samples,) leaf of every row of X_binned (uint8 or uint16 (n, F), host):
     the split where its feature is present, else the first surrogate whose
     feature is present, else the majority direction."""
     node = np.zeros(X_binned.shape[0], dtype=np.int64)

@@ -1,4 +1,5 @@
-// binning.cu — owns map_to_bins: raw float64 features -> uint8 bin indices.
+// binning.cu — owns map_to_bins: raw float64 features -> uint8 or uint16
+// bin indices.
 //
 // Numerical feature: NaN -> missing_bin; otherwise the bin is the number of
 // thresholds strictly less than x (np.searchsorted(row, x, side="left")), so
@@ -40,13 +41,14 @@ __device__ __forceinline__ int gt_bin_of(const double* row, int n_thresholds, in
 }
 
 // One thread per element, grid-stride; consecutive threads take consecutive
-// samples of one feature so the uint8 writes coalesce and a warp searches one
-// thresholds row.
-extern "C" __global__ void map_to_bins(
+// samples of one feature so the bin writes coalesce and a warp searches one
+// thresholds row. Bin: unsigned char (n_bins <= 256) or unsigned short.
+template <typename Bin>
+__device__ __forceinline__ void gt_map_to_bins(
     const double* __restrict__ X,                  // IN  (n_samples, n_features) float64, C order
     const double* __restrict__ thresholds,         // IN  (n_features, n_thresholds) float64, C order
     const unsigned char* __restrict__ is_categorical,  // IN  (n_features,) uint8, 0 or 1
-    unsigned char* __restrict__ X_binned,          // OUT (n_samples, n_features) uint8, F order
+    Bin* __restrict__ X_binned,                    // OUT (n_samples, n_features) F order
     int n_samples, int n_features, int n_thresholds, int missing_bin)
 {
     const long long n_elements = (long long)n_samples * n_features;
@@ -55,6 +57,24 @@ extern "C" __global__ void map_to_bins(
         const int f = (int)(e / n_samples);
         const double x = X[i * n_features + f];
         const double* row = thresholds + (long long)f * n_thresholds;
-        X_binned[e] = (unsigned char)gt_bin_of(row, n_thresholds, is_categorical[f], x, missing_bin);
+        X_binned[e] = (Bin)gt_bin_of(row, n_thresholds, is_categorical[f], x, missing_bin);
     }
+}
+
+extern "C" __global__ void map_to_bins(
+    const double* __restrict__ X, const double* __restrict__ thresholds,
+    const unsigned char* __restrict__ is_categorical, unsigned char* __restrict__ X_binned,
+    int n_samples, int n_features, int n_thresholds, int missing_bin)
+{
+    gt_map_to_bins(X, thresholds, is_categorical, X_binned, n_samples, n_features,
+                   n_thresholds, missing_bin);
+}
+
+extern "C" __global__ void map_to_bins_u16(
+    const double* __restrict__ X, const double* __restrict__ thresholds,
+    const unsigned char* __restrict__ is_categorical, unsigned short* __restrict__ X_binned,
+    int n_samples, int n_features, int n_thresholds, int missing_bin)
+{
+    gt_map_to_bins(X, thresholds, is_categorical, X_binned, n_samples, n_features,
+                   n_thresholds, missing_bin);
 }

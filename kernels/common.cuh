@@ -3,13 +3,20 @@
 // fixed-point atomic add, and the one rule that maps a row to its child node.
 //
 // NVRTC has no host headers, so this file (and every kernel file) includes
-// nothing and uses only built-in types: unsigned char = uint8, int = int32,
-// unsigned int = uint32, long long = int64 (see gputree/_dtypes.py).
+// nothing and uses only built-in types: unsigned char = uint8, unsigned short =
+// uint16, int = int32, unsigned int = uint32, long long = int64 (see
+// gputree/_dtypes.py). Kernels that read bin codes are templates over the
+// code type, instantiated as `name` (uint8) and `name_u16` (uint16).
 #ifndef GPUTREE_COMMON_CUH
 #define GPUTREE_COMMON_CUH
 
-// uint32 words in the per-node "goes left" bitset; covers bins 0..255.
-#define GT_BITSET_WORDS 8
+// uint32 words in the per-node "goes left" set (gputree/backends/splitset.py):
+// words 0..7 a bitmap of bins 0..255, word 8 the last bin of the range 256..
+// that goes left, word 9 one more bin >= 256 that goes left (0: none).
+#define GT_BITMAP_BINS 256
+#define GT_RANGE_WORD 8
+#define GT_EXTRA_WORD 9
+#define GT_BITSET_WORDS 10
 
 // Index of this thread in the flattened x dimension of the grid.
 __device__ __forceinline__ long long gt_thread_x()
@@ -35,7 +42,11 @@ __device__ __forceinline__ int gt_level_index(int node, int level_start, int n_l
 //   bitset: IN (GT_BITSET_WORDS,) uint32 words of one node
 __device__ __forceinline__ int gt_goes_left(const unsigned int* bitset, int bin)
 {
-    return (int)((bitset[bin >> 5] >> (bin & 31)) & 1u);
+    if (bin < GT_BITMAP_BINS) {
+        return (int)((bitset[bin >> 5] >> (bin & 31)) & 1u);
+    }
+    const unsigned int b = (unsigned int)bin;
+    return (b <= bitset[GT_RANGE_WORD] || b == bitset[GT_EXTRA_WORD]) ? 1 : 0;
 }
 
 // Child node reached from a split node: the right child is always left + 1.

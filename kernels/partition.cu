@@ -2,17 +2,19 @@
 // move every row of a split node to its left or right child.
 //
 // A row at level node k (= positions[i] - level_start) whose node is split on
-// feature f = split_feature[k] >= 0 goes to left_child[k] when bit
-// X_binned[i, f] of split_bitset[k] is set, else to left_child[k] + 1. Rows of
-// other nodes (other levels, finished rows, unsplit nodes) keep their position.
+// feature f = split_feature[k] >= 0 goes to left_child[k] when bin
+// X_binned[i, f] is in the set split_bitset[k] (gt_goes_left), else to
+// left_child[k] + 1. Rows of other nodes (other levels, finished rows,
+// unsplit nodes) keep their position.
 #include "common.cuh"
 
-// One thread per row, grid-stride.
-extern "C" __global__ void update_positions(
-    const unsigned char* __restrict__ X_binned,   // IN    (n_samples, n_features) uint8, F order
+// One thread per row, grid-stride; Bin: unsigned char or unsigned short.
+template <typename Bin>
+__device__ __forceinline__ void gt_update_positions(
+    const Bin* __restrict__ X_binned,             // IN    (n_samples, n_features) F order
     int* __restrict__ positions,                  // INOUT (n_samples,) int32 global node id per row
     const int* __restrict__ split_feature,        // IN    (n_level_nodes,) int32, -1 = not split
-    const unsigned int* __restrict__ split_bitset,  // IN  (n_level_nodes, 8) uint32 goes-left bits
+    const unsigned int* __restrict__ split_bitset,  // IN  (n_level_nodes, GT_BITSET_WORDS) uint32
     const int* __restrict__ left_child,           // IN    (n_level_nodes,) int32 global id of left child
     int n_samples, int level_start, int n_level_nodes)
 {
@@ -28,4 +30,22 @@ extern "C" __global__ void update_positions(
         const int bin = X_binned[i + (long long)f * n_samples];
         positions[i] = gt_child(left_child[k], split_bitset + (long long)k * GT_BITSET_WORDS, bin);
     }
+}
+
+extern "C" __global__ void update_positions(
+    const unsigned char* __restrict__ X_binned, int* __restrict__ positions,
+    const int* __restrict__ split_feature, const unsigned int* __restrict__ split_bitset,
+    const int* __restrict__ left_child, int n_samples, int level_start, int n_level_nodes)
+{
+    gt_update_positions(X_binned, positions, split_feature, split_bitset, left_child,
+                        n_samples, level_start, n_level_nodes);
+}
+
+extern "C" __global__ void update_positions_u16(
+    const unsigned short* __restrict__ X_binned, int* __restrict__ positions,
+    const int* __restrict__ split_feature, const unsigned int* __restrict__ split_bitset,
+    const int* __restrict__ left_child, int n_samples, int level_start, int n_level_nodes)
+{
+    gt_update_positions(X_binned, positions, split_feature, split_bitset, left_child,
+                        n_samples, level_start, n_level_nodes);
 }

@@ -2,16 +2,18 @@
 // stored as one set of concatenated node arrays, returning leaf node ids.
 //
 // Tree t starts at node tree_roots[t]; while node_feature[node] >= 0 the row
-// moves to node_left[node] when its bin's bit is set in node_bitset[node],
-// else to node_left[node] + 1. The leaf id written is a global index into the
-// concatenated node arrays.
+// moves to node_left[node] when its bin is in the set node_bitset[node]
+// (gt_goes_left), else to node_left[node] + 1. The leaf id written is a
+// global index into the concatenated node arrays.
 #include "common.cuh"
 
-// 2-D grid: x strides over rows, y strides over trees, so a warp walks one tree.
-extern "C" __global__ void predict_leaves(
-    const unsigned char* __restrict__ X_binned,   // IN  (n_samples, n_features) uint8, F order
+// 2-D grid: x strides over rows, y strides over trees, so a warp walks one
+// tree; Bin: unsigned char or unsigned short.
+template <typename Bin>
+__device__ __forceinline__ void gt_predict_leaves(
+    const Bin* __restrict__ X_binned,             // IN  (n_samples, n_features) F order
     const int* __restrict__ node_feature,         // IN  (n_total_nodes,) int32, -1 = leaf
-    const unsigned int* __restrict__ node_bitset, // IN  (n_total_nodes, 8) uint32 goes-left bits
+    const unsigned int* __restrict__ node_bitset, // IN  (n_total_nodes, GT_BITSET_WORDS) uint32
     const int* __restrict__ node_left,            // IN  (n_total_nodes,) int32 global id of left child
     const int* __restrict__ tree_roots,           // IN  (n_trees,) int32 global id of each root
     int* __restrict__ leaves,                     // OUT (n_samples, n_trees) int32, C order
@@ -29,4 +31,22 @@ extern "C" __global__ void predict_leaves(
             leaves[i * n_trees + t] = node;
         }
     }
+}
+
+extern "C" __global__ void predict_leaves(
+    const unsigned char* __restrict__ X_binned, const int* __restrict__ node_feature,
+    const unsigned int* __restrict__ node_bitset, const int* __restrict__ node_left,
+    const int* __restrict__ tree_roots, int* __restrict__ leaves, int n_samples, int n_trees)
+{
+    gt_predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves,
+                      n_samples, n_trees);
+}
+
+extern "C" __global__ void predict_leaves_u16(
+    const unsigned short* __restrict__ X_binned, const int* __restrict__ node_feature,
+    const unsigned int* __restrict__ node_bitset, const int* __restrict__ node_left,
+    const int* __restrict__ tree_roots, int* __restrict__ leaves, int n_samples, int n_trees)
+{
+    gt_predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves,
+                      n_samples, n_trees);
 }

@@ -89,6 +89,16 @@ class Backend:
         check); ``held_row_bytes``: bytes per row the caller keeps on the
         device beside the tree's own buffers."""
 
+    def free_memory_bytes(self):
+        """Memory (bytes) new buffers of a fit can take, or None when unknown
+        (here: the host's available memory on Linux)."""
+        try:
+            with open("/proc/meminfo", encoding="ascii") as stream:
+                fields = dict(line.split(":", 1) for line in stream)
+            return int(fields["MemAvailable"].split()[0]) * 1024
+        except (OSError, KeyError, ValueError):
+            return None
+
     def zero_rows(self, array, rows):
         """array[rows] = 0 (rows: int backend array of first-axis indices)."""
         array[rows] = 0

@@ -18,10 +18,11 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .._dtypes import NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
+from .._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
 from .scan import (best_split_per_node, empty_scan_outputs, empty_scratch,
                          make_split_scanner)
 from .base import Backend, node_summaries_kernel_body
+from .splitset import make_splitset
 from .kernel_cache import cache_numba_cpu_kernels
 
 # the scan kernels also compile code from other files: their cache covers them
@@ -62,6 +63,7 @@ def _inline(function):
 
 _scan = make_split_scanner(_plain_jit, _inline)
 _node_summary = node_summaries_kernel_body(_plain_jit)
+_goes_left = make_splitset(njit(inline="always")).goes_left
 
 
 # Indices are cast to unsigned in the hot loops: numba wraps negative signed
@@ -70,7 +72,8 @@ _node_summary = node_summaries_kernel_body(_plain_jit)
 _U = np.uint64
 
 _BINNING_BLOCK = 256
-#: thresholds are padded to this width (2**8 - 1) for the unrolled search
+#: thresholds are padded to 2**k - 1 >= this width: the search unrolls its
+#: last 8 steps, and loops over the steps above them (16-bit bins only)
 _SEARCH_WIDTH = 255
 
 
@@ -81,13 +84,15 @@ def _search_step(row, lo, x, step):
 
 @njit(parallel=True, cache=True)
 def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
-    """X float (n, F) IN; thresholds float64 (F, 255) IN, rows padded with
-    +inf; out uint8 (n, F) OUT (Fortran order).
+    """X float (n, F) IN; thresholds float64 (F, 2**k - 1 >= 255) IN, rows
+    padded with +inf; out uint8 or uint16 (n, F) OUT (Fortran order).
 
     Parallel over blocks of rows; within a block, feature by feature so that
-    writes are contiguous. The binary search is unrolled and branch-free:
-    ``lo`` ends as the number of thresholds strictly below ``x``."""
+    writes are contiguous. The binary search is branch-free, its last 8
+    steps unrolled: ``lo`` ends as the number of thresholds strictly below
+    ``x``."""
     n_samples, n_features = X.shape
+    width = thresholds.shape[1]
     n_blocks = (n_samples + _BINNING_BLOCK - 1) // _BINNING_BLOCK
     for block in prange(n_blocks):
         start = block * _BINNING_BLOCK
@@ -96,7 +101,11 @@ def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
             row = thresholds[f]
             for i in range(start, stop):
                 x = np.float64(X[_U(i), _U(f)])
-                lo = _search_step(row, 0, x, 128)
+                lo, step = 0, (width + 1) // 2
+                while step > 128:
+                    lo = _search_step(row, lo, x, step)
+                    step //= 2
+                lo = _search_step(row, lo, x, 128)
                 lo = _search_step(row, lo, x, 64)
                 lo = _search_step(row, lo, x, 32)
                 lo = _search_step(row, lo, x, 16)
@@ -104,15 +113,16 @@ def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
                 lo = _search_step(row, lo, x, 4)
                 lo = _search_step(row, lo, x, 2)
                 lo = _search_step(row, lo, x, 1)
-                if np.isnan(x) or (is_categorical[f] and (lo == _SEARCH_WIDTH or row[_U(lo)] != x)):
+                if np.isnan(x) or (is_categorical[f] and (lo == width or row[_U(lo)] != x)):
                     out[_U(i), _U(f)] = missing_bin
                 else:
                     out[_U(i), _U(f)] = lo
 
 
 def _pad_thresholds(thresholds):
-    """thresholds (F, T <= 255) -> (F, 255) padded with +inf."""
-    padded = np.full((thresholds.shape[0], _SEARCH_WIDTH), np.inf)
+    """thresholds (F, T) -> (F, 2**k - 1 >= max(T, 255)) padded with +inf."""
+    width = max(_SEARCH_WIDTH, 2 ** int(thresholds.shape[1]).bit_length() - 1)
+    padded = np.full((thresholds.shape[0], width), np.inf)
     padded[:, :thresholds.shape[1]] = thresholds
     return padded
 
@@ -186,7 +196,7 @@ def _build_histograms(X_binned, stats, rows, slots, all_rows, one_slot, part_of_
     """Histograms of gathered rows, parallel over (row block, feature block)
     tasks.
 
-    X_binned uint8 (n, F) IN; stats int64 (m, C) IN: the gathered rows'
+    X_binned uint8 or uint16 (n, F) IN; stats int64 (m, C) IN: the gathered rows'
     statistics (``all_rows``: every row in order, ``rows`` unread; else row
     ``rows[r]``, int32 (m,)); slots int32 (m,) IN: the hist row of row r's
     node (or ``one_slot`` for every row when >= 0). hist int64 (n_hist, F,
@@ -293,8 +303,8 @@ def _update_positions(X_binned, positions, level_start, split_feature,
     for i in prange(positions.shape[0]):
         k = positions[_U(i)] - level_start
         if 0 <= k < n_level and split_feature[_U(k)] >= 0:
-            b = _U(X_binned[_U(i), _U(split_feature[_U(k)])])
-            goes_left = (split_bitset[_U(k), b >> _U(5)] >> np.uint32(b & _U(31))) & np.uint32(1)
+            b = X_binned[_U(i), _U(split_feature[_U(k)])]
+            goes_left = _goes_left(split_bitset, k, b)
             positions[_U(i)] = left_child[_U(k)] + (0 if goes_left else 1)
 
 
@@ -340,9 +350,8 @@ def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next,
     for _ in range(n_steps):
         for j in range(n_rows):
             node = _U(nodes[j])
-            b = _U(X_binned[_U(start + j), _U(feature[node])])
-            goes_left = (bitset[node, b >> _U(5)] >> np.uint32(b & _U(31))) & np.uint32(1)
-            nodes[j] = step_next[node] - np.int32(goes_left)
+            b = X_binned[_U(start + j), _U(feature[node])]
+            nodes[j] = step_next[node] - np.int32(_goes_left(bitset, node, b))
 
 
 @njit(parallel=True, cache=True)
@@ -477,7 +486,7 @@ class CPUBackend(Backend):
         X = np.asarray(X)
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
-        out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        out = np.empty(X.shape, dtype=bin_dtype(missing_bin + 1), order="F")
         _map_to_bins(X, _pad_thresholds(thresholds), is_categorical, missing_bin, out)
         return out
 

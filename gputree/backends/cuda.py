@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 from numba import cuda
 
-from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE, X_DTYPE
+from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_DTYPE, bin_dtype
 from .._validation import is_device_array, to_numpy
 from .accounting import AllocationTracker, TransferCounter
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
@@ -180,7 +180,7 @@ class CUDABackend(Backend):
 
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         self._count("map_to_bins")
-        out = self.empty(X.shape, X_BINNED_DTYPE, order="F")
+        out = self.empty(X.shape, bin_dtype(missing_bin + 1), order="F")
         return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin, out=out)
 
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build,
@@ -272,8 +272,9 @@ def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nod
     """
     stat = np.dtype(STAT_DTYPE).itemsize
     cells = n_samples * n_features
-    binning = cells * (2 * np.dtype(X_DTYPE).itemsize + np.dtype(X_BINNED_DTYPE).itemsize)
-    per_row = (n_features * np.dtype(X_BINNED_DTYPE).itemsize + n_channels * stat
+    code = np.dtype(bin_dtype(n_bins)).itemsize
+    binning = cells * (2 * np.dtype(X_DTYPE).itemsize + code)
+    per_row = (n_features * code + n_channels * stat
                + np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
     histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
     per_node = n_features * _scan_bytes_per_thread(n_channels) + _NODE_RECORD_BYTES * n_channels

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .._dtypes import (BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, NODE_DTYPE, STAT_DTYPE,
-                       THRESHOLD_DTYPE, X_BINNED_DTYPE, X_DTYPE)
+                       THRESHOLD_DTYPE, X_BINNED_DTYPE, X_BINNED_WIDE_DTYPE, X_DTYPE, bin_dtype)
 
 RUNTIMES = ("cupy", "emulator")
 KERNEL_FILES = ("binning.cu", "histogram.cu", "partition.cu", "predict.cu")
@@ -66,6 +66,13 @@ def array_module(runtime: str):
 
         return cupy
     return np
+
+
+def _binned(xp, X_binned):
+    """(X_binned as an F-order uint8 or uint16 array, kernel name suffix)."""
+    wide = X_binned.dtype == X_BINNED_WIDE_DTYPE
+    dtype = X_BINNED_WIDE_DTYPE if wide else X_BINNED_DTYPE
+    return xp.asfortranarray(X_binned, dtype=dtype), "_u16" if wide else ""
 
 
 def _require(array, name: str, dtype, ndim: int, order: str = "C"):
@@ -132,19 +139,22 @@ class CudaKernels:
 
         X float64 (n_samples, n_features); thresholds float64 (n_features,
         n_thresholds) padded with +inf; is_categorical uint8 (n_features,);
-        ``out`` optional uint8 (n_samples, n_features) F-order. Returns X_binned
-        uint8 (n_samples, n_features), Fortran order.
+        ``out`` optional (n_samples, n_features) F-order of
+        ``bin_dtype(missing_bin + 1)``. Returns X_binned uint8 or uint16
+        (n_samples, n_features), Fortran order.
         """
         xp = self.xp
         X = xp.ascontiguousarray(X, dtype=X_DTYPE)
         thresholds = xp.ascontiguousarray(thresholds, dtype=THRESHOLD_DTYPE)
         is_categorical = xp.ascontiguousarray(is_categorical, dtype=np.uint8)
         n_samples, n_features = X.shape
+        dtype = bin_dtype(missing_bin + 1)
         if out is None:
-            out = xp.empty((n_samples, n_features), dtype=X_BINNED_DTYPE, order="F")
-        _require(out, "out", X_BINNED_DTYPE, 2, "F")
+            out = xp.empty((n_samples, n_features), dtype=dtype, order="F")
+        _require(out, "out", dtype, 2, "F")
         if out.size:
-            self._launch("map_to_bins", (self._blocks(out.size),), (
+            suffix = _binned(xp, out)[1]
+            self._launch("map_to_bins" + suffix, (self._blocks(out.size),), (
                 X, thresholds, is_categorical, out, np.int32(n_samples), np.int32(n_features),
                 np.int32(thresholds.shape[1]), np.int32(missing_bin)))
         return out
@@ -167,14 +177,14 @@ class CudaKernels:
                          n_build: int, n_bins: int, out=None):
         """Histograms of every node of a level that needs building, in one launch.
 
-        X_binned uint8 (n_samples, n_features) F-order; stats int64 (n_samples,
-        n_channels); positions int32 (n_samples,); node_to_build int32
+        X_binned uint8 or uint16 (n_samples, n_features) F-order; stats int64
+        (n_samples, n_channels); positions int32 (n_samples,); node_to_build int32
         (n_level_nodes,) build slot of each level node or -1; ``out`` optional
         pre-zeroed int64 (n_build, n_features, n_bins, n_channels), added to.
         Returns hist int64 (n_build, n_features, n_bins, n_channels).
         """
         xp = self.xp
-        X_binned = xp.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
+        X_binned, suffix = _binned(xp, X_binned)
         stats = xp.ascontiguousarray(stats, dtype=STAT_DTYPE)
         positions = xp.ascontiguousarray(positions, dtype=NODE_DTYPE)
         node_to_build = xp.ascontiguousarray(node_to_build, dtype=NODE_DTYPE)
@@ -188,7 +198,7 @@ class CudaKernels:
         y, z = math.ceil(n_features / features), math.ceil(n_build / nodes)
         grid = (self._blocks(n_samples, max(1, self.max_blocks // (y * z))), y, z)
         shared_mem = nodes * features * n_bins * n_channels * np.dtype(STAT_DTYPE).itemsize if shared else 0
-        self._launch("build_histograms", grid, (
+        self._launch("build_histograms" + suffix, grid, (
             X_binned, stats, positions, node_to_build, out, np.int32(n_samples),
             np.int32(n_features), np.int32(n_channels), np.int32(n_bins), np.int32(level_start),
             np.int32(node_to_build.shape[0]), np.int32(n_build), np.int32(nodes),
@@ -199,19 +209,19 @@ class CudaKernels:
                          split_bitset, left_child):
         """Move the rows of split level nodes to their children, in place.
 
-        X_binned uint8 (n_samples, n_features) F-order; positions INOUT int32
-        (n_samples,); split_feature int32 (n_level_nodes,) (-1 = not split);
-        split_bitset uint32 (n_level_nodes, 8); left_child int32
+        X_binned uint8 or uint16 (n_samples, n_features) F-order; positions
+        INOUT int32 (n_samples,); split_feature int32 (n_level_nodes,) (-1 =
+        not split); split_bitset uint32 (n_level_nodes, BITSET_WORDS); left_child int32
         (n_level_nodes,). Returns ``positions``.
         """
         xp = self.xp
-        X_binned = xp.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
+        X_binned, suffix = _binned(xp, X_binned)
         _require(positions, "positions", NODE_DTYPE, 1)
         split_feature = xp.ascontiguousarray(split_feature, dtype=FEATURE_DTYPE)
         split_bitset = xp.ascontiguousarray(split_bitset, dtype=BITSET_DTYPE).reshape(-1, BITSET_WORDS)
         left_child = xp.ascontiguousarray(left_child, dtype=NODE_DTYPE)
         if positions.size and split_feature.size:
-            self._launch("update_positions", (self._blocks(positions.size),), (
+            self._launch("update_positions" + suffix, (self._blocks(positions.size),), (
                 X_binned, positions, split_feature, split_bitset, left_child,
                 np.int32(positions.size), np.int32(level_start), np.int32(split_feature.size)))
         return positions
@@ -219,14 +229,15 @@ class CudaKernels:
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots, out=None):
         """Leaf reached by every row in every tree of a concatenated batch.
 
-        X_binned uint8 (n_samples, n_features) F-order; node_feature int32
-        (n_total_nodes,) (-1 = leaf); node_bitset uint32 (n_total_nodes, 8);
+        X_binned uint8 or uint16 (n_samples, n_features) F-order; node_feature
+        int32 (n_total_nodes,) (-1 = leaf); node_bitset uint32 (n_total_nodes,
+        BITSET_WORDS);
         node_left int32 (n_total_nodes,); tree_roots int32 (n_trees,); ``out``
         optional int32 (n_samples, n_trees). Returns leaves int32 (n_samples,
         n_trees): global node ids.
         """
         xp = self.xp
-        X_binned = xp.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
+        X_binned, suffix = _binned(xp, X_binned)
         node_feature = xp.ascontiguousarray(node_feature, dtype=FEATURE_DTYPE)
         node_bitset = xp.ascontiguousarray(node_bitset, dtype=BITSET_DTYPE).reshape(-1, BITSET_WORDS)
         node_left = xp.ascontiguousarray(node_left, dtype=NODE_DTYPE)
@@ -237,7 +248,7 @@ class CudaKernels:
         _require(out, "out", NODE_DTYPE, 2)
         if out.size:
             grid = (self._blocks(n_samples), min(n_trees, self.max_blocks, 65535))
-            self._launch("predict_leaves", grid, (
+            self._launch("predict_leaves" + suffix, grid, (
                 X_binned, node_feature, node_bitset, node_left, tree_roots, out,
                 np.int32(n_samples), np.int32(n_trees)))
         return out

@@ -14,8 +14,9 @@ with the same arithmetic. Candidates, in order (the first strictly best wins):
   criterion's sort key, prefixes of that order (missing right, then left),
   then each category alone, then "all categories left, missing right".
 
-Every split is returned as a bitset over bins saying which go left (the
-missing bin included), so partitioning and prediction need no split kinds.
+Every split is returned as the set of bins that go left (the missing bin
+included; layout in splitset.py), so partitioning and prediction need no
+split kinds.
 When the node had no missing values, missing values go to the child with more
 samples (left on ties).
 """
@@ -25,9 +26,11 @@ import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
 from .formulas import LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, make_criterion_functions
+from .splitset import make_splitset
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
 SCRATCH_VECTORS = 5
+#: scratch slots per categorical scan (categories are at most _dtypes.MAX_CATEGORIES)
 MAX_CATEGORIES = 256
 
 
@@ -58,6 +61,7 @@ def make_split_scanner(jit, inline=None):
     crit = make_criterion_functions(jit, inline)
     bounded_gain, node_count, bounded_parent_score, sort_key = (
         crit.bounded_gain, crit.node_count, crit.bounded_parent_score, crit.sort_key)
+    goes_left, add_bin, add_bins_upto = make_splitset(inline)
 
     @inline
     def combine(L, R, A, M, T, with_missing):
@@ -78,10 +82,6 @@ def make_split_scanner(jit, inline=None):
         """A = H[b]."""
         for c in range(A.shape[0]):
             A[c] = H[b, c]
-
-    @inline
-    def set_bit(bitset, b):
-        bitset[b >> 5] |= np.uint32(1) << np.uint32(b & 31)
 
     @inline
     def majority_class(T, layout):
@@ -175,25 +175,26 @@ def make_split_scanner(jit, inline=None):
         return best, best_kind, best_index, best_ml, n_cat
 
     @jit
-    def left_sums(H, bitset, n_bins, L):
-        """L = sum of H over the bins set in bitset."""
+    def left_sums(H, bitset, f, n_bins, L):
+        """L = sum of H over the bins of split row f of bitset."""
         for c in range(L.shape[0]):
             L[c] = 0
         for b in range(n_bins):
-            if (bitset[b >> 5] >> np.uint32(b & 31)) & np.uint32(1):
+            if goes_left(bitset, f, b):
                 accumulate(L, H, b)
 
     @jit
-    def finish(H, T, L, R, bitset, missing_bin, has_missing, layout, inv):
-        """Fill L/R from bitset; without missing values in the node, send the
-        missing bin to the larger child. Returns missing_left."""
-        left_sums(H, bitset, missing_bin + 1, L)
+    def finish(H, T, L, R, bitset, f, missing_bin, has_missing, layout, inv):
+        """Fill L/R from split row f of bitset; without missing values in
+        the node, send the missing bin to the larger child. Returns
+        missing_left."""
+        left_sums(H, bitset, f, missing_bin + 1, L)
         for c in range(L.shape[0]):
             R[c] = T[c] - L[c]
         if not has_missing:
             if node_count(L, layout, inv) >= node_count(R, layout, inv):
-                set_bit(bitset, missing_bin)
-        return (bitset[missing_bin >> 5] >> np.uint32(missing_bin & 31)) & np.uint32(1)
+                add_bin(bitset, f, missing_bin)
+        return goes_left(bitset, f, missing_bin)
 
     @jit
     def scan(t, hist, n_features, n_bins_non_missing, is_categorical,
@@ -204,9 +205,9 @@ def make_split_scanner(jit, inline=None):
         f = t - node * n_features
         out_gain[node, f] = -math.inf
         out_missing_left[node, f] = 0
-        bitset = out_bitset[node, f]
-        for w in range(bitset.shape[0]):
-            bitset[w] = 0
+        bitset = out_bitset[node]       # (n_features, BITSET_WORDS): row f is this split
+        for w in range(bitset.shape[1]):
+            bitset[f, w] = 0
         if feature_allowed[node, f] == 0:
             return
         C = layout[LAYOUT_N_CHANNELS]
@@ -231,19 +232,18 @@ def make_split_scanner(jit, inline=None):
             first = index if kind == 1 else 0
             last = index if kind != 2 else n_cat - 1
             for i in range(first, last + 1):
-                set_bit(bitset, order[i])
+                add_bin(bitset, f, order[i])
         else:
             gain, threshold, ml = scan_numerical(
                 H, T, L, R, A, M, n_non_missing, has_missing, parent,
                 layout, inv, params, node, f, n_features)
             if gain == -math.inf:
                 return
-            for b in range(threshold + 1):
-                set_bit(bitset, b)
+            add_bins_upto(bitset, f, threshold)
         if ml == 1:
-            set_bit(bitset, missing_bin)
+            add_bin(bitset, f, missing_bin)
         out_gain[node, f] = gain
-        out_missing_left[node, f] = finish(H, T, L, R, bitset, missing_bin,
+        out_missing_left[node, f] = finish(H, T, L, R, bitset, f, missing_bin,
                                            has_missing, layout, inv)
         for c in range(C):
             out_left[node, f, c] = L[c]
