@@ -20,10 +20,11 @@ CRITERIA = ("gini", "entropy", "gain_ratio", "squared_error", "poisson")
 # --------------------------------------------------------------- primitives
 
 def map_to_bins(X, thresholds, is_categorical, missing_bin):
-    """uint8 (n, F): numerical x -> number of thresholds < x; categorical x ->
-    index of its code in the row (unknown codes and NaN -> missing_bin)."""
+    """uint8 (n, F) (uint16 from missing_bin 256 on): numerical x -> number of
+    thresholds < x; categorical x -> index of its code in the row (unknown
+    codes and NaN -> missing_bin)."""
     X = np.asarray(X, dtype=np.float64)
-    out = np.empty(X.shape, dtype=np.uint8)
+    out = np.empty(X.shape, dtype=np.uint8 if missing_bin < 256 else np.uint16)
     for f in range(X.shape[1]):
         row = thresholds[f]
         for i, x in enumerate(X[:, f]):
@@ -52,9 +53,12 @@ def build_histograms(X_binned, stats, positions, level_start, node_to_build, n_b
 
 
 def bins_of(bitset):
-    """Set of bins whose bit is set in a uint32 bitset row."""
-    return {w * 32 + b for w, word in enumerate(np.asarray(bitset, dtype=np.uint64))
-            for b in range(32) if (int(word) >> b) & 1}
+    """Set of bins that go left under a split row (uint32 (10,)): the bits set
+    in words 0..7, the bins 256 .. word 8 and the bin word 9 (0: none)."""
+    words = [int(w) for w in np.asarray(bitset, dtype=np.uint64)]
+    bins = {w * 32 + b for w, word in enumerate(words[:8]) for b in range(32) if (word >> b) & 1}
+    bins.update(range(256, words[8] + 1))
+    return bins | ({words[9]} if words[9] else set())
 
 
 def update_positions(X_binned, positions, level_start, split_feature, split_bitset, left_child):

@@ -122,11 +122,11 @@ def test_categorical_codes_must_be_non_negative_integers(bad):
 
 def test_too_many_categories_is_an_error():
     X = np.arange(12, dtype=float)[:, None]
-    with pytest.raises(ValueError, match="12 categories, more than max_bins=10"):
+    with pytest.raises(ValueError, match=r"12 categories, more than 10 \(max_bins=10"):
         BinMapper(10, is_categorical=[True]).fit(X)
 
 
-@pytest.mark.parametrize("max_bins", [1, 256])
+@pytest.mark.parametrize("max_bins", [1, 65536])
 def test_max_bins_out_of_range(max_bins):
     with pytest.raises(ValueError, match="max_bins must be in"):
         BinMapper(max_bins).fit(np.zeros((3, 1)))

@@ -10,7 +10,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from gputree._dtypes import BITSET_WORDS, MAX_N_BINS
+from gputree._dtypes import BITSET_WORDS, MAX_NARROW_N_BINS, bin_dtype
 from gputree.backends import cuda_kernels
 from gputree.backends.emulator import EmulatorUnavailableError
 
@@ -31,7 +31,7 @@ def kernels(threads_per_block=256, max_blocks=4096, **options):
 # ---------------------------------------------------------------- references
 
 def ref_map_to_bins(X, thresholds, is_categorical, missing_bin):
-    out = np.empty(X.shape, dtype=np.uint8)
+    out = np.empty(X.shape, dtype=np.uint8 if missing_bin < 256 else np.uint16)
     for f, row in enumerate(thresholds):
         x = X[:, f]
         pos = np.searchsorted(row, x, side="left")
@@ -60,8 +60,10 @@ def ref_build_slots(positions, level_start, node_to_build):
 def ref_child(X_binned, rows, feature, bitset, left):
     """Child of each of ``rows`` at split nodes with the given per-row arrays."""
     b = X_binned[rows, feature].astype(np.int64)
-    bit = (bitset[np.arange(rows.size), b >> 5] >> (b & 31)) & 1
-    return left + (1 - bit.astype(np.int64))
+    bit = (bitset[np.arange(rows.size), np.minimum(b >> 5, 7)] >> (b & 31)) & 1
+    # bins beyond the 256-bit bitmap: the range 256 .. word 8, and bin word 9
+    high = (b <= bitset[:, 8]) | (b == bitset[:, 9])
+    return left + (1 - np.where(b < 256, bit, high).astype(np.int64))
 
 
 def ref_update_positions(X_binned, positions, level_start, split_feature, split_bitset, left_child):
@@ -118,7 +120,9 @@ def random_features(rng, n_samples, thresholds, is_categorical):
 
 
 def random_binned(rng, n_samples, n_features, n_bins):
-    return np.asfortranarray(rng.integers(0, n_bins, (n_samples, n_features)).astype(np.uint8))
+    """uint8 codes up to 256 bins, uint16 beyond."""
+    codes = rng.integers(0, n_bins, (n_samples, n_features))
+    return np.asfortranarray(codes.astype(bin_dtype(n_bins)))
 
 
 def random_level(rng, n_samples, level_start, n_level_nodes):
@@ -135,11 +139,16 @@ def guarded(values, sentinel=0):
     return padded[1:-1]
 
 
-def random_bitsets(rng, n_nodes):
-    return rng.integers(0, 2**32, (n_nodes, BITSET_WORDS), dtype=np.uint64).astype(np.uint32)
+def random_bitsets(rng, n_nodes, n_bins=MAX_NARROW_N_BINS):
+    """Random bitmaps; with more than 256 bins, random range ends and extra
+    bins (words 8 and 9) among the bins, 0 (none) for some nodes."""
+    words = rng.integers(0, 2**32, (n_nodes, BITSET_WORDS), dtype=np.uint64).astype(np.uint32)
+    high = rng.integers(0, max(n_bins, 256), (n_nodes, 2)) * (rng.random((n_nodes, 2)) < 0.8)
+    words[:, 8:] = np.where(high >= 256, high, 0) if n_bins > 256 else 0
+    return words
 
 
-def random_forest(rng, n_trees, n_features, max_depth):
+def random_forest(rng, n_trees, n_features, max_depth, n_bins=MAX_NARROW_N_BINS):
     """Concatenated breadth-first trees: right child = left child + 1."""
     feature, left, roots = [], [], []
     for _ in range(n_trees):
@@ -155,21 +164,22 @@ def random_forest(rng, n_trees, n_features, max_depth):
                     queue.append((len(feature), depth + 1))
                     feature.append(-1)
                     left.append(-1)
-    return (np.array(feature, np.int32), random_bitsets(rng, len(feature)),
+    return (np.array(feature, np.int32), random_bitsets(rng, len(feature), n_bins),
             np.array(left, np.int32), np.array(roots, np.int32))
 
 
 # ---------------------------------------------------------------- map_to_bins
 
 @pytest.mark.parametrize("launch", LAUNCHES)
-@pytest.mark.parametrize("max_bins, n_samples, n_features", [(2, 1, 1), (16, 333, 4), (255, 1000, 3)])
+@pytest.mark.parametrize("max_bins, n_samples, n_features",
+                         [(2, 1, 1), (16, 333, 4), (255, 1000, 3), (700, 800, 3)])
 def test_map_to_bins_matches_reference(launch, max_bins, n_samples, n_features):
     rng = np.random.default_rng(max_bins + n_samples)
     is_categorical = (np.arange(n_features) % 2 == 1).astype(np.uint8)
     thresholds = random_thresholds(rng, n_features, max_bins - 1, is_categorical)
     X = random_features(rng, n_samples, thresholds, is_categorical)
     got = kernels(*launch).map_to_bins(X, thresholds, is_categorical, max_bins)
-    assert got.flags.f_contiguous and got.dtype == np.uint8
+    assert got.flags.f_contiguous and got.dtype == (np.uint8 if max_bins <= 255 else np.uint16)
     np.testing.assert_array_equal(got, ref_map_to_bins(X, thresholds, is_categorical, max_bins))
 
 
@@ -210,7 +220,7 @@ def random_histogram_case(rng, n_samples, n_features, n_bins, n_channels, n_leve
 @pytest.mark.parametrize("launch", HIST_LAUNCHES)
 @pytest.mark.parametrize("n_samples, n_features, n_bins, n_channels, n_level_nodes",
                          [(1, 1, 3, 1, 1), (700, 3, 256, 2, 4), (515, 7, 17, 3, 8),
-                          (300, 2, 5, 12, 16)])
+                          (300, 2, 5, 12, 16), (400, 2, 1500, 2, 2)])
 def test_build_histograms_matches_reference(launch, n_samples, n_features, n_bins, n_channels,
                                             n_level_nodes):
     rng = np.random.default_rng(n_samples * n_bins)
@@ -222,7 +232,7 @@ def test_build_histograms_matches_reference(launch, n_samples, n_features, n_bin
 @pytest.mark.parametrize("launch", HIST_LAUNCHES[:3])
 def test_histogram_bins_sum_to_node_totals(launch):
     rng = np.random.default_rng(7)
-    case = random_histogram_case(rng, 900, 5, MAX_N_BINS, 2, 8)
+    case = random_histogram_case(rng, 900, 5, MAX_NARROW_N_BINS, 2, 8)
     X_binned, stats, positions, level_start, node_to_build, n_build, n_bins = case
     hist = histogram_kernels(n_bins, 2, *launch).build_histograms(*case)
     slot = ref_build_slots(positions, level_start, node_to_build)
@@ -266,14 +276,17 @@ def test_build_histograms_rejects_wrong_out():
 # ---------------------------------------------------------------- update_positions
 
 @pytest.mark.parametrize("launch", LAUNCHES)
-@pytest.mark.parametrize("n_samples, n_features, n_level_nodes", [(1, 1, 1), (257, 3, 4), (1000, 6, 32)])
-def test_update_positions_matches_reference(launch, n_samples, n_features, n_level_nodes):
+@pytest.mark.parametrize("n_samples, n_features, n_level_nodes, n_bins",
+                         [(1, 1, 1, 256), (257, 3, 4, 256), (1000, 6, 32, 256),
+                          (700, 3, 8, 3000)])
+def test_update_positions_matches_reference(launch, n_samples, n_features, n_level_nodes,
+                                            n_bins):
     rng = np.random.default_rng(n_samples + n_level_nodes)
-    X_binned = random_binned(rng, n_samples, n_features, MAX_N_BINS)
+    X_binned = random_binned(rng, n_samples, n_features, n_bins)
     level_start = n_level_nodes - 1
     positions = random_level(rng, n_samples, level_start, n_level_nodes)
     split_feature = guarded(rng.integers(-1, n_features, n_level_nodes).astype(np.int32))
-    split_bitset = random_bitsets(rng, n_level_nodes)
+    split_bitset = random_bitsets(rng, n_level_nodes, n_bins)
     left_child = (level_start + n_level_nodes + 2 * np.arange(n_level_nodes)).astype(np.int32)
     args = (X_binned, positions, level_start, split_feature, split_bitset, left_child)
     expected = ref_update_positions(*args)
@@ -285,12 +298,13 @@ def test_update_positions_matches_reference(launch, n_samples, n_features, n_lev
 # ---------------------------------------------------------------- predict_leaves
 
 @pytest.mark.parametrize("launch", LAUNCHES)
-@pytest.mark.parametrize("n_samples, n_trees, max_depth", [(1, 1, 0), (300, 3, 4), (1000, 7, 8)])
-def test_predict_leaves_matches_reference(launch, n_samples, n_trees, max_depth):
+@pytest.mark.parametrize("n_samples, n_trees, max_depth, n_bins",
+                         [(1, 1, 0, 256), (300, 3, 4, 256), (1000, 7, 8, 256), (500, 3, 5, 2000)])
+def test_predict_leaves_matches_reference(launch, n_samples, n_trees, max_depth, n_bins):
     rng = np.random.default_rng(n_samples + n_trees)
     n_features = 5
-    X_binned = random_binned(rng, n_samples, n_features, MAX_N_BINS)
-    forest = random_forest(rng, n_trees, n_features, max_depth)
+    X_binned = random_binned(rng, n_samples, n_features, n_bins)
+    forest = random_forest(rng, n_trees, n_features, max_depth, n_bins)
     got = kernels(*launch).predict_leaves(X_binned, *forest)
     np.testing.assert_array_equal(got, ref_predict_leaves(X_binned, *forest))
     node_feature, _, _, roots = forest

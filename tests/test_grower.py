@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 import reference
+from gputree._dtypes import BITSET_WORDS, bin_dtype
 from gputree.backends.base import Backend
 from gputree.binning import BinMapper
 from gputree.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
@@ -60,14 +61,18 @@ def _regression_data(seed, n=240, n_features=3):
     return X, y
 
 
-def test_update_positions_matches_reference(backend):
+@pytest.mark.parametrize("n_bins", [256, 5000])
+def test_update_positions_matches_reference(backend, n_bins):
+    """8-bit codes, and 16-bit codes whose split sets use the words for bins
+    beyond 255 (range end, extra bin)."""
     rng = np.random.RandomState(0)
     n, n_features, n_level = 1000, 4, 6
-    X_binned = np.asfortranarray(rng.randint(0, 256, (n, n_features)).astype(np.uint8))
+    X_binned = np.asfortranarray(rng.randint(0, n_bins, (n, n_features)).astype(bin_dtype(n_bins)))
     positions = rng.randint(3, 3 + n_level, n).astype(np.int32)
     positions[:50] = -1
     split_feature = rng.randint(-1, n_features, n_level).astype(np.int32)
-    bitset = rng.randint(0, 2**32, (n_level, 8), dtype=np.uint64).astype(np.uint32)
+    bitset = rng.randint(0, 2**32, (n_level, BITSET_WORDS), dtype=np.uint64).astype(np.uint32)
+    bitset[:, 8:] = rng.randint(256, n_bins, (n_level, 2)) if n_bins > 256 else 0
     left_child = (20 + 2 * np.arange(n_level)).astype(np.int32)
     expected = reference.update_positions(X_binned, positions, 3, split_feature, bitset, left_child)
     backend.update_positions(X_binned, positions, 3, split_feature, bitset, left_child)
@@ -87,7 +92,9 @@ def test_predict_leaves_matches_reference_for_several_trees(backend):
 def _bitset_of(bins):
     bits = np.zeros(256, dtype=np.uint8)
     bits[list(bins)] = 1
-    return np.packbits(bits, bitorder="little").view(np.uint32)
+    words = np.zeros(BITSET_WORDS, dtype=np.uint32)    # words 8, 9: bins >= 256 (none here)
+    words[:8] = np.packbits(bits, bitorder="little").view(np.uint32)
+    return words
 
 
 def test_predict_leaves_on_every_kind_of_split_set(backend):

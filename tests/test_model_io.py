@@ -36,9 +36,11 @@ def test_round_trip_predicts_bit_identically(name, tmp_path):
     _same_bits(predictions(pickle.loads(pickle.dumps(loaded)), X), predictions(model, X))
 
 
+@pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("name", ["tree_classifier", "forest_regressor", "boosting_multiclass"])
-def test_kept_file_of_schema_v1_loads_and_predicts_as_a_refit(name):
-    kept = gputree.load_model(os.path.join(DATA, f"model_v1_{name}.json"))
+def test_kept_file_of_schema_v1_loads_and_predicts_as_a_refit(name, version):
+    """Version 1: 8-word split bitsets; version 2: 10 words (bins beyond 255)."""
+    kept = gputree.load_model(os.path.join(DATA, f"model_v{version}_{name}.json"))
     refit, X = fitted(name)
     X2 = X.copy()           # unseen categories and missing values take the same paths too
     X2.loc[::3, "b"] = np.nan
