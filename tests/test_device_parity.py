@@ -160,3 +160,21 @@ def test_cpu_and_device_models_are_identical(case, n):
     cpu, dev = fitted
     assert_same_trees(cpu, dev)
     assert_same_outputs(cpu, dev, X)
+
+
+#: 16-bit bin codes: more than 255 bins, on more distinct values than 256, so
+#: that splits past bin 255 (the split sets' range and extra-bin words) occur
+WIDE_CASES = ("tree-gini", "boosting-binary")
+
+
+@pytest.mark.parametrize("case", WIDE_CASES)
+def test_cpu_and_device_models_are_identical_with_16_bit_bins(case):
+    estimator, task, params = CASES[case]
+    X, y, weight = _data(400, seed=len(case), task=task)
+    fitted = [estimator(device=device, random_state=3, **{**params, "max_bins": 300})
+              .fit(X, y, sample_weight=weight) for device in ("cpu", DEVICE)]
+    cpu, dev = fitted
+    assert cpu._bin_mapper.n_bins_non_missing_.max() > 256
+    assert any((t.bitset[:, 8:] > 0).any() for t in _trees(cpu)), "no split past bin 255"
+    assert_same_trees(cpu, dev)
+    assert_same_outputs(cpu, dev, X)
