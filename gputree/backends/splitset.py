@@ -70,9 +70,11 @@ def make_splitset(jit):
 
 
 def goes_left(bitset, bins):
-    """bool array: whether ``bins`` (int array) go left under the split rows
-    ``bitset`` (uint32 (..., BITSET_WORDS), broadcast against ``bins``)."""
+    """bool array shaped like ``bins`` (int array): whether they go left under
+    the split rows ``bitset`` (uint32 (..., BITSET_WORDS); the leading axes
+    broadcast to ``bins``'s shape)."""
     bins = np.asarray(bins).astype(np.int64)
+    bitset = np.broadcast_to(bitset, bins.shape + (np.shape(bitset)[-1],))
     word = np.take_along_axis(bitset, np.minimum(bins >> 5, BITMAP_WORDS - 1)[..., None],
                               axis=-1)[..., 0]
     in_map = (word >> (bins & 31).astype(np.uint32)) & 1
@@ -84,7 +86,7 @@ def left_bins(bitset_row, n_bins):
     """int64 ascending: the bins < ``n_bins`` that go left under one split
     row (uint32 (BITSET_WORDS,))."""
     bins = np.arange(n_bins)
-    return bins[goes_left(np.broadcast_to(bitset_row, (n_bins, bitset_row.shape[-1])), bins)]
+    return bins[goes_left(bitset_row, bins)]
 
 
 def last_left_bin(bitset, missing_bin):
