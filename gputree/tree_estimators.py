@@ -298,7 +298,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
 
     Parameters follow scikit-learn's ``DecisionTreeClassifier``; additionally
     ``criterion="gain_ratio"`` (C4.5), ``max_bins`` (non-missing bins per
-    feature, <= 255), ``categorical_features`` (indices, names or a boolean
+    feature, 2..65535; 16-bit bin codes beyond 255), ``categorical_features`` (indices, names or a boolean
     mask; pandas ``category`` columns are detected) and ``device`` ("auto",
     "cpu", "cuda", "cuda-sim"), ``n_jobs`` (CPU threads of fit and predict;
     never changes results) and ``ccp_risk``: the risk r(t) of cost-complexity
