@@ -40,16 +40,21 @@ __device__ __forceinline__ int gt_bin_of(const double* row, int n_thresholds, in
     return (pos < n_thresholds && row[pos] == x) ? pos : missing_bin;
 }
 
+// Parameters, for bin codes of type Bin (unsigned char or unsigned short):
+#define GT_MAP_TO_BINS_PARAMS(Bin)                                                        \
+    const double* __restrict__ X,                 /* IN  (n_samples, n_features) float64, C order */ \
+    const double* __restrict__ thresholds,        /* IN  (n_features, n_thresholds) float64 */ \
+    const unsigned char* __restrict__ is_categorical,  /* IN  (n_features,) uint8, 0 or 1 */ \
+    Bin* __restrict__ X_binned,                   /* OUT (n_samples, n_features) F order */ \
+    int n_samples, int n_features, int n_thresholds, int missing_bin
+#define GT_MAP_TO_BINS_ARGS \
+    X, thresholds, is_categorical, X_binned, n_samples, n_features, n_thresholds, missing_bin
+
 // One thread per element, grid-stride; consecutive threads take consecutive
 // samples of one feature so the bin writes coalesce and a warp searches one
-// thresholds row. Bin: unsigned char (n_bins <= 256) or unsigned short.
+// thresholds row.
 template <typename Bin>
-__device__ __forceinline__ void gt_map_to_bins(
-    const double* __restrict__ X,                  // IN  (n_samples, n_features) float64, C order
-    const double* __restrict__ thresholds,         // IN  (n_features, n_thresholds) float64, C order
-    const unsigned char* __restrict__ is_categorical,  // IN  (n_features,) uint8, 0 or 1
-    Bin* __restrict__ X_binned,                    // OUT (n_samples, n_features) F order
-    int n_samples, int n_features, int n_thresholds, int missing_bin)
+__device__ __forceinline__ void gt_map_to_bins(GT_MAP_TO_BINS_PARAMS(Bin))
 {
     const long long n_elements = (long long)n_samples * n_features;
     for (long long e = gt_thread_x(); e < n_elements; e += gt_stride_x()) {
@@ -61,20 +66,12 @@ __device__ __forceinline__ void gt_map_to_bins(
     }
 }
 
-extern "C" __global__ void map_to_bins(
-    const double* __restrict__ X, const double* __restrict__ thresholds,
-    const unsigned char* __restrict__ is_categorical, unsigned char* __restrict__ X_binned,
-    int n_samples, int n_features, int n_thresholds, int missing_bin)
+extern "C" __global__ void map_to_bins(GT_MAP_TO_BINS_PARAMS(unsigned char))
 {
-    gt_map_to_bins(X, thresholds, is_categorical, X_binned, n_samples, n_features,
-                   n_thresholds, missing_bin);
+    gt_map_to_bins(GT_MAP_TO_BINS_ARGS);
 }
 
-extern "C" __global__ void map_to_bins_u16(
-    const double* __restrict__ X, const double* __restrict__ thresholds,
-    const unsigned char* __restrict__ is_categorical, unsigned short* __restrict__ X_binned,
-    int n_samples, int n_features, int n_thresholds, int missing_bin)
+extern "C" __global__ void map_to_bins_u16(GT_MAP_TO_BINS_PARAMS(unsigned short))
 {
-    gt_map_to_bins(X, thresholds, is_categorical, X_binned, n_samples, n_features,
-                   n_thresholds, missing_bin);
+    gt_map_to_bins(GT_MAP_TO_BINS_ARGS);
 }

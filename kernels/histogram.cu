@@ -55,18 +55,23 @@ __device__ __forceinline__ void gt_flush_slice(const long long* slice, long long
     }
 }
 
-// Bin: unsigned char (n_bins <= 256) or unsigned short.
+// Parameters, for bin codes of type Bin (unsigned char or unsigned short):
+#define GT_BUILD_HISTOGRAMS_PARAMS(Bin)                                                     \
+    const Bin* __restrict__ X_binned,            /* IN    (n_samples, n_features) F order */ \
+    const long long* __restrict__ stats,         /* IN    (n_samples, n_channels) int64, C order */ \
+    const int* __restrict__ positions,           /* IN    (n_samples,) int32 node id per row */ \
+    const int* __restrict__ node_to_build,       /* IN    (n_level_nodes,) int32 slot, -1 = skip */ \
+    long long* __restrict__ hist,                /* INOUT (n_build, n_features, n_bins, n_channels) */ \
+                                                 /*       int64, C order, pre-zeroed by the caller */ \
+    int n_samples, int n_features, int n_channels, int n_bins,                              \
+    int level_start, int n_level_nodes, int n_build,                                        \
+    int nodes_per_group, int features_per_group, int use_shared
+#define GT_BUILD_HISTOGRAMS_ARGS                                                            \
+    X_binned, stats, positions, node_to_build, hist, n_samples, n_features, n_channels, n_bins, \
+    level_start, n_level_nodes, n_build, nodes_per_group, features_per_group, use_shared
+
 template <typename Bin>
-__device__ __forceinline__ void gt_build_histograms(
-    const Bin* __restrict__ X_binned,            // IN    (n_samples, n_features) F order
-    const long long* __restrict__ stats,         // IN    (n_samples, n_channels) int64, C order
-    const int* __restrict__ positions,           // IN    (n_samples,) int32 global node id per row
-    const int* __restrict__ node_to_build,       // IN    (n_level_nodes,) int32 build slot, -1 = skip
-    long long* __restrict__ hist,                // INOUT (n_build, n_features, n_bins, n_channels)
-                                                 //       int64, C order, pre-zeroed by the caller
-    int n_samples, int n_features, int n_channels, int n_bins,
-    int level_start, int n_level_nodes, int n_build,
-    int nodes_per_group, int features_per_group, int use_shared)
+__device__ __forceinline__ void gt_build_histograms(GT_BUILD_HISTOGRAMS_PARAMS(Bin))
 {
     extern __shared__ long long shared_slice[];  // (n_slots, n_feats, n_bins, n_channels) int64
     const int slot0 = blockIdx.z * nodes_per_group;
@@ -102,26 +107,12 @@ __device__ __forceinline__ void gt_build_histograms(
     }
 }
 
-extern "C" __global__ void build_histograms(
-    const unsigned char* __restrict__ X_binned, const long long* __restrict__ stats,
-    const int* __restrict__ positions, const int* __restrict__ node_to_build,
-    long long* __restrict__ hist, int n_samples, int n_features, int n_channels, int n_bins,
-    int level_start, int n_level_nodes, int n_build,
-    int nodes_per_group, int features_per_group, int use_shared)
+extern "C" __global__ void build_histograms(GT_BUILD_HISTOGRAMS_PARAMS(unsigned char))
 {
-    gt_build_histograms(X_binned, stats, positions, node_to_build, hist, n_samples, n_features,
-                        n_channels, n_bins, level_start, n_level_nodes, n_build,
-                        nodes_per_group, features_per_group, use_shared);
+    gt_build_histograms(GT_BUILD_HISTOGRAMS_ARGS);
 }
 
-extern "C" __global__ void build_histograms_u16(
-    const unsigned short* __restrict__ X_binned, const long long* __restrict__ stats,
-    const int* __restrict__ positions, const int* __restrict__ node_to_build,
-    long long* __restrict__ hist, int n_samples, int n_features, int n_channels, int n_bins,
-    int level_start, int n_level_nodes, int n_build,
-    int nodes_per_group, int features_per_group, int use_shared)
+extern "C" __global__ void build_histograms_u16(GT_BUILD_HISTOGRAMS_PARAMS(unsigned short))
 {
-    gt_build_histograms(X_binned, stats, positions, node_to_build, hist, n_samples, n_features,
-                        n_channels, n_bins, level_start, n_level_nodes, n_build,
-                        nodes_per_group, features_per_group, use_shared);
+    gt_build_histograms(GT_BUILD_HISTOGRAMS_ARGS);
 }

@@ -8,15 +8,20 @@
 // unsplit nodes) keep their position.
 #include "common.cuh"
 
-// One thread per row, grid-stride; Bin: unsigned char or unsigned short.
+// Parameters, for bin codes of type Bin (unsigned char or unsigned short):
+#define GT_UPDATE_POSITIONS_PARAMS(Bin)                                                      \
+    const Bin* __restrict__ X_binned,              /* IN    (n_samples, n_features) F order */ \
+    int* __restrict__ positions,                   /* INOUT (n_samples,) int32 node id per row */ \
+    const int* __restrict__ split_feature,         /* IN    (n_level_nodes,) int32, -1 = not split */ \
+    const unsigned int* __restrict__ split_bitset, /* IN    (n_level_nodes, GT_BITSET_WORDS) */ \
+    const int* __restrict__ left_child,            /* IN    (n_level_nodes,) int32 left child id */ \
+    int n_samples, int level_start, int n_level_nodes
+#define GT_UPDATE_POSITIONS_ARGS \
+    X_binned, positions, split_feature, split_bitset, left_child, n_samples, level_start, n_level_nodes
+
+// One thread per row, grid-stride.
 template <typename Bin>
-__device__ __forceinline__ void gt_update_positions(
-    const Bin* __restrict__ X_binned,             // IN    (n_samples, n_features) F order
-    int* __restrict__ positions,                  // INOUT (n_samples,) int32 global node id per row
-    const int* __restrict__ split_feature,        // IN    (n_level_nodes,) int32, -1 = not split
-    const unsigned int* __restrict__ split_bitset,  // IN  (n_level_nodes, GT_BITSET_WORDS) uint32
-    const int* __restrict__ left_child,           // IN    (n_level_nodes,) int32 global id of left child
-    int n_samples, int level_start, int n_level_nodes)
+__device__ __forceinline__ void gt_update_positions(GT_UPDATE_POSITIONS_PARAMS(Bin))
 {
     for (long long i = gt_thread_x(); i < n_samples; i += gt_stride_x()) {
         const int k = gt_level_index(positions[i], level_start, n_level_nodes);
@@ -32,20 +37,12 @@ __device__ __forceinline__ void gt_update_positions(
     }
 }
 
-extern "C" __global__ void update_positions(
-    const unsigned char* __restrict__ X_binned, int* __restrict__ positions,
-    const int* __restrict__ split_feature, const unsigned int* __restrict__ split_bitset,
-    const int* __restrict__ left_child, int n_samples, int level_start, int n_level_nodes)
+extern "C" __global__ void update_positions(GT_UPDATE_POSITIONS_PARAMS(unsigned char))
 {
-    gt_update_positions(X_binned, positions, split_feature, split_bitset, left_child,
-                        n_samples, level_start, n_level_nodes);
+    gt_update_positions(GT_UPDATE_POSITIONS_ARGS);
 }
 
-extern "C" __global__ void update_positions_u16(
-    const unsigned short* __restrict__ X_binned, int* __restrict__ positions,
-    const int* __restrict__ split_feature, const unsigned int* __restrict__ split_bitset,
-    const int* __restrict__ left_child, int n_samples, int level_start, int n_level_nodes)
+extern "C" __global__ void update_positions_u16(GT_UPDATE_POSITIONS_PARAMS(unsigned short))
 {
-    gt_update_positions(X_binned, positions, split_feature, split_bitset, left_child,
-                        n_samples, level_start, n_level_nodes);
+    gt_update_positions(GT_UPDATE_POSITIONS_ARGS);
 }

@@ -7,17 +7,21 @@
 // global index into the concatenated node arrays.
 #include "common.cuh"
 
-// 2-D grid: x strides over rows, y strides over trees, so a warp walks one
-// tree; Bin: unsigned char or unsigned short.
+// Parameters, for bin codes of type Bin (unsigned char or unsigned short):
+#define GT_PREDICT_LEAVES_PARAMS(Bin)                                                      \
+    const Bin* __restrict__ X_binned,              /* IN  (n_samples, n_features) F order */ \
+    const int* __restrict__ node_feature,          /* IN  (n_total_nodes,) int32, -1 = leaf */ \
+    const unsigned int* __restrict__ node_bitset,  /* IN  (n_total_nodes, GT_BITSET_WORDS) */ \
+    const int* __restrict__ node_left,             /* IN  (n_total_nodes,) int32 left child id */ \
+    const int* __restrict__ tree_roots,            /* IN  (n_trees,) int32 global id of each root */ \
+    int* __restrict__ leaves,                      /* OUT (n_samples, n_trees) int32, C order */ \
+    int n_samples, int n_trees
+#define GT_PREDICT_LEAVES_ARGS \
+    X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, n_samples, n_trees
+
+// 2-D grid: x strides over rows, y strides over trees, so a warp walks one tree.
 template <typename Bin>
-__device__ __forceinline__ void gt_predict_leaves(
-    const Bin* __restrict__ X_binned,             // IN  (n_samples, n_features) F order
-    const int* __restrict__ node_feature,         // IN  (n_total_nodes,) int32, -1 = leaf
-    const unsigned int* __restrict__ node_bitset, // IN  (n_total_nodes, GT_BITSET_WORDS) uint32
-    const int* __restrict__ node_left,            // IN  (n_total_nodes,) int32 global id of left child
-    const int* __restrict__ tree_roots,           // IN  (n_trees,) int32 global id of each root
-    int* __restrict__ leaves,                     // OUT (n_samples, n_trees) int32, C order
-    int n_samples, int n_trees)
+__device__ __forceinline__ void gt_predict_leaves(GT_PREDICT_LEAVES_PARAMS(Bin))
 {
     for (int t = blockIdx.y; t < n_trees; t += gridDim.y) {
         for (long long i = gt_thread_x(); i < n_samples; i += gt_stride_x()) {
@@ -33,20 +37,12 @@ __device__ __forceinline__ void gt_predict_leaves(
     }
 }
 
-extern "C" __global__ void predict_leaves(
-    const unsigned char* __restrict__ X_binned, const int* __restrict__ node_feature,
-    const unsigned int* __restrict__ node_bitset, const int* __restrict__ node_left,
-    const int* __restrict__ tree_roots, int* __restrict__ leaves, int n_samples, int n_trees)
+extern "C" __global__ void predict_leaves(GT_PREDICT_LEAVES_PARAMS(unsigned char))
 {
-    gt_predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves,
-                      n_samples, n_trees);
+    gt_predict_leaves(GT_PREDICT_LEAVES_ARGS);
 }
 
-extern "C" __global__ void predict_leaves_u16(
-    const unsigned short* __restrict__ X_binned, const int* __restrict__ node_feature,
-    const unsigned int* __restrict__ node_bitset, const int* __restrict__ node_left,
-    const int* __restrict__ tree_roots, int* __restrict__ leaves, int n_samples, int n_trees)
+extern "C" __global__ void predict_leaves_u16(GT_PREDICT_LEAVES_PARAMS(unsigned short))
 {
-    gt_predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves,
-                      n_samples, n_trees);
+    gt_predict_leaves(GT_PREDICT_LEAVES_ARGS);
 }
