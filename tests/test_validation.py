@@ -124,8 +124,9 @@ def test_object_column_is_named():
     (DecisionTreeClassifier, dict(max_leaf_nodes=1), ValueError, r"max_leaf_nodes must be >= 2"),
     (DecisionTreeClassifier, dict(min_impurity_decrease=-0.1), ValueError, r"min_impurity_decrease must be in \[0.0, inf\]"),
     (DecisionTreeClassifier, dict(ccp_alpha=-1.0), ValueError, r"ccp_alpha must be in \[0.0, inf\]"),
-    (DecisionTreeClassifier, dict(max_bins=1), ValueError, r"max_bins must be \[2, 255\], got 1"),
-    (DecisionTreeClassifier, dict(max_bins=256), ValueError, r"max_bins must be \[2, 255\], got 256"),
+    (DecisionTreeClassifier, dict(max_bins=1), ValueError, r"max_bins must be \[2, 65535\], got 1"),
+    (DecisionTreeClassifier, dict(max_bins=65536), ValueError,
+     r"max_bins must be \[2, 65535\], got 65536"),
     (DecisionTreeClassifier, dict(device="gpu"), ValueError, r"device must be one of .*'cuda'.*got 'gpu'"),
     (DecisionTreeClassifier, dict(class_weight="balance"), ValueError, r"class_weight must be one of \['balanced'\]"),
     (DecisionTreeClassifier, dict(class_weight={7: 2.0}), ValueError, r"class_weight names class 7, which is not in y"),
@@ -159,7 +160,7 @@ def test_bad_categorical_codes_are_named():
     with pytest.raises(ValueError, match="Categorical feature 2 must hold non-negative integer"):
         _fit(DecisionTreeClassifier, Y_CLASS, X=Xc, categorical_features=[2])
     Xc[:, 2] = np.arange(40)
-    with pytest.raises(ValueError, match="Categorical feature 2 has 40 categories, more than max_bins=10"):
+    with pytest.raises(ValueError, match=r"Categorical feature 2 has 40 categories, more than 10 \(max_bins=10"):
         _fit(DecisionTreeClassifier, Y_CLASS, X=Xc, categorical_features=[2], max_bins=10)
 
 
