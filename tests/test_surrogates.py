@@ -39,9 +39,11 @@ def _brute_force(X, rows, go_left, primary, k):
     return sorted(found, key=lambda c: (-c[0], c[1]))[:k]
 
 
-def test_surrogates_equal_a_brute_force_search():
+@pytest.mark.parametrize("max_bins", [255, 1000])   # 8-bit and 16-bit bin codes
+def test_surrogates_equal_a_brute_force_search(max_bins):
     X, y = _data()
-    params = dict(max_depth=3, min_samples_leaf=5, device="cpu", random_state=0)
+    params = dict(max_depth=3, min_samples_leaf=5, device="cpu", random_state=0,
+                  max_bins=max_bins)
     model = DecisionTreeRegressor(missing_strategy="surrogate", n_surrogates=2, **params).fit(X, y)
     plain = DecisionTreeRegressor(**params).fit(X, y)
     tree, sur = model.tree_, model.surrogates_
@@ -65,12 +67,13 @@ def test_surrogates_equal_a_brute_force_search():
     assert checked >= 3
 
 
-def test_a_perfect_surrogate_makes_a_missing_feature_harmless():
+@pytest.mark.parametrize("max_bins", [255, 1000])   # 1000: every one of 400 values has a bin
+def test_a_perfect_surrogate_makes_a_missing_feature_harmless(max_bins):
     rng = np.random.RandomState(1)
     X = rng.uniform(0, 10, size=(400, 3))
     X[:, 1] = 3 * X[:, 0] + 1          # the same order as feature 0
     y = (X[:, 0] > 5).astype(int) ^ (X[:, 2] > 7)
-    params = dict(max_depth=4, device="cpu", random_state=0)
+    params = dict(max_depth=4, device="cpu", random_state=0, max_bins=max_bins)
     model = DecisionTreeClassifier(missing_strategy="surrogate", **params).fit(X, y)
     # feature 1 partitions rows as feature 0 does: ties go to feature 0
     assert 0 in model.tree_.feature and 1 not in model.tree_.feature
