@@ -1,4 +1,5 @@
-"""asv: fit and predict of one DecisionTreeClassifier (depth 10, 255 bins)
+"""asv: fit and predict of one DecisionTreeClassifier (depth 10, 255 bins; fit also
+with 4095 bins, 16-bit codes)
 at 10^4, 10^5 and 10^6 rows x 28 features, per device."""
 from .estimator_suite import FitBenchmark, PredictBenchmark
 
@@ -13,3 +14,9 @@ class TreeFit(FitBenchmark):
 class TreePredict(PredictBenchmark):
     estimator = "DecisionTreeClassifier"
     settings = SETTINGS
+
+
+class TreeFitWideBins(FitBenchmark):
+    """The same tree with 4095 bins (16-bit bin codes; compare with TreeFit)."""
+    estimator = "DecisionTreeClassifier"
+    settings = dict(SETTINGS, max_bins=4095)
