@@ -64,13 +64,17 @@ class _DaskEstimator:
         self._check_dask_params(fit_params)
         client = _client(self.client)
         encoder = fit_encoder(X, self.categorical_features)
+        before = dict(self.__dict__)
         self._dask_fit = (encoded_partitions(client, X, encoder, self.device), encoder)
         try:
             y_host = gather_vector(self._dask_fit[0], y, "y")
             w_host = gather_vector(self._dask_fit[0], sample_weight, "sample_weight")
             super().fit(X, y_host, w_host, **fit_params)
-        finally:
+        except BaseException:
             self._release_fit()
+            self.__dict__ = before      # a failed fit leaves no partial model
+            raise
+        self._release_fit()
         self._backend = _driver_backend(self.device)
         return self
 
