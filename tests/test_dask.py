@@ -127,12 +127,14 @@ def fit_pair(case, client, n_partitions, weighted=True, as_array=False):
 def test_same_model_for_every_partitioning(client, small_bin_subsample, case, n_partitions):
     model, local, X, dX = fit_pair(case, client, n_partitions)
     assert_same_model(model, local)
-    method = "predict_proba"
-    expected = getattr(local, method)(X)
-    np.testing.assert_array_equal(getattr(model, method)(X), expected)
-    predicted = getattr(model, method)(dX)
-    assert isinstance(predicted, dd.DataFrame)
-    np.testing.assert_array_equal(predicted.compute().to_numpy(), expected)
+    methods = ["predict_proba", "predict"] + (["decision_function"] if case.startswith("boost")
+                                              else [])
+    for method in methods:
+        expected = getattr(local, method)(X)
+        np.testing.assert_array_equal(getattr(model, method)(X), expected)
+        predicted = getattr(model, method)(dX)
+        assert isinstance(predicted, dd.DataFrame if expected.ndim == 2 else dd.Series)
+        np.testing.assert_array_equal(predicted.compute().to_numpy(), expected)
 
 
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")

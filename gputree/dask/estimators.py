@@ -22,6 +22,7 @@ import inspect
 
 import numpy as np
 
+from .._validation import to_numpy
 from ..backends import get_backend
 from ..boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from ..forest import RandomForestClassifier, RandomForestRegressor
@@ -45,8 +46,8 @@ def _client(client):
 
 
 def _driver_backend(device):
-    """The driver's backend for predictions of the fitted model: ``device``
-    where it starts on the driver, else the CPU (same results)."""
+    """The backend of the fitted model on this machine (driver or worker):
+    ``device`` where it starts here, else the CPU (same results)."""
     try:
         return get_backend(device)
     except Exception:  # noqa: BLE001 - a GPU device on a driver without a GPU
@@ -161,12 +162,13 @@ def _predict_frame(frame, model, method):
 
 
 def _predict_part(part, model, method):
-    """The local model's ``method`` on one partition, on the worker's device."""
+    """The local model's ``method`` on one partition, on the worker's device
+    (host numpy out)."""
     model._backend = _driver_backend(model.device)
     if part.shape[0] == 0:
         width = model.n_classes_ if method == "predict_proba" else None
         return np.empty((0,) if width is None else (0, width))
-    return np.asarray(getattr(model, method)(part))
+    return to_numpy(getattr(model, method)(part))
 
 
 def _dask_method(name, width):
@@ -185,6 +187,10 @@ def _dask_method(name, width):
 
 def _n_classes(estimator):
     return int(estimator.n_classes_)
+
+
+def _decision_width(estimator):
+    return None if estimator.n_classes_ == 2 else int(estimator.n_classes_)
 
 
 def _one(estimator):
@@ -216,6 +222,8 @@ def _make(local_class, defaults=None, bases=()):
                           f":class:`gputree.{local_class.__name__}` plus ``client``."}
     if hasattr(local_class, "predict_proba"):
         methods["predict_proba"] = _dask_method("predict_proba", _n_classes)
+    if hasattr(local_class, "decision_function"):
+        methods["decision_function"] = _dask_method("decision_function", _decision_width)
     methods["predict"] = _dask_method("predict", _one)
     return type("Dask" + local_class.__name__, (_DaskEstimator, *bases, local_class), methods)
 

@@ -104,9 +104,7 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
     X_binned = RemoteRows(partitions, binned, (partitions.n_rows, encoder.n_features_in_),
                           np.uint8)
     partitions.wait(binned)
-    for part in partitions.parts:      # the float partitions are no longer needed
-        part.release()
-    partitions.parts = binned
+    partitions.replace_parts(binned)   # the float partitions are no longer needed
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
     return TrainingInputs(backend, encoder, mapper, data, weight)

@@ -56,6 +56,14 @@ class RowPartitions:
         wait(parts)
         return cls(client, parts)
 
+    def replace_parts(self, futures):
+        """Hold ``futures`` (one per partition) instead of the current parts,
+        which are released."""
+        for part in self.parts:
+            part.release()
+        self.parts = list(futures)
+        self.workers = self._holders(self.parts)
+
     @property
     def n_rows(self):
         return int(self.offsets[-1])
