@@ -27,6 +27,7 @@ from ..backends import get_backend
 from ..boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from ..forest import RandomForestClassifier, RandomForestRegressor
 from ..tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
+from .backend import use_worker_threads
 from .inputs import (bin_partitions, encoded_partitions, fit_encoder, gather_vector,
                      is_dask_collection, is_dask_frame, row_blocks)
 
@@ -164,6 +165,7 @@ def _predict_frame(frame, model, method):
 def _predict_part(part, model, method):
     """The local model's ``method`` on one partition, on the worker's device
     (host numpy out)."""
+    use_worker_threads()
     model._backend = _driver_backend(model.device)
     if part.shape[0] == 0:
         width = model.n_classes_ if method == "predict_proba" else None

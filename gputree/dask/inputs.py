@@ -19,7 +19,7 @@ from .._validation import FeatureEncoder, check_int, check_sample_weight
 from ..backends import get_backend
 from ..binning import BinMapper, category_edges, distinct_codes, quantile_edges, used_rows
 from ..grower import BinnedData
-from .backend import DistributedBackend
+from .backend import DistributedBackend, worker_backend
 from .partitions import RemoteRows, RowPartitions
 
 
@@ -69,7 +69,7 @@ def encode_part(part, encoder, device):
     the worker's device for cupy partitions."""
     if part.shape[0] == 0:
         return np.empty((0, encoder.n_features_in_), dtype=X_DTYPE)
-    return encoder.transform(part, device_xp=get_backend(device).device_xp)
+    return encoder.transform(part, device_xp=worker_backend(device).device_xp)
 
 
 def gather_vector(partitions, v, name):
@@ -137,7 +137,7 @@ def _edges_from(summaries, max_bins):
 
 
 def _bin_part(X_float, thresholds, is_categorical, missing_bin, device):
-    backend = get_backend(device)
+    backend = worker_backend(device)
     return backend.map_to_bins(backend.asarray(X_float), backend.asarray(thresholds),
                                backend.asarray(is_categorical), missing_bin)
 

@@ -89,6 +89,17 @@ class RowPartitions:
                                    allow_other_workers=True, pure=False)
                 for p in range(len(self.parts))]
 
+    def sum_per_worker(self, futures):
+        """One future per worker: the sum of the arrays ``futures`` (one per
+        partition) of the partitions it holds, so that one array per worker,
+        not per partition, travels to the driver."""
+        by_worker = {}
+        for future, worker in zip(futures, self.workers):
+            by_worker.setdefault(worker, []).append(future)
+        return [self.client.submit(_sum, *held, workers=[worker] if worker else None,
+                                   allow_other_workers=True, pure=False)
+                for worker, held in by_worker.items()]
+
     def gather(self, futures):
         """Results of ``futures`` on the driver (see :meth:`wait`)."""
         self.wait(futures)
@@ -129,6 +140,13 @@ def _worker_errors():
 def function_of(function, part, *args):
     import dask
     return dask.delayed(function, pure=False)(part, *args)
+
+
+def _sum(first, *others):
+    total = first.copy()
+    for other in others:
+        total += other
+    return total
 
 
 def _n_rows(part):
