@@ -21,7 +21,6 @@ positions come back once. Each worker runs its tasks on its own backend
 import numba
 import numpy as np
 
-from .._dtypes import STAT_DTYPE
 from .._threads import resolve_n_jobs
 from ..backends import get_backend
 from ..backends.base import Backend

@@ -15,8 +15,7 @@ import numpy as np
 
 from .._dtypes import MAX_NON_MISSING_BINS, X_DTYPE
 from .._training import TrainingInputs
-from .._validation import FeatureEncoder, check_int, check_sample_weight
-from ..backends import get_backend
+from .._validation import FeatureEncoder, check_int, check_sample_weight, to_numpy
 from ..binning import BinMapper, category_edges, distinct_codes, quantile_edges, used_rows
 from ..grower import BinnedData
 from .backend import DistributedBackend, worker_backend
@@ -114,7 +113,7 @@ def _bin_summary(X_float, sampled, used, is_categorical):
     """What one partition tells the driver about its bins: (its sampled
     rows' values, host float64 (k_p, F); per categorical feature f, the
     distinct codes of all rows and of the used rows)."""
-    X = np.asarray(get_backend("cpu").to_host(X_float), dtype=X_DTYPE)
+    X = np.asarray(to_numpy(X_float), dtype=X_DTYPE)
     codes = {f: (distinct_codes(X[:, f]), distinct_codes(X[used, f]))
              for f in np.flatnonzero(is_categorical)}
     return X[sampled], codes

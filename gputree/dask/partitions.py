@@ -170,11 +170,9 @@ class RemoteRows:
 
     def gather(self):
         """The whole array on the driver (numpy)."""
-        from ..backends.base import Backend
+        from .._validation import to_numpy
         parts = self.partitions.gather(self.futures)
-        host = Backend().to_host
-        return np.concatenate([host(p) for p in parts]) if parts else np.empty(self.shape,
-                                                                               self.dtype)
+        return np.concatenate([to_numpy(p) for p in parts])
 
     def __array__(self, dtype=None, copy=None):
         array = self.gather()
