@@ -208,3 +208,24 @@ def test_lost_worker_aborts_the_fit(client, monkeypatch):
     with pytest.raises(gd.WorkerLostError, match="aborted"):
         model.fit(dask_frame(X, 3), labels)
     assert not hasattr(model, "_trees")
+
+
+def test_parameters_and_missing_dask_message():
+    """The Dask classes take the ordinary parameters plus client (clone
+    works; boosting's early stopping is off by default); without
+    distributed, importing gputree.dask says what to install."""
+    import subprocess
+    import sys
+    from sklearn.base import clone
+    model = gd.DaskGradientBoostingClassifier(n_estimators=7, client=None)
+    params = model.get_params()
+    local_params = gputree.GradientBoostingClassifier().get_params()
+    assert set(params) == set(local_params) | {"client"}
+    assert params["early_stopping"] is False and params["n_estimators"] == 7
+    assert clone(model).get_params() == params
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "try:\n    import gputree.dask\nexcept ImportError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(gputree.__file__))),
+                         timeout=120)
+    assert 'pip install "gputree[dask]"' in out.stdout, out.stderr
