@@ -225,7 +225,7 @@ def test_parameters_and_missing_dask_message():
     assert clone(model).get_params() == params
     code = ("import sys; sys.modules['distributed'] = None\n"
             "try:\n    import gputree.dask\nexcept ImportError as e:\n    print(e)")
+    root = os.path.dirname(os.path.dirname(gputree.__file__))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(gputree.__file__))),
-                         timeout=120)
+                         env=dict(os.environ, PYTHONPATH=root), timeout=120)
     assert 'pip install "gputree[dask]"' in out.stdout, out.stderr
