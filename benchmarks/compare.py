@@ -16,6 +16,9 @@ Scenarios (``SCENARIOS`` below; every one takes ``--rows``):
 * ``memory``  (e) peak memory of one fit, each in its own process
 * ``real``    (f) the Titanic data (categorical columns, missing values)
 * ``regression`` one regression tree of depth 10 (quality: RMSE)
+* ``dask``    boosting on a local Dask cluster of 2 worker processes
+  (gputree.dask vs xgboost.dask and LightGBM's DaskLGBMClassifier; X in 4
+  partitions; fit seconds, and AUC of predictions made on the cluster)
 
 gputree runs on every device usable here (``--devices``), with its numba
 kernels compiled on a few rows before any timing. Every library gets
@@ -92,7 +95,7 @@ class Runner:
         """A no-argument function building a fresh estimator; ImportError
         (saying why) when the estimator is not installed or not written yet."""
         module, _, name = self.estimator.rpartition(".")
-        cls = (gputree_estimator(name) if self.library == "gputree"
+        cls = (gputree_estimator(name) if module == "gputree"
                else getattr(importlib.import_module(module), name))
         params = self.settings(threads, device)
         return lambda: cls(**params)
@@ -118,6 +121,7 @@ class Scenario:
     rows: int = 100_000            # default of --rows (rows in all, before the split)
     test_size: float = 0.25
     memory: bool = False           # measure peak memory instead of speed
+    cluster: bool = False          # fit dask arrays on a local Dask cluster
 
 
 SEED = dict(random_state=0)
@@ -185,6 +189,17 @@ FOREST = Group("random forest, 100 trees, depth 10, sqrt(features) per split", (
                 colsample_bynode=SQRT_FRACTION, tree_method="hist", max_bin=256,
                 min_child_weight=0.0, enable_categorical=True, **SEED), threads="n_jobs"),
 ))
+DASK_GBDT = Group("gradient boosting on a 2-worker Dask cluster, 100 trees, depth 8", (
+    Runner("DaskGradientBoostingClassifier", "gputree.dask.DaskGradientBoostingClassifier",
+           dict(n_estimators=100, max_depth=8, learning_rate=0.1, reg_lambda=1.0,
+                min_samples_leaf=1, max_bins=255, **SEED)),
+    Runner("DaskXGBClassifier", "xgboost.dask.DaskXGBClassifier",
+           dict(n_estimators=100, max_depth=8, learning_rate=0.1, reg_lambda=1.0,
+                tree_method="hist", max_bin=256, min_child_weight=0.0, **SEED)),
+    Runner("DaskLGBMClassifier", "lightgbm.DaskLGBMClassifier",
+           dict(n_estimators=100, max_depth=8, num_leaves=255, learning_rate=0.1,
+                reg_lambda=1.0, max_bin=255, min_child_samples=1, verbose=-1, **SEED)),
+))
 PREDICT = Group("predict with 100 boosted trees of depth 8",
                 (GPUTREE_GBDT, XGBOOST_GBDT, LIGHTGBM_GBDT))
 
@@ -200,6 +215,8 @@ SCENARIOS = {
                      (ONE_TREE, GBDT, FOREST), data="titanic", rows=None),
     "regression": Scenario("one regression tree of depth 10", (ONE_REGRESSION_TREE,),
                            data="regression"),
+    "dask": Scenario("boosting on a local Dask cluster (2 worker processes)", (DASK_GBDT,),
+                     rows=200_000, cluster=True),
 }
 
 
@@ -248,6 +265,41 @@ def measure_speed(runner, device, data, args):
         result.skipped = f"not available: {exc}"
     except Exception as exc:   # report a library's failure, keep going
         result.skipped = f"error: {type(exc).__name__}: {exc}"
+    return result
+
+
+def measure_on_cluster(runner, device, data, args):
+    """measure_speed on a LocalCluster of 2 worker processes (args.threads
+    threads in all): X and y as dask arrays in 4 partitions; predictions
+    made on the cluster. gputree is warmed up on the cluster first."""
+    result = Result(runner, device)
+    try:
+        import dask.array as da
+        from distributed import Client, LocalCluster
+        make = runner.factory(args.threads, device)
+    except ImportError as exc:
+        result.skipped = f"not available: {exc}"
+        return result
+    workers = 2
+    with LocalCluster(n_workers=workers, threads_per_worker=max(1, args.threads // workers),
+                      processes=True, dashboard_address=None) as cluster, Client(cluster):
+        def to_dask(array):
+            return da.from_array(array, chunks=(-(-array.shape[0] // 4),) + array.shape[1:])
+        X_train, X_test = (to_dask(np.asarray(x)) for x in data.inputs(runner.categorical))
+        y_train = to_dask(np.asarray(data.y_train))
+        try:
+            if runner.library == "gputree":
+                small = min(WARM_UP_ROWS, X_train.shape[0])
+                _timed(make().set_params(n_estimators=2).fit, X_train[:small], y_train[:small])
+            fits = []
+            for _ in range(args.repeat):
+                model = make()
+                fits.append(_timed(model.fit, X_train, y_train)[1])
+                prediction, seconds = _timed(lambda: model.predict_proba(X_test).compute())
+            result.fit, result.predict = statistics.median(fits), seconds
+            result.quality = quality(data.y_test, prediction, np.unique(data.y_train))
+        except Exception as exc:   # report a library's failure, keep going
+            result.skipped = f"error: {type(exc).__name__}: {exc}"
     return result
 
 
@@ -473,6 +525,8 @@ def _run_job(runner, device, data, scenario, args):
     reason = device_unavailable(device)
     if reason is not None:
         return Result(runner, device, skipped=reason)
+    if scenario.cluster:
+        return measure_on_cluster(runner, device, data, args)
     measure = measure_memory if scenario.memory else measure_speed
     return measure(runner, device, data, args)
 

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ._training import bin_training_data, binning_seed, seed_from
+from ._training import binning_seed, seed_from
 from ._validation import check_random_state
 from .tree import concatenate_trees
 
@@ -28,8 +28,7 @@ def training_data(estimator, X, sample_weight):
         return estimator._bin_new_data(X), True
     estimator._seed = seed_from(check_random_state(estimator.random_state))
     seed = binning_seed(estimator.random_state, estimator._seed)
-    inputs, _ = bin_training_data(X, estimator.max_bins, estimator.categorical_features,
-                                  estimator.device, seed, sample_weight)
+    inputs = estimator._bin_training_data(X, seed, sample_weight)
     estimator._store_inputs(inputs)
     return inputs.data, False
 

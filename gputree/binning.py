@@ -61,31 +61,48 @@ class BinMapper:
         the bins, so that a zero weight means the same as leaving the row out
         (their category codes are still checked).
         """
+        n_samples, n_features = X.shape  # numpy, or a device array (host copies of samples)
+        used = used_rows(n_samples, sample_weight)
+        sample = column_reader(X, self.sample_rows(used))
+        full = column_reader(X, None)
+        is_cat = self._categorical_mask(n_features)
+
+        def edges_of(f):
+            # categories must be checked on all rows, not on the subsample
+            if is_cat[f]:
+                column = full(f)
+                return category_edges(distinct_codes(column), distinct_codes(column[used]),
+                                      f, self.max_bins)
+            return quantile_edges(sample(f), self.max_bins)
+
+        return self.fit_edges(n_features, edges_of)
+
+    def sample_rows(self, used):
+        """Sorted int rows (of ``used``, sorted row indices) whose values
+        shape the numerical bins: all of them, or ``subsample`` drawn with
+        the seed. Depends only on ``used`` and the seed, so a cluster draws
+        the same global rows (gputree.dask)."""
+        if self.subsample is None or used.size <= self.subsample:
+            return used
+        rng = np.random.RandomState(self.random_state)
+        return np.sort(rng.choice(used, self.subsample, replace=False))
+
+    def _categorical_mask(self, n_features):
+        return (np.zeros(n_features, dtype=bool) if self.is_categorical is None
+                else np.asarray(self.is_categorical, dtype=bool))
+
+    def fit_edges(self, n_features, edges_of):
+        """Set the fitted attributes from ``edges_of(f)``: feature f's
+        thresholds (float64, sorted) or category codes."""
         if not 2 <= self.max_bins <= MAX_NON_MISSING_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_NON_MISSING_BINS}], "
                              f"got {self.max_bins}.")
-        n_samples, n_features = X.shape  # numpy, or a device array (host copies of samples)
-        is_cat = (np.zeros(n_features, dtype=bool) if self.is_categorical is None
-                  else np.asarray(self.is_categorical, dtype=bool))
-        used = (np.arange(n_samples) if sample_weight is None
-                else np.flatnonzero(np.asarray(sample_weight) > 0))
-        sampled = used
-        if self.subsample is not None and used.size > self.subsample:
-            rng = np.random.RandomState(self.random_state)
-            sampled = np.sort(rng.choice(used, self.subsample, replace=False))
-        sample = column_reader(X, sampled)
-        full = column_reader(X, None)
+        is_cat = self._categorical_mask(n_features)
         # max_bins columns (n_bins - 1): numerical features use at most
         # max_bins - 1 of them, a categorical one up to max_bins codes
         thresholds = np.full((n_features, self.max_bins), np.inf,
                              dtype=THRESHOLD_DTYPE)
         n_non_missing = np.zeros(n_features, dtype=np.int32)
-
-        def edges_of(f):
-            # categories must be checked on all rows, not on the subsample
-            return (_category_edges(full(f), used, f, self.max_bins)
-                    if is_cat[f] else _quantile_edges(sample(f), self.max_bins))
-
         # numpy's sorts release the GIL: features in parallel threads
         with ThreadPoolExecutor(max(1, min(n_features, numba.get_num_threads()))) as pool:
             all_edges = list(pool.map(edges_of, range(n_features)))
@@ -112,7 +129,7 @@ class BinMapper:
         return self.fit(X).transform(X, backend)
 
 
-def _quantile_edges(column, max_bins):
+def quantile_edges(column, max_bins):
     """Thresholds (float64, at most max_bins - 1) between non-missing values."""
     values = column[~np.isnan(column)]
     if values.size == 0:
@@ -127,18 +144,30 @@ def _quantile_edges(column, max_bins):
     return np.unique(edges)
 
 
-def _category_edges(column, used, feature, max_bins):
-    """Sorted category codes (float64) of one categorical column seen in the
-    rows ``used``; every row's code is checked."""
-    codes = np.unique(column[~np.isnan(column)])
+def used_rows(n_samples, sample_weight=None):
+    """Sorted int rows that shape the bins: those of positive weight (all
+    rows without weights)."""
+    return (np.arange(n_samples) if sample_weight is None
+            else np.flatnonzero(np.asarray(sample_weight) > 0))
+
+
+def distinct_codes(column):
+    """Sorted distinct non-missing values (float64) of a column."""
+    return np.unique(column[~np.isnan(column)])
+
+
+def category_edges(all_codes, used_codes, feature, max_bins):
+    """Sorted category codes (float64) of one categorical column: those seen
+    in the rows that shape the bins (``used_codes``); every row's code
+    (``all_codes``, both from :func:`distinct_codes`) is checked."""
+    codes = all_codes
     bad = codes[(codes < 0) | (codes != np.round(codes))]
     if bad.size:
         raise ValueError(
             f"Categorical feature {feature} must hold non-negative integer "
             f"category codes (NaN for missing); found {bad[:3]}. "
             "Pass a pandas 'category' column or encode the categories as 0, 1, 2, ...")
-    values = column[used]
-    codes = np.unique(values[~np.isnan(values)])
+    codes = used_codes
     limit = min(max_bins, MAX_CATEGORIES)
     if codes.size > limit:
         raise ValueError(

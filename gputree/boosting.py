@@ -114,8 +114,7 @@ def take_rows(backend, data, rows):
 
 def take_columns(backend, data, columns):
     """BinnedData restricted to ``columns`` (sorted host int indices)."""
-    X = backend.xp.asfortranarray(data.X_binned[:, backend.asarray(columns)])
-    return BinnedData(X, data.n_bins, data.n_bins_non_missing[columns],
+    return BinnedData(backend.take_columns(data.X_binned, columns), data.n_bins, data.n_bins_non_missing[columns],
                       data.is_categorical[columns], data.thresholds[columns])
 
 

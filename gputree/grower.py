@@ -141,7 +141,7 @@ class _TreeGrowth:
     def __init__(self, backend, data, stats, growth, rng, pool):
         self.backend, self.data, self.stats, self.growth = backend, data, stats, growth
         self.rng, self.pool = rng, pool
-        self.positions = backend.zeros((data.X_binned.shape[0],), NODE_DTYPE)
+        self.positions = backend.row_zeros(data.X_binned.shape[0], NODE_DTYPE)
         # constant for the whole tree: one copy
         self.constants = backend.upload_many({
             "n_bins_non_missing": data.n_bins_non_missing,

@@ -102,6 +102,14 @@ class BaseTreeModel(BaseEstimator):
                                         backend.asarray(roots))
         return backend.to_host(leaves) - roots[None, :]
 
+    def _bin_training_data(self, X, seed, sample_weight):
+        """TrainingInputs of the training X: bins learned with ``seed``, X
+        binned on the backend (:func:`gputree._training.bin_training_data`;
+        gputree.dask learns them across a cluster instead)."""
+        inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features, self.device,
+                                      seed, sample_weight)
+        return inputs
+
     def _store_inputs(self, inputs):
         self._backend = inputs.backend
         self._encoder = inputs.encoder
@@ -197,14 +205,13 @@ class _BaseDecisionTree(BaseTreeModel):
         self._check_common_params()
         rng = check_random_state(self.random_state)
         seed = binning_seed(self.random_state, seed_from(rng))
-        inputs, X_float = bin_training_data(X, self.max_bins, self.categorical_features,
-                                            self.device, seed, sample_weight)
-        n_samples = X_float.shape[0]
+        inputs = self._bin_training_data(X, seed, sample_weight)
+        n_samples, n_features = inputs.data.X_binned.shape
         y = check_y(y, n_samples)
         weight = inputs.sample_weight
         stats, target_attributes = self._statistics(y, weight)
         stats.stats = inputs.backend.asarray(stats.stats)
-        growth = growth_params(self, n_samples, weight.sum(), X_float.shape[1])
+        growth = growth_params(self, n_samples, weight.sum(), n_features)
         tree, _ = grow_tree(inputs.backend, inputs.data, stats, growth, rng)
         tree = prune(tree, self.ccp_alpha, self._ccp_risk())
         surrogates = None

@@ -125,6 +125,16 @@ class Backend:
         pool)."""
         return self.xp.zeros(shape, dtype=dtype)
 
+    def row_zeros(self, n_rows, dtype):
+        """A zeroed (n_rows,) array with one entry per training row (the
+        grower's positions; a distributed backend keeps it on its workers)."""
+        return self.zeros((n_rows,), dtype)
+
+    def take_columns(self, X_binned, columns):
+        """Binned X (n, len(columns)), Fortran order, of the host int
+        ``columns`` (boosting's colsample_bytree)."""
+        return self.xp.asfortranarray(X_binned[:, self.asarray(columns)])
+
     def empty_summaries(self, n_nodes, n_outputs, n_classes):
         return (self.xp.zeros((n_nodes, n_outputs, n_classes), dtype=FLOAT_DTYPE),
                 self.xp.zeros(n_nodes, dtype=FLOAT_DTYPE))

@@ -1,0 +1,251 @@
+"""Estimators for Dask collections: the one-machine estimators fitted through
+the distributed backend, so that the model is the one-machine model, bit for
+bit, whatever the partitioning.
+
+Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
+``distributed.Client``; None: the current one). ``fit`` takes a 2-D dask
+array or a dask DataFrame (pandas ``category`` columns with known
+categories), y and sample_weight as dask or host vectors of one entry per
+row. X is encoded, binned and kept by the workers; y and the weights come to
+the driver (O(n) floats), where the statistics of every tree are built
+(:mod:`gputree.dask.backend`). ``to_local()`` gives the ordinary fitted
+estimator; ``predict``-like methods on a Dask collection predict partition by
+partition on the workers and return a Dask collection (on in-memory data they
+predict on the driver, as the ordinary estimator).
+
+Not supported on Dask (a clear error): ``warm_start``, early stopping and
+``eval_set`` (boosting's defaults turn early stopping off),
+``missing_strategy="surrogate"``, losses that refit leaves to medians
+(absolute error, quantile, huber).
+"""
+import inspect
+
+import numpy as np
+
+from .._validation import to_numpy
+from ..backends import get_backend
+from ..boosting import GradientBoostingClassifier, GradientBoostingRegressor
+from ..forest import RandomForestClassifier, RandomForestRegressor
+from ..tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
+from .backend import use_worker_threads
+from .inputs import (bin_partitions, encoded_partitions, fit_encoder, gather_vector,
+                     is_dask_collection, is_dask_frame, row_blocks)
+
+#: losses whose leaves are refit to per-leaf medians or quantiles of the rows
+_REFIT_LOSSES = ("absolute_error", "quantile", "huber")
+
+
+def _client(client):
+    if client is not None:
+        return client
+    from distributed import get_client
+    try:
+        return get_client()
+    except ValueError as exc:
+        raise ValueError("No Dask client: pass client=distributed.Client(...) or create one "
+                         "before fitting.") from exc
+
+
+def _driver_backend(device):
+    """The backend of the fitted model on this machine (driver or worker):
+    ``device`` where it starts here, else the CPU (same results)."""
+    try:
+        return get_backend(device)
+    except Exception:  # noqa: BLE001 - a GPU device on a driver without a GPU
+        return get_backend("cpu")
+
+
+class _DaskEstimator:
+    """fit / to_local / predict on Dask collections, shared by every DaskX."""
+
+    _local_class = None
+
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit on a dask collection X (n_samples, n_features); y and
+        sample_weight (n_samples,) dask or host vectors."""
+        self._check_dask_params(fit_params)
+        client = _client(self.client)
+        encoder = fit_encoder(X, self.categorical_features)
+        before = dict(self.__dict__)
+        self._dask_fit = (encoded_partitions(client, X, encoder, self.device), encoder)
+        try:
+            y_host = gather_vector(self._dask_fit[0], y, "y")
+            w_host = gather_vector(self._dask_fit[0], sample_weight, "sample_weight")
+            super().fit(X, y_host, w_host, **fit_params)
+        except BaseException:
+            self._release_fit()
+            self.__dict__ = before      # a failed fit leaves no partial model
+            raise
+        self._release_fit()
+        self._backend = _driver_backend(self.device)
+        return self
+
+    def _bin_training_data(self, X, seed, sample_weight):
+        partitions, encoder = self._dask_fit
+        return bin_partitions(partitions, encoder, self.max_bins, self.device, seed,
+                              sample_weight)
+
+    def _release_fit(self):
+        for part in self._dask_fit[0].parts:
+            part.release()
+        backend = getattr(self, "_backend", None)
+        if hasattr(backend, "release"):
+            backend.release()
+        del self._dask_fit
+
+    def _check_dask_params(self, fit_params):
+        if getattr(self, "warm_start", False):
+            raise ValueError("warm_start=True is not supported on Dask; fit once with the "
+                             "final n_estimators.")
+        if getattr(self, "missing_strategy", "default") != "default":
+            raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
+                             "'default', or fit the ordinary estimator on data in memory.")
+        if getattr(self, "early_stopping", False) is not False or fit_params.get("eval_set"):
+            raise ValueError("Early stopping (early_stopping, eval_set) is not supported on "
+                             "Dask yet; pass early_stopping=False and no eval_set.")
+        if getattr(self, "loss", None) in _REFIT_LOSSES:
+            raise ValueError(f"loss={self.loss!r} refits leaves to per-leaf quantiles, which "
+                             "is not supported on Dask; use 'squared_error' or fit the "
+                             "ordinary estimator.")
+
+    # ---------------------------------------------------------- the model
+    def to_local(self):
+        """The ordinary fitted estimator (same trees, bins and parameters),
+        which predicts without Dask."""
+        self._check_fitted()
+        params = {k: v for k, v in self.get_params().items() if k != "client"}
+        local = self._local_class(**params)
+        for name, value in self.__dict__.items():
+            if name not in params and name != "client":
+                setattr(local, name, value)
+        local._backend = _driver_backend(self.device)
+        return local
+
+    def _predict_collection(self, method, X, output_width):
+        """``method`` of the local model on every partition of the dask
+        collection X; ``output_width`` None: one value per row."""
+        model = self.to_local()
+        if is_dask_frame(X):
+            import pandas as pd
+            row_blocks(X)  # checks the categories are known
+            if output_width is None:
+                meta = pd.Series([], dtype=_output_dtype(self, method))
+            else:
+                meta = pd.DataFrame({k: pd.Series([], dtype=np.float64)
+                                     for k in range(output_width)})
+            return X.map_partitions(_predict_frame, model, method, meta=meta)
+        row_blocks(X)
+        X = X.rechunk({1: -1})
+        if output_width is None:
+            return X.map_blocks(_predict_block, model, method, drop_axis=1,
+                                dtype=_output_dtype(self, method))
+        return X.map_blocks(_predict_block, model, method, dtype=np.float64,
+                            chunks=(X.chunks[0], (output_width,)))
+
+
+def _output_dtype(estimator, method):
+    classes = getattr(estimator, "classes_", None)
+    if method == "predict" and isinstance(classes, np.ndarray):
+        return classes.dtype
+    return np.float64
+
+
+def _predict_block(block, model, method):
+    return _predict_part(block, model, method)
+
+
+def _predict_frame(frame, model, method):
+    import pandas as pd
+    result = _predict_part(frame, model, method)
+    if result.ndim == 1:
+        return pd.Series(result, index=frame.index)
+    return pd.DataFrame(result, index=frame.index)
+
+
+def _predict_part(part, model, method):
+    """The local model's ``method`` on one partition, on the worker's device
+    (host numpy out)."""
+    use_worker_threads()
+    model._backend = _driver_backend(model.device)
+    if part.shape[0] == 0:
+        width = model.n_classes_ if method == "predict_proba" else None
+        return np.empty((0,) if width is None else (0, width))
+    return to_numpy(getattr(model, method)(part))
+
+
+def _dask_method(name, width):
+    """A predict-like method: on a Dask collection, partition by partition
+    (a Dask collection back); otherwise the ordinary estimator's."""
+    def method(self, X):
+        if is_dask_collection(X):
+            self._check_fitted()
+            return self._predict_collection(name, X, width(self))
+        return getattr(self._local_class, name)(self, X)
+    method.__name__ = name
+    method.__doc__ = (f"``{name}`` of the fitted model; on a dask collection a dask "
+                      "collection, computed partition by partition on the workers.")
+    return method
+
+
+def _n_classes(estimator):
+    return int(estimator.n_classes_)
+
+
+def _decision_width(estimator):
+    return None if estimator.n_classes_ == 2 else int(estimator.n_classes_)
+
+
+def _one(estimator):
+    return None
+
+
+def _make(local_class, defaults=None, bases=()):
+    """The Dask class of ``local_class`` (with mixins ``bases``): its
+    parameters (``defaults`` changed) plus ``client``."""
+    signature = inspect.signature(local_class.__init__)
+    parameters = [p.replace(kind=p.KEYWORD_ONLY, default=(defaults or {}).get(p.name, p.default))
+                  for p in list(signature.parameters.values())[1:]]
+    parameters.append(inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None))
+    names = {p.name: p.default for p in parameters}
+
+    def __init__(self, **params):
+        unknown = set(params) - set(names)
+        if unknown:
+            raise TypeError(f"unexpected parameters {sorted(unknown)}")
+        for name, default in names.items():
+            setattr(self, name, params.get(name, default))
+
+    __init__.__signature__ = signature.replace(
+        parameters=[list(signature.parameters.values())[0]] + parameters)
+    methods = {"__init__": __init__, "_local_class": local_class,
+               "__module__": __name__,
+               "__doc__": f"{local_class.__name__} fitted on a Dask cluster: see "
+                          f":mod:`gputree.dask`. Parameters: those of "
+                          f":class:`gputree.{local_class.__name__}` plus ``client``."}
+    if hasattr(local_class, "predict_proba"):
+        methods["predict_proba"] = _dask_method("predict_proba", _n_classes)
+    if hasattr(local_class, "decision_function"):
+        methods["decision_function"] = _dask_method("decision_function", _decision_width)
+    methods["predict"] = _dask_method("predict", _one)
+    return type("Dask" + local_class.__name__, (_DaskEstimator, *bases, local_class), methods)
+
+
+class _PositionsOnDriver:
+    """Boosting: the leaf ids of a tree come to the driver once per tree
+    (its raw scores are updated there)."""
+
+    def _grow(self, *args):
+        tree, positions = super()._grow(*args)
+        return tree, self._backend.to_host(positions)
+
+
+_NO_EARLY_STOPPING = {"early_stopping": False}
+
+DaskDecisionTreeClassifier = _make(DecisionTreeClassifier)
+DaskDecisionTreeRegressor = _make(DecisionTreeRegressor)
+DaskRandomForestClassifier = _make(RandomForestClassifier)
+DaskRandomForestRegressor = _make(RandomForestRegressor)
+DaskGradientBoostingClassifier = _make(GradientBoostingClassifier, _NO_EARLY_STOPPING,
+                                       (_PositionsOnDriver,))
+DaskGradientBoostingRegressor = _make(GradientBoostingRegressor, _NO_EARLY_STOPPING,
+                                      (_PositionsOnDriver,))

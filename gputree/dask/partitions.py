@@ -1,0 +1,188 @@
+"""Row partitions of a Dask collection held by the workers of a
+``distributed.Client``, in global row order.
+
+A :class:`RowPartitions` is the one place that submits work to the
+partitions' workers and waits for it. Each task runs on the worker holding
+its partition when that worker is alive (``allow_other_workers``: never a task
+pinned to a dead worker). Any worker leaving the cluster while a fit waits,
+or a task lost with its worker, aborts the fit with a RuntimeError: a model
+trained on what remained could differ from the one-machine model, so none is
+returned.
+
+:class:`RemoteRows` is a row-sized array kept on the workers as one future
+per partition (binned X, the grower's positions); only its shape and dtype
+live on the driver.
+"""
+import numpy as np
+
+#: seconds between checks that every worker of the fit is still there
+_POLL_SECONDS = 1.0
+
+
+class WorkerLostError(RuntimeError):
+    """A worker left the cluster during a Dask fit; nothing was fitted."""
+
+
+def _lost_error(detail):
+    return WorkerLostError(
+        f"The Dask fit was aborted: {detail}. A model trained on the remaining partitions "
+        "could differ from the one-machine model, so none was fitted. Fit again once the "
+        "cluster is stable.")
+
+
+class RowPartitions:
+    """Futures of per-partition arrays, their row counts and workers.
+
+    client : distributed.Client;  parts : list of futures, one per partition;
+    sizes : int64 (n_partitions,) rows of each partition.
+    """
+
+    def __init__(self, client, parts, sizes=None):
+        self.client = client
+        self.parts = list(parts)
+        self.workers = self._holders(self.parts)
+        self.fit_workers = set(client.scheduler_info(n_workers=-1)["workers"])
+        if sizes is None:
+            sizes = self.gather(self.map(_n_rows, self.parts))
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+
+    @classmethod
+    def compute(cls, client, delayed_parts, function, *args):
+        """``function(part, *args)`` of every delayed partition, kept on the
+        workers; row counts gathered."""
+        from distributed import wait
+        parts = [client.compute(function_of(function, part, *args)) for part in delayed_parts]
+        wait(parts)
+        return cls(client, parts)
+
+    def replace_parts(self, futures):
+        """Hold ``futures`` (one per partition) instead of the current parts,
+        which are released."""
+        for part in self.parts:
+            part.release()
+        self.parts = list(futures)
+        self.workers = self._holders(self.parts)
+
+    @property
+    def n_rows(self):
+        return int(self.offsets[-1])
+
+    def _holders(self, futures):
+        who = self.client.who_has(futures)
+        return [(who.get(f.key) or [None])[0] for f in futures]
+
+    def slices(self, array):
+        """Per-partition slices of a host array of one entry per row."""
+        return [array[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+
+    def local_rows(self, rows):
+        """Per-partition local indices (int64) of sorted global ``rows``."""
+        bounds = np.searchsorted(rows, self.offsets)
+        return [rows[a:b] - off for a, b, off in zip(bounds[:-1], bounds[1:], self.offsets[:-1])]
+
+    def map(self, function, *columns, **common):
+        """One task per partition: ``function(column_0[p], column_1[p], ...,
+        **common)`` on partition p's worker; returns the futures."""
+        return [self.client.submit(function, *(column[p] for column in columns), **common,
+                                   workers=[self.workers[p]] if self.workers[p] else None,
+                                   allow_other_workers=True, pure=False)
+                for p in range(len(self.parts))]
+
+    def sum_per_worker(self, futures):
+        """One future per worker: the sum of the arrays ``futures`` (one per
+        partition) of the partitions it holds, so that one array per worker,
+        not per partition, travels to the driver."""
+        by_worker = {}
+        for future, worker in zip(futures, self.workers):
+            by_worker.setdefault(worker, []).append(future)
+        return [self.client.submit(_sum, *held, workers=[worker] if worker else None,
+                                   allow_other_workers=True, pure=False)
+                for worker, held in by_worker.items()]
+
+    def gather(self, futures):
+        """Results of ``futures`` on the driver (see :meth:`wait`)."""
+        self.wait(futures)
+        try:
+            return self.client.gather(futures)
+        except _worker_errors() as exc:
+            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+
+    def wait(self, futures):
+        """Wait for ``futures``, checking that every worker of the fit is
+        still in the cluster (else WorkerLostError)."""
+        from distributed import wait
+        try:
+            while True:
+                try:
+                    wait(futures, timeout=_POLL_SECONDS)
+                    break
+                except TimeoutError:
+                    self.check_workers()
+            self.check_workers()
+        except _worker_errors() as exc:
+            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+
+    def check_workers(self):
+        present = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        gone = sorted(self.fit_workers - present)
+        if gone:
+            raise _lost_error(f"worker(s) {gone} left the cluster during the fit")
+
+
+def _worker_errors():
+    from distributed import KilledWorker
+    from distributed.comm.core import CommClosedError
+    from concurrent.futures import CancelledError
+    return (KilledWorker, CommClosedError, CancelledError)
+
+
+def function_of(function, part, *args):
+    import dask
+    return dask.delayed(function, pure=False)(part, *args)
+
+
+def _sum(first, *others):
+    total = first.copy()
+    for other in others:
+        total += other
+    return total
+
+
+def _n_rows(part):
+    return int(part.shape[0])
+
+
+class RemoteRows:
+    """A row-sized array held on the workers: one future per partition
+    (their rows stacked in partition order make the array). ``futures`` is
+    replaced in place by updates, so the object keeps its identity."""
+
+    def __init__(self, partitions, futures, shape, dtype):
+        self.partitions = partitions
+        self.futures = list(futures)
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def gather(self):
+        """The whole array on the driver (numpy)."""
+        from .._validation import to_numpy
+        parts = self.partitions.gather(self.futures)
+        return np.concatenate([to_numpy(p) for p in parts])
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.gather()
+        return array if dtype is None else array.astype(dtype)
+
+    def __getitem__(self, key):
+        return self.gather()[key]
+
+    def release(self):
+        for future in self.futures:
+            future.release()
+        self.futures = []
+

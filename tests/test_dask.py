@@ -1,0 +1,231 @@
+"""gputree.dask on a real LocalCluster of 2 worker processes: the models are
+the one-machine models bit for bit (every array of every tree, the bins,
+every prediction) for several partitionings of the same data, with NaNs,
+categorical columns, sample weights, random draws and a bin subsample
+smaller than the data; predictions on Dask collections are Dask collections
+equal to the local ones; bad input and lost workers give clear errors."""
+import dataclasses
+import os
+import signal
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask")
+pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+import gputree  # noqa: E402
+import gputree.dask as gd  # noqa: E402
+from gputree.binning import BinMapper  # noqa: E402
+
+N_ROWS = 600
+#: row counts of the partitions of each partitioning (uneven, one of 1 row)
+PARTITIONINGS = {1: [N_ROWS], 2: [450, 150], 3: [1, 299, 300], 7: [90, 10, 200, 50, 50, 120, 80]}
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture
+def small_bin_subsample(monkeypatch):
+    """Bins learned from a 250-row subsample (the default is 200,000): the
+    sampled rows must be the same global rows on the cluster."""
+    defaults = list(BinMapper.__init__.__defaults__)
+    defaults[1] = 250
+    monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
+
+
+def make_frame(seed=0):
+    """(pandas X with NaNs and a category column, labels, float target, weights)."""
+    rng = np.random.RandomState(seed)
+    X = pd.DataFrame(rng.normal(size=(N_ROWS, 4)), columns=list("abcd"))
+    X.loc[rng.rand(N_ROWS) < 0.1, "a"] = np.nan
+    X["colour"] = pd.Categorical(rng.choice(["red", "green", "blue", "cyan"], N_ROWS))
+    code = X["colour"].cat.codes.to_numpy()
+    signal = np.nan_to_num(X["a"].to_numpy()) + X["b"].to_numpy() + (code == 1)
+    labels = np.digitize(signal + 0.5 * rng.normal(size=N_ROWS), [-0.5, 0.7])
+    weights = rng.rand(N_ROWS) * (rng.rand(N_ROWS) > 0.1)
+    return X, labels, signal + rng.normal(size=N_ROWS), weights
+
+
+def dask_frame(X, n_partitions):
+    bounds = np.concatenate([[0], np.cumsum(PARTITIONINGS[n_partitions])])
+    divisions = [int(b) for b in bounds[:-1]] + [N_ROWS - 1]
+    return dd.from_pandas(X, npartitions=1).repartition(divisions=divisions)
+
+
+def dask_array(X, n_partitions, n_column_chunks=2):
+    n_features = X.shape[1]
+    columns = (n_features - n_features // 2, n_features // 2)[:n_column_chunks]
+    return da.from_array(X, chunks=(tuple(PARTITIONINGS[n_partitions]), columns))
+
+
+def trees_of(model):
+    return model._trees if hasattr(model, "_trees") else [model.tree_.arrays]
+
+
+def assert_same_model(dask_model, local):
+    """Every array of every tree and the bin thresholds are identical."""
+    np.testing.assert_array_equal(dask_model._bin_mapper.bin_thresholds_,
+                                  local._bin_mapper.bin_thresholds_)
+    ours, theirs = trees_of(dask_model), trees_of(local)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        for field in dataclasses.fields(a):
+            x, y = getattr(a, field.name), getattr(b, field.name)
+            assert x.dtype == y.dtype, field.name
+            np.testing.assert_array_equal(x, y, err_msg=field.name)
+
+
+CASES = {
+    "boosting-multiclass": (gputree.GradientBoostingClassifier, gd.DaskGradientBoostingClassifier,
+                            dict(n_estimators=3, max_depth=3, subsample=0.7,
+                                 colsample_bytree=0.6, random_state=3), "labels"),
+    "boosting-regression": (gputree.GradientBoostingRegressor, gd.DaskGradientBoostingRegressor,
+                            dict(n_estimators=4, max_depth=3, random_state=1), "target"),
+    "forest-classifier": (gputree.RandomForestClassifier, gd.DaskRandomForestClassifier,
+                          dict(n_estimators=3, max_depth=4, random_state=5), "labels"),
+    "forest-regressor": (gputree.RandomForestRegressor, gd.DaskRandomForestRegressor,
+                         dict(n_estimators=3, max_depth=4, max_features=0.5, oob_score=True,
+                              random_state=2), "target"),
+    "tree-classifier": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
+                        dict(max_depth=5, random_state=0), "labels"),
+}
+
+
+def fit_pair(case, client, n_partitions, weighted=True, as_array=False):
+    local_class, dask_class, params, target = CASES[case]
+    X, labels, target_values, weights = make_frame()
+    y = labels if target == "labels" else target_values
+    w = weights if weighted else None
+    params = dict(params, device="cpu")
+    if local_class.__name__.startswith("GradientBoosting"):
+        params["early_stopping"] = False
+    if as_array:
+        X = X.assign(colour=X["colour"].cat.codes.astype(float)).to_numpy()
+        params["categorical_features"] = [4]
+        dX = dask_array(X, n_partitions)
+    else:
+        dX = dask_frame(X, n_partitions)
+    local = local_class(**params).fit(X, y, sample_weight=w)
+    dy = da.from_array(y, chunks=200)
+    model = dask_class(**params, client=client).fit(dX, dy, sample_weight=w)
+    return model, local, X, dX
+
+
+@pytest.mark.parametrize("n_partitions", [1, 2, 3, 7])
+@pytest.mark.parametrize("case", ["boosting-multiclass", "forest-classifier"])
+def test_same_model_for_every_partitioning(client, small_bin_subsample, case, n_partitions):
+    model, local, X, dX = fit_pair(case, client, n_partitions)
+    assert_same_model(model, local)
+    methods = ["predict_proba", "predict"] + (["decision_function"] if case.startswith("boost")
+                                              else [])
+    for method in methods:
+        expected = getattr(local, method)(X)
+        np.testing.assert_array_equal(getattr(model, method)(X), expected)
+        predicted = getattr(model, method)(dX)
+        assert isinstance(predicted, dd.DataFrame if expected.ndim == 2 else dd.Series)
+        np.testing.assert_array_equal(predicted.compute().to_numpy(), expected)
+
+
+@pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
+@pytest.mark.parametrize("case", ["boosting-regression", "forest-regressor", "tree-classifier"])
+def test_same_model_other_estimators(client, small_bin_subsample, case):
+    model, local, X, dX = fit_pair(case, client, 3, as_array=True)
+    assert_same_model(model, local)
+    predicted = model.predict(dX)
+    assert isinstance(predicted, da.Array)
+    np.testing.assert_array_equal(predicted.compute(), local.predict(X))
+    if case == "forest-regressor":
+        np.testing.assert_array_equal(model.oob_prediction_, local.oob_prediction_)
+
+
+def test_to_local_is_the_ordinary_estimator(client):
+    model, local, X, _ = fit_pair("boosting-regression", client, 2, weighted=False)
+    plain = model.to_local()
+    assert type(plain) is gputree.GradientBoostingRegressor
+    assert "client" not in plain.get_params()
+    assert_same_model(plain, local)
+    np.testing.assert_array_equal(plain.predict(X), local.predict(X))
+
+
+def test_unknown_chunk_sizes(client):
+    """A dask array whose partition sizes are unknown (from a dataframe) is
+    fitted: the sizes are computed on the workers."""
+    X, labels, _, _ = make_frame()
+    X = X.drop(columns="colour")
+    dX = dask_frame(X, 3).to_dask_array()
+    assert np.isnan(dX.shape[0])
+    params = dict(n_estimators=2, max_depth=3, device="cpu", early_stopping=False)
+    model = gd.DaskGradientBoostingClassifier(**params, client=client).fit(dX, labels)
+    local = gputree.GradientBoostingClassifier(**params).fit(X, labels)
+    assert_same_model(model, local)
+    np.testing.assert_array_equal(model.predict(dX).compute(), local.predict(X))
+
+
+def test_clear_errors(client):
+    X, labels, _, _ = make_frame()
+    dX = dask_frame(X, 2)
+    with pytest.raises(ValueError, match="early_stopping=False"):
+        gd.DaskGradientBoostingClassifier(early_stopping=True, client=client).fit(dX, labels)
+    with pytest.raises(ValueError, match="y has 10 rows but X has 600"):
+        gd.DaskRandomForestClassifier(client=client).fit(dX, labels[:10])
+    unknown = dX.assign(colour=dX["colour"].cat.as_unknown())
+    with pytest.raises(ValueError, match="categorize"):
+        gd.DaskRandomForestClassifier(client=client).fit(unknown, labels)
+    with pytest.raises(TypeError, match="dask.array or a dask.dataframe"):
+        gd.DaskRandomForestClassifier(client=client).fit(X, labels)
+
+
+def test_lost_worker_aborts_the_fit(client, monkeypatch):
+    """A worker killed between two levels: the fit stops with a clear error
+    (never a model from part of the data). Runs last: the cluster's nanny
+    starts a new worker in its place."""
+    from gputree.dask.backend import DistributedBackend
+    calls = []
+    build = DistributedBackend.build_histograms
+
+    def build_then_kill(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            victim = sorted(client.scheduler_info()["workers"])[0]
+            os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(DistributedBackend, "build_histograms", build_then_kill)
+    X, labels, _, _ = make_frame()
+    model = gd.DaskRandomForestClassifier(n_estimators=3, max_depth=4, device="cpu",
+                                          client=client)
+    with pytest.raises(gd.WorkerLostError, match="aborted"):
+        model.fit(dask_frame(X, 3), labels)
+    assert not hasattr(model, "_trees")
+
+
+def test_parameters_and_missing_dask_message():
+    """The Dask classes take the ordinary parameters plus client (clone
+    works; boosting's early stopping is off by default); without
+    distributed, importing gputree.dask says what to install."""
+    import subprocess
+    import sys
+    from sklearn.base import clone
+    model = gd.DaskGradientBoostingClassifier(n_estimators=7, client=None)
+    params = model.get_params()
+    local_params = gputree.GradientBoostingClassifier().get_params()
+    assert set(params) == set(local_params) | {"client"}
+    assert params["early_stopping"] is False and params["n_estimators"] == 7
+    assert clone(model).get_params() == params
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "try:\n    import gputree.dask\nexcept ImportError as e:\n    print(e)")
+    root = os.path.dirname(os.path.dirname(gputree.__file__))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=root), timeout=120)
+    assert 'pip install "gputree[dask]"' in out.stdout, out.stderr
