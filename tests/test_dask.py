@@ -99,6 +99,8 @@ CASES = {
                               random_state=2), "target"),
     "tree-classifier": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                         dict(max_depth=5, random_state=0), "labels"),
+    "tree-wide-bins": (gputree.DecisionTreeRegressor, gd.DaskDecisionTreeRegressor,
+                       dict(max_depth=5, max_bins=400), "target"),
 }
 
 
@@ -147,6 +149,14 @@ def test_same_model_other_estimators(client, small_bin_subsample, case):
     np.testing.assert_array_equal(predicted.compute(), local.predict(X))
     if case == "forest-regressor":
         np.testing.assert_array_equal(model.oob_prediction_, local.oob_prediction_)
+
+
+def test_same_model_with_16_bit_bin_codes(client):
+    """max_bins above 255: the workers' binned partitions hold uint16 codes."""
+    model, local, X, dX = fit_pair("tree-wide-bins", client, 3, as_array=True)
+    assert local._bin_mapper.n_bins_ > 256
+    assert_same_model(model, local)
+    np.testing.assert_array_equal(model.predict(dX).compute(), local.predict(X))
 
 
 def test_to_local_is_the_ordinary_estimator(client):
