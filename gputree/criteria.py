@@ -183,9 +183,9 @@ def _statistics_array(n_samples, n_values, sample_weight, xp=np, count=None):
 
 
 def _layout(criterion, fields, count_channel, n_channels):
-    """int64 (LAYOUT_SIZE,): the criterion's properties, then ``fields``
+    """int64 (LAYOUT_SIZE,): the criterion's properties (multiway off), then ``fields``
     (n_outputs, per_output, value_offset, weight_channel) and the channels."""
-    return np.array([criterion.kind, criterion.impurity, int(criterion.split_info)]
+    return np.array([criterion.kind, criterion.impurity, int(criterion.split_info), 0]
                     + fields + [count_channel, n_channels], dtype=np.int64)
 
 

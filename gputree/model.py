@@ -20,8 +20,10 @@ import numpy as np
 from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, NODE_DTYPE
 from .tree import TreeArrays
 
-#: version of the layout of ``to_dict`` (and of the JSON files written from it)
-SCHEMA_VERSION = 1
+#: version of the layout of ``to_dict`` (and of the JSON files written from it);
+#: 2 adds the optional tree field ``chain_link`` (multiway splits), and a
+#: model without multiway splits is still written as version 1
+SCHEMA_VERSION = 2
 
 #: dtype and per-node trailing shape of every TreeArrays field (value: checked apart)
 TREE_FIELDS = {
@@ -32,6 +34,8 @@ TREE_FIELDS = {
     "n_node_samples": (np.int64, ()), "weighted_n_node_samples": (FLOAT_DTYPE, ()),
     "gain": (FLOAT_DTYPE, ()), "depth": (NODE_DTYPE, ()), "parent": (NODE_DTYPE, ()),
 }
+#: fields a tree may omit (schema version 2; absent: all zeros)
+OPTIONAL_TREE_FIELDS = {"chain_link": (np.uint8, ())}
 
 
 class ModelFormatError(ValueError):
@@ -126,13 +130,15 @@ class FittedModel:
 
     def to_dict(self):
         """Plain containers: numpy arrays, lists, dicts, str, numbers, None."""
-        return {"format": "gputree-model", "schema_version": SCHEMA_VERSION,
+        multiway = any(t.is_multiway for t in self.trees)
+        return {"format": "gputree-model", "schema_version": 2 if multiway else 1,
                 "estimator": self.estimator, "params": dict(self.params),
                 "features": {"names": self.feature_names, "is_categorical": self.is_categorical,
                              "categories": [[i, v] for i, v in sorted(self.categories.items())]},
                 "bins": {"thresholds": self.thresholds,
                          "n_bins_non_missing": self.n_bins_non_missing},
-                "trees": [{f.name: getattr(t, f.name) for f in fields(t)} for t in self.trees],
+                "trees": [{f.name: getattr(t, f.name) for f in fields(t)
+                           if f.name in TREE_FIELDS or t.is_multiway} for t in self.trees],
                 "attributes": dict(self.attributes)}
 
     @classmethod
@@ -234,10 +240,14 @@ def _tree(data, where, n_features, max_bins):
     """A TreeArrays from a dict of its fields, checked for dtypes, shapes and a
     structure that prediction can walk (children after their parent, inside
     the tree; features inside X)."""
-    if not isinstance(data, dict) or set(data) != set(TREE_FIELDS):
-        raise ModelFormatError(f"{where} must have exactly the fields {sorted(TREE_FIELDS)}.")
+    if not isinstance(data, dict) or not (set(TREE_FIELDS) <= set(data)
+                                          <= set(TREE_FIELDS) | set(OPTIONAL_TREE_FIELDS)):
+        raise ModelFormatError(f"{where} must have exactly the fields {sorted(TREE_FIELDS)} "
+                               f"(and optionally {sorted(OPTIONAL_TREE_FIELDS)}).")
     n_nodes = None
-    for name, (dtype, trailing) in TREE_FIELDS.items():
+    for name, (dtype, trailing) in {**TREE_FIELDS, **OPTIONAL_TREE_FIELDS}.items():
+        if name not in data:
+            continue
         value = data[name]
         ndim = 3 if trailing is None else 1 + len(trailing)
         _array(value, f"{where}.{name}", dtype, ndim)
@@ -246,7 +256,7 @@ def _tree(data, where, n_features, max_bins):
             raise ModelFormatError(f"{where}.{name} has shape {value.shape}; expected "
                                    f"({n_nodes}{''.join(f', {t}' for t in trailing or ())}"
                                    f"{', ...' if trailing is None else ''}).")
-    tree = TreeArrays(**{name: data[name] for name in TREE_FIELDS})
+    tree = TreeArrays(**data)
     _check_structure(tree, where, n_features)
     return tree
 

@@ -15,6 +15,7 @@ from .explain import with_pred_contrib
 from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
                        classification_statistics, regression_statistics)
 from .grower import GrowthParams, grow_tree
+from .multiway import check_multiway, grow_multiway
 from .pruning import PRUNING_RISKS, prune, pruning_path
 from .sklearn_tree import SklearnTree
 from .surrogates import apply_surrogates, fit_surrogates
@@ -193,6 +194,10 @@ class _BaseDecisionTree(BaseTreeModel):
         """The pruning risk: classifiers' ``ccp_risk``, impurity otherwise."""
         return getattr(self, "ccp_risk", "impurity")
 
+    def _grower(self):
+        """The function that grows the tree (:func:`gputree.grower.grow_tree`)."""
+        return grow_tree
+
     def _fit(self, X, y, sample_weight):
         self._check_common_params()
         rng = check_random_state(self.random_state)
@@ -205,7 +210,7 @@ class _BaseDecisionTree(BaseTreeModel):
         stats, target_attributes = self._statistics(y, weight)
         stats.stats = inputs.backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, weight.sum(), X_float.shape[1])
-        tree, _ = grow_tree(inputs.backend, inputs.data, stats, growth, rng)
+        tree, _ = self._grower()(inputs.backend, inputs.data, stats, growth, rng)
         tree = prune(tree, self.ccp_alpha, self._ccp_risk())
         surrogates = None
         if self.missing_strategy == "surrogate":
@@ -309,6 +314,12 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     side learned for missing values) or "surrogate" (CART: the first of the
     split's ``n_surrogates`` ranked surrogate splits whose feature is present,
     else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`).
+    ``multiway=True`` (with ``criterion="entropy"``, ID3, or ``"gain_ratio"``,
+    C4.5): a categorical feature splits a node into one child per category
+    present there, with C4.5's at-least-average-gain rule for gain ratio;
+    unknown categories and missing values go to the heaviest child (see
+    :mod:`gputree.multiway`; ``tree_`` shows each multiway split as a chain of
+    binary nodes, :mod:`gputree.tree`).
     Missing values (NaN) are supported: each split
     learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
     splits of each level until the budget is used (growth stays level-wise).
@@ -321,8 +332,9 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
                  categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity",
-                 missing_strategy="default", n_surrogates=5):
+                 missing_strategy="default", n_surrogates=5, multiway=False):
         self.criterion = criterion
+        self.multiway = multiway
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
@@ -345,6 +357,12 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs)
         labels of any type; sample_weight (n_samples,) >= 0."""
         return self._fit(X, y, sample_weight)
+
+    def _grower(self):
+        if not self.multiway:
+            return grow_tree
+        check_multiway(self)
+        return grow_multiway
 
     def _statistics(self, y, weight):
         """(Statistics, fitted attributes that describe the targets)."""

@@ -18,7 +18,10 @@ entry per criterion, sets them), never on the order of criterion codes:
   ``KIND_NEWTON`` (boosting gradients and hessians);
 * ``LAYOUT_IMPURITY``: which ``IMPURITY_*`` measure the kind's impurity is;
 * ``LAYOUT_SPLIT_INFO``: 1 when a split's gain is divided by the entropy of
-  its partition (C4.5's gain ratio).
+  its partition (C4.5's gain ratio);
+* ``LAYOUT_MULTIWAY``: 1 when categorical features split into one child per
+  category (ID3 / C4.5, :mod:`gputree.multiway`); set by the grower, not the
+  criterion.
 
 Where a criterion's channels sit in a statistics row (the host builds those
 rows in :mod:`gputree.criteria`):
@@ -42,9 +45,10 @@ KIND_CLASSIFICATION, KIND_REGRESSION, KIND_NEWTON = 0, 1, 2
  IMPURITY_POISSON, IMPURITY_NONE) = range(6)
 
 # positions inside the int64 ``layout`` array
-(LAYOUT_KIND, LAYOUT_IMPURITY, LAYOUT_SPLIT_INFO, LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT,
- LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS) = range(9)
-LAYOUT_SIZE = 9
+(LAYOUT_KIND, LAYOUT_IMPURITY, LAYOUT_SPLIT_INFO, LAYOUT_MULTIWAY, LAYOUT_N_OUTPUTS,
+ LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL,
+ LAYOUT_N_CHANNELS) = range(10)
+LAYOUT_SIZE = 10
 # positions inside the float64 ``params`` array
 (PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAM_REG_ALPHA,
  PARAM_CONSTRAINTS) = range(5)
@@ -216,8 +220,22 @@ def make_criterion_functions(jit, inline=None):
     @inline
     def split_gain(L, R, parent, layout, inv, params):
         """Gain of splitting a node whose parent_score is ``parent`` into L and
-        R (int64 sums); -inf when the split breaks min_samples_leaf /
-        min_weight_leaf (min_child_weight)."""
+        R (int64 sums), divided by the split's entropy for gain ratio; -inf
+        when the split breaks min_samples_leaf / min_weight_leaf
+        (min_child_weight)."""
+        gain = impurity_gain(L, R, parent, layout, inv, params)
+        if layout[LAYOUT_SPLIT_INFO] and gain != -math.inf:
+            w = node_weight(L, layout, inv) + node_weight(R, layout, inv)
+            pl = node_weight(L, layout, inv) / w
+            pr = node_weight(R, layout, inv) / w
+            split_info = -(pl * log2(pl) + pr * log2(pr))
+            gain = gain / split_info
+        return gain
+
+    @inline
+    def impurity_gain(L, R, parent, layout, inv, params):
+        """split_gain without the split-info division (the information gain
+        for entropy)."""
         if node_count(L, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
             return -math.inf
         if node_count(R, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
@@ -236,14 +254,8 @@ def make_criterion_functions(jit, inline=None):
             if not (poisson_child_ok(L, layout, inv) and poisson_child_ok(R, layout, inv)):
                 return -math.inf
         w = wl + wr
-        gain = (parent - (wl / w) * impurity(L, layout, inv)
+        return (parent - (wl / w) * impurity(L, layout, inv)
                 - (wr / w) * impurity(R, layout, inv))
-        if layout[LAYOUT_SPLIT_INFO]:
-            pl = wl / w
-            pr = wr / w
-            split_info = -(pl * log2(pl) + pr * log2(pr))
-            gain = gain / split_info
-        return gain
 
     @inline
     def bounded_gain(L, R, parent, layout, inv, params, row, f, n_features):
@@ -299,5 +311,6 @@ def make_criterion_functions(jit, inline=None):
 
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
                            impurity=impurity, parent_score=parent_score, split_gain=split_gain,
+                           impurity_gain=impurity_gain,
                            bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
                            sort_key=sort_key, node_value=node_value)
