@@ -11,9 +11,9 @@ node's split on the host and the move of the rows to their children.
 * ``criterion="entropy"`` (ID3): the split of largest information gain.
 * ``criterion="gain_ratio"`` (C4.5): the split of largest gain ratio (gain /
   entropy of the partition) among the candidates whose information gain is at
-  least the average gain of the node's candidates with positive gain
-  (Quinlan's rule, which keeps a split with a tiny partition entropy from
-  winning on a tiny gain).
+  least the average gain of the node's candidates with positive gain, less a
+  relative 1e-9 (Quinlan's rule, which keeps a split with a tiny partition
+  entropy from winning on a tiny gain); no split when no gain is positive.
 
 Missing values, and categories absent from the node, go to the child of most
 training weight (the lowest category on ties); at training the node's
@@ -33,6 +33,8 @@ from .tree import TreeArrays, compact
 
 #: the criteria a multiway tree grows with
 MULTIWAY_CRITERIA = ("entropy", "log_loss", "gain_ratio")
+#: relative slack of C4.5's at-least-average test
+AVERAGE_TOLERANCE = 1e-9
 
 
 def check_multiway(estimator):
@@ -70,7 +72,10 @@ def choose_splits(gain, info, ratio):
             total += np.where(positive[:, f], info[:, f], 0.0)
         count = positive.sum(axis=1)
         average = np.where(count > 0, total / np.maximum(count, 1), np.inf)
-        score[~(positive & (info >= average[:, None]))] = -np.inf
+        # C4.5's "gain >= average - epsilon": equal gains stay eligible
+        # whatever the rounding of their mean
+        floor = average - AVERAGE_TOLERANCE * np.abs(average)
+        score[~(positive & (info >= floor[:, None]))] = -np.inf
     feature = np.argmax(score, axis=1).astype(np.int32)
     return feature, score[np.arange(score.shape[0]), feature]
 
