@@ -222,3 +222,17 @@ def test_unsupported_multiway_options_say_what_to_change(params, match):
     X, y = _textbook(with_noise=True)
     with pytest.raises(ValueError, match=match):
         DecisionTreeClassifier(multiway=True, **params).fit(X, y)
+
+
+def test_export_text_lists_a_multiway_split_child_by_child():
+    X, y = _textbook(with_noise=True)
+    model = fit(X, y, criterion="entropy", max_depth=1)
+    lines = model_text(model).splitlines()
+    # one line per category at the top level (the 10 ids): 9 "= c" and the rest
+    assert [line.startswith("|--- feature_0 = ") for line in lines[::2]].count(True) == 9
+    assert lines[-2].startswith("|--- feature_0 not in {") and lines[-2].endswith("(missing)")
+
+
+def model_text(model):
+    from gputree.export import export_text
+    return export_text(model)
