@@ -6,7 +6,12 @@ nodes, the split scan in multiway mode (``layout[LAYOUT_MULTIWAY]``,
 :mod:`gputree.backends.scan`: a categorical feature's one candidate is its
 m-way partition, scored from the histogram; numerical features keep their
 binary threshold splits, scored by the same measure), then the choice of each
-node's split on the host and the move of the rows to their children.
+node's split on the host and the move of the rows to their children. Unlike
+:mod:`gputree.grower` (binary splits: the larger sibling's histogram is the
+parent's minus the smaller's), every candidate's histogram is built from its
+rows, and the host reads the chosen features' histograms (k, n_bins, C) to
+know the children of each multiway split; ``max_depth`` counts a multiway
+split as one level, and ``max_leaf_nodes`` and surrogate splits are refused.
 
 * ``criterion="entropy"`` (ID3): the split of largest information gain.
 * ``criterion="gain_ratio"`` (C4.5): the split of largest gain ratio (gain /
