@@ -160,6 +160,7 @@ class _Growth:
         int64 (k, n_bins, C), "bitset" uint32 (k, BITSET_WORDS), "left"
         int64 (k, C))."""
         backend, data, const, k = self.backend, self.data, self.const, candidates.size
+        backend.check_fit_memory(*data.X_binned.shape, self.stats.stats.shape[1], data.n_bins, k)
         node_to_build = np.full(len(level), -1, dtype=NODE_DTYPE)
         node_to_build[candidates] = np.arange(k)
         used = np.stack([level[i].used for i in candidates])

@@ -12,8 +12,7 @@ from ._validation import (check_choice, check_float, check_int, check_random_sta
                           returns_input_kind)
 from .backends import devmath
 from .explain import with_pred_contrib
-from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
-                       classification_statistics, regression_statistics)
+from .criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON
 from .grower import GrowthParams, grow_tree
 from .multiway import check_multiway, grow_multiway
 from .pruning import PRUNING_RISKS, prune, pruning_path
@@ -372,8 +371,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         single = len(classes) == 1
         attributes = {"classes_": classes[0] if single else classes,
                       "n_classes_": n_classes[0] if single else n_classes}
-        return classification_statistics(y_encoded, max(n_classes), weight,
-                                         CLASSIFICATION_CRITERIA[self.criterion]), attributes
+        criterion = CLASSIFICATION_CRITERIA[self.criterion]
+        return criterion.statistics(y_encoded, max(n_classes), weight, criterion), attributes
 
     @returns_input_kind
     def predict_proba(self, X):
@@ -453,7 +452,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         criterion = REGRESSION_CRITERIA[self.criterion]
         if criterion == POISSON:
             check_poisson_targets(y2)
-        return regression_statistics(y2, weight, criterion), {}
+        return criterion.statistics(y2, weight, criterion), {}
 
     @with_pred_contrib
     @returns_input_kind
