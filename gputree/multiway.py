@@ -313,5 +313,6 @@ def _tree_arrays(arrays, data, layout, inv, summaries):
         n_node_samples=np.rint(count).astype(np.int64),
         weighted_n_node_samples=weight.astype(FLOAT_DTYPE),
         gain=np.asarray(arrays["gain"], FLOAT_DTYPE),
-        depth=np.asarray(arrays["depth"], np.int32), parent=np.asarray(arrays["parent"], NODE_DTYPE),
+        depth=np.asarray(arrays["depth"], np.int32),
+        parent=np.asarray(arrays["parent"], NODE_DTYPE),
         chain_link=np.asarray(arrays["chain_link"], np.uint8))

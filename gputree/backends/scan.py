@@ -32,8 +32,8 @@ import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
 from .devmath import make_devmath
-from .formulas import (PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT,
-                       LAYOUT_SPLIT_INFO, make_criterion_functions)
+from .formulas import (LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO,
+                       PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, make_criterion_functions)
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
 SCRATCH_VECTORS = 5
