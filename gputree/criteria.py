@@ -8,9 +8,12 @@ overflow, which makes every histogram sum independent of summation order.
 The formulas that read the sums (gain, impurity, leaf value) are device math
 and live beside the backends that compile them, in
 :mod:`gputree.backends.formulas`; the criterion ids and layout constants are
-re-exported here. Channel layouts (``layout`` int64 array, see ``LAYOUT_*``):
+re-exported here. Each criterion has one explicit entry, a :class:`Criterion`
+record (name, kind, impurity measure, channels, statistics builder), and the
+formulas dispatch on the properties it writes into the ``layout`` int64 array
+(see ``LAYOUT_*``), never on the order of codes. Channel layouts:
 
-* classification (gini, entropy, gain_ratio): per output ``o``, ``n_classes``
+* classification (gini, entropy, gain_ratio, misclassification): per output ``o``, ``n_classes``
   channels ``w * [y_o == k]``; the node weight is the sum of output 0's.
 * squared_error: ``[w, (w*y_o, w*y_o**2) for o]``.
 * poisson: ``[w, (w*y_o, w*y_o*log(y_o)) for o]``.
@@ -21,6 +24,8 @@ weights are not all one; otherwise the weight channel counts rows exactly.
 """
 import math
 import warnings
+from dataclasses import dataclass
+from typing import Callable
 
 import numba
 import numpy as np
@@ -29,10 +34,12 @@ from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
 from ._validation import check_target_range
 from .backends import devmath
 from .backends.formulas import (  # noqa: F401 - re-exported for callers
-    CLASSIFICATION_CRITERIA, ENTROPY, GAIN_RATIO, GINI, LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION,
-    LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, LAYOUT_SIZE, LAYOUT_VALUE_OFFSET,
-    LAYOUT_WEIGHT_CHANNEL, NEWTON, PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF,
-    PARAM_REG_LAMBDA, PARAMS_SIZE, POISSON, REGRESSION_CRITERIA, SQUARED_ERROR)
+    IMPURITY_ENTROPY, IMPURITY_ERROR_RATE, IMPURITY_GINI, IMPURITY_NONE, IMPURITY_POISSON,
+    IMPURITY_SQUARED_ERROR, KIND_CLASSIFICATION, KIND_NEWTON, KIND_REGRESSION,
+    LAYOUT_COUNT_CHANNEL, LAYOUT_IMPURITY, LAYOUT_KIND, LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS,
+    LAYOUT_PER_OUTPUT, LAYOUT_SIZE, LAYOUT_SPLIT_INFO, LAYOUT_VALUE_OFFSET,
+    LAYOUT_WEIGHT_CHANNEL, PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA,
+    PARAMS_SIZE)
 
 # largest absolute channel total allowed after scaling is 2**61 (2 bits of
 # headroom); the largest scale exponent keeps 2**-k representable
@@ -175,8 +182,11 @@ def _statistics_array(n_samples, n_values, sample_weight, xp=np, count=None):
     return stats, np.ones(stats.shape[1], FLOAT_DTYPE), n_values if count else -1
 
 
-def _layout(fields, count_channel, n_channels):
-    return np.array(fields + [count_channel, n_channels], dtype=np.int64)
+def _layout(criterion, fields, count_channel, n_channels):
+    """int64 (LAYOUT_SIZE,): the criterion's properties (multiway off), then ``fields``
+    (n_outputs, per_output, value_offset, weight_channel) and the channels."""
+    return np.array([criterion.kind, criterion.impurity, int(criterion.split_info), 0]
+                    + fields + [count_channel, n_channels], dtype=np.int64)
 
 
 def _one_hot_fixed_point(y_encoded, n_classes, sample_weight):
@@ -196,7 +206,8 @@ def _one_hot_fixed_point(y_encoded, n_classes, sample_weight):
 
 
 def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
-    """y_encoded: int (n_samples, n_outputs) class indices; returns Statistics.
+    """y_encoded: int (n_samples, n_outputs) class indices; ``criterion`` a
+    classification :class:`Criterion`; returns Statistics.
 
     The fixed-point weights are written into each row's class channels in
     place, one channel at a time (no (n_samples, n_channels) temporaries)."""
@@ -208,12 +219,13 @@ def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
         for k in range(n_classes):
             np.copyto(stats[:, o * n_classes + k], fixed, casting="unsafe",
                       where=y_encoded[:, o] == k)
-    layout = _layout([criterion, n_outputs, n_classes, 0, -1], count_channel, stats.shape[1])
+    layout = _layout(criterion, [n_outputs, n_classes, 0, -1], count_channel, stats.shape[1])
     return Statistics(stats, inv, layout, n_classes)
 
 
 def regression_statistics(y, sample_weight, criterion):
-    """y: float (n_samples, n_outputs); returns Statistics.
+    """y: float (n_samples, n_outputs); ``criterion`` a regression
+    :class:`Criterion`; returns Statistics.
 
     Raises a ValueError naming y and the fix when its channels cannot be
     formed in float64 (``check_target_range``)."""
@@ -227,13 +239,13 @@ def regression_statistics(y, sample_weight, criterion):
         y_o = y[:, o]
         c = 1 + 2 * o
         _, inv[c:c + 1] = to_fixed_point((w[:, 0] * y_o)[:, None], out=stats[:, c:c + 1])
-        if criterion == POISSON:
+        if criterion.impurity == IMPURITY_POISSON:
             second = np.where(y_o > 0, y_o * devmath.apply("log", np.where(y_o > 0, y_o, 1.0)), 0.0)
         else:
             second = y_o * y_o
         _, inv[c + 1:c + 2] = to_fixed_point((w[:, 0] * second)[:, None],
                                              out=stats[:, c + 1:c + 2])
-    layout = _layout([criterion, n_outputs, 2, 1, 0], count_channel, stats.shape[1])
+    layout = _layout(criterion, [n_outputs, 2, 1, 0], count_channel, stats.shape[1])
     return Statistics(stats, inv, layout, 1)
 
 
@@ -278,7 +290,7 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
             for c, column in ((2 * o, gradients[:, o]), (2 * o + 1, hessians[:, o])):
                 _scale_into(column[:, None], int(exponents[c]), stats[:, c:c + 1], xp)
     inv = np.concatenate([np.ldexp(1.0, -exponents), [1.0]])
-    layout = _layout([NEWTON, n_outputs, 2, 0, 1], n_values, n_values + 1)
+    layout = _layout(NEWTON, [n_outputs, 2, 0, 1], n_values, n_values + 1)
     return Statistics(stats, inv, layout, 1)
 
 
@@ -292,3 +304,52 @@ def _check_gradient_range(gradient):
             "whose square overflows float64. Multiply y (squared error) or sample_weight by "
             f"a power of two such as 2**{-math.frexp(bound)[1] + 1 if math.isfinite(bound) else -600}"
             " (the trees are the same; predictions scale with y).")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One criterion's entry: everything that differs between criteria.
+
+    name : str, the estimators' ``criterion`` value
+    kind : KIND_CLASSIFICATION, KIND_REGRESSION or KIND_NEWTON (which
+        channels the statistics hold and which formulas read them)
+    impurity : IMPURITY_* measure of a node (IMPURITY_NONE for newton)
+    split_info : bool, the gain is divided by the entropy of the split's
+        partition (C4.5's gain ratio)
+    channels : str, the statistics channels per output (documentation)
+    statistics : the builder of its Statistics (classification_statistics,
+        regression_statistics or newton_statistics)
+    """
+
+    name: str
+    kind: int
+    impurity: int
+    split_info: bool
+    channels: str
+    statistics: Callable
+
+    @property
+    def is_classification(self):
+        return self.kind == KIND_CLASSIFICATION
+
+
+_CLASS_CHANNELS = "w * [y_o == k] for each class k"
+GINI = Criterion("gini", KIND_CLASSIFICATION, IMPURITY_GINI, False, _CLASS_CHANNELS,
+                 classification_statistics)
+ENTROPY = Criterion("entropy", KIND_CLASSIFICATION, IMPURITY_ENTROPY, False, _CLASS_CHANNELS,
+                    classification_statistics)
+GAIN_RATIO = Criterion("gain_ratio", KIND_CLASSIFICATION, IMPURITY_ENTROPY, True,
+                       _CLASS_CHANNELS, classification_statistics)
+MISCLASSIFICATION = Criterion("misclassification", KIND_CLASSIFICATION, IMPURITY_ERROR_RATE,
+                              False, _CLASS_CHANNELS, classification_statistics)
+SQUARED_ERROR = Criterion("squared_error", KIND_REGRESSION, IMPURITY_SQUARED_ERROR, False,
+                          "w, then w*y_o, w*y_o**2", regression_statistics)
+POISSON = Criterion("poisson", KIND_REGRESSION, IMPURITY_POISSON, False,
+                    "w, then w*y_o, w*y_o*log(y_o)", regression_statistics)
+NEWTON = Criterion("newton", KIND_NEWTON, IMPURITY_NONE, False, "g_o, h_o, then a count",
+                   newton_statistics)
+
+#: the estimators' ``criterion`` values ("log_loss" is scikit-learn's name for entropy)
+CLASSIFICATION_CRITERIA = {"gini": GINI, "entropy": ENTROPY, "log_loss": ENTROPY,
+                           "gain_ratio": GAIN_RATIO, "misclassification": MISCLASSIFICATION}
+REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR, "poisson": POISSON}

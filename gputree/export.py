@@ -2,7 +2,10 @@
 names, real thresholds, category names and the side missing values take, in
 scikit-learn's ``export_text`` layout (same indentation, leaf and truncation
 lines), so that where the trees coincide the texts differ only by gputree's
-``(missing)`` marks and categorical ``in {...}`` splits."""
+``(missing)`` marks and categorical ``in {...}`` splits. A multiway split
+(ID3 / C4.5) shows one line per child at the same depth, ``x = a`` ..., the
+last ``x not in {...}`` (the heaviest child's, where missing values and
+other categories go)."""
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,11 +79,31 @@ def _describe(model, tree, node, depth, style, lines):
     if depth > style.max_depth:
         lines.append(indent + f"truncated branch of depth {_subtree_depth(tree, node)}\n")
         return
-    left_text, right_text = _split_text(model, tree, node, style)
-    for child, text in ((tree.left_child[node], left_text),
-                        (tree.left_child[node] + 1, right_text)):
+    for child, text in _branches(model, tree, node, style):
         lines.append(indent + text + "\n")
         _describe(model, tree, child, depth + 1, style, lines)
+
+
+def _branches(model, tree, node, style):
+    """[(child, text)] of split ``node``: its two children, or for the head
+    of a multiway chain every child of the multiway split."""
+    left_text, right_text = _split_text(model, tree, node, style)
+    right = tree.left_child[node] + 1
+    if not tree.chain_link[right]:
+        return [(tree.left_child[node], left_text), (right, right_text)]
+    name = style.names[tree.feature[node]]
+    branches, categories = [], []
+    while True:
+        labels = _category_labels(model, tree.feature[node],
+                                  _left_bins(tree, node, model.thresholds.shape[1]))
+        categories += labels
+        branches.append((tree.left_child[node], f"{name} = {labels[0]}"))
+        right = tree.left_child[node] + 1
+        if not tree.chain_link[right]:
+            break
+        node = right
+    branches.append((right, f"{name} not in {{{', '.join(categories)}}} (missing)"))
+    return branches
 
 
 def _subtree_depth(tree, node):

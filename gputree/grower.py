@@ -17,16 +17,16 @@ import numpy as np
 from ._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
 from .backends.splitset import last_left_bin
 from .backends.formulas import PARAM_REG_ALPHA
-from .criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_CRITERION, LAYOUT_N_OUTPUTS,
-                       LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, NEWTON,
+from .criteria import (IMPURITY_SQUARED_ERROR, KIND_CLASSIFICATION, KIND_NEWTON,
+                       LAYOUT_COUNT_CHANNEL, LAYOUT_IMPURITY, LAYOUT_KIND, LAYOUT_N_OUTPUTS,
+                       LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL,
                        PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA,
-                       PARAMS_SIZE, SQUARED_ERROR)
+                       PARAMS_SIZE)
 from .tree import TreeArrays
 
 #: relative tolerance of "pure" and of min_impurity_decrease, in units of
 #: the node's own statistics (:func:`_impurity_unit`), never absolute
 _PURE = np.finfo(np.float64).eps
-_CLASSIFICATION_IDS = frozenset(CLASSIFICATION_CRITERIA.values())
 #: a histogram pool reserves rows for the largest possible level up front when
 #: they take at most this many bytes (the CPU maps pages only once written;
 #: the CUDA backend's memory check counts them already); beyond, it doubles
@@ -415,7 +415,7 @@ def _no_splits(n_level):
 
 def _counts_and_weights(totals, layout, inv):
     """Per-node (count, weight) float64 from int64 totals (host, vectorised)."""
-    if layout[LAYOUT_CRITERION] == NEWTON:
+    if layout[LAYOUT_KIND] == KIND_NEWTON:
         h = totals[:, 1:2 * layout[LAYOUT_N_OUTPUTS]:2] * inv[1:2 * layout[LAYOUT_N_OUTPUTS]:2]
         weight = h.min(axis=1)
     elif layout[LAYOUT_WEIGHT_CHANNEL] >= 0:
@@ -436,7 +436,7 @@ def _splittable(totals, impurity, depth, growth, layout, inv):
     ok = ((count >= growth.min_samples_split)
           & (count >= 2 * growth.min_samples_leaf)
           & (weight >= 2 * growth.min_weight_leaf))
-    if layout[LAYOUT_CRITERION] != NEWTON:
+    if layout[LAYOUT_KIND] != KIND_NEWTON:
         ok &= impurity > _PURE * _impurity_unit(totals, layout, inv)
     return np.flatnonzero(ok)
 
@@ -446,12 +446,13 @@ def _impurity_unit(totals, layout, inv):
     tolerances scale with the data: 1 for classification (impurities are
     unitless), the mean of w*y**2 for squared error (its impurity is a
     difference of such terms), the mean of |w*y| + |w*y*log y| for poisson."""
-    if layout[LAYOUT_CRITERION] in _CLASSIFICATION_IDS:
+    if layout[LAYOUT_KIND] == KIND_CLASSIFICATION:
         return np.ones(totals.shape[0], dtype=FLOAT_DTYPE)
     off, n_out = layout[LAYOUT_VALUE_OFFSET], layout[LAYOUT_N_OUTPUTS]
     _, weight = _counts_and_weights(totals, layout, inv)
     sums = np.abs(totals[:, off:off + 2 * n_out] * inv[off:off + 2 * n_out])
-    terms = sums[:, 1::2] if layout[LAYOUT_CRITERION] == SQUARED_ERROR else sums[:, 0::2] + sums[:, 1::2]
+    squared = layout[LAYOUT_IMPURITY] == IMPURITY_SQUARED_ERROR
+    terms = sums[:, 1::2] if squared else sums[:, 0::2] + sums[:, 1::2]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(weight > 0, terms.sum(axis=1) / (weight * n_out), 0.0)
 
@@ -465,7 +466,7 @@ def _accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
     # (node gain weighted by the node's weight share, as scikit-learn's
     # best-first growth ranks splits); newton gains are loss reductions already
     decrease = np.where(valid, gain, 0.0)
-    if layout[LAYOUT_CRITERION] == NEWTON:
+    if layout[LAYOUT_KIND] == KIND_NEWTON:
         valid &= gain > growth.min_split_gain
     else:
         _, weight = _counts_and_weights(totals, layout, inv)

@@ -23,8 +23,10 @@ from .tree import TreeArrays
 
 #: version of the layout of ``to_dict`` (and of the JSON files written from it);
 #: 2: split bitsets have BITSET_WORDS (10) words, bins beyond 255 allowed;
-#: version 1 files (8-word bitsets, at most 255 bins) load unchanged
-SCHEMA_VERSION = 2
+#: 3 adds the optional tree field ``chain_link`` (multiway splits). A model
+#: is written with the lowest version that describes it (3 only with multiway
+#: splits); version 1 files (8-word bitsets, at most 255 bins) load unchanged
+SCHEMA_VERSION = 3
 
 #: dtype and per-node trailing shape of every TreeArrays field (value: checked apart)
 TREE_FIELDS = {
@@ -35,6 +37,8 @@ TREE_FIELDS = {
     "n_node_samples": (np.int64, ()), "weighted_n_node_samples": (FLOAT_DTYPE, ()),
     "gain": (FLOAT_DTYPE, ()), "depth": (NODE_DTYPE, ()), "parent": (NODE_DTYPE, ()),
 }
+#: fields a tree may omit (schema version 3; absent: all zeros)
+OPTIONAL_TREE_FIELDS = {"chain_link": (np.uint8, ())}
 
 
 class ModelFormatError(ValueError):
@@ -129,13 +133,15 @@ class FittedModel:
 
     def to_dict(self):
         """Plain containers: numpy arrays, lists, dicts, str, numbers, None."""
-        return {"format": "gputree-model", "schema_version": SCHEMA_VERSION,
+        multiway = any(t.is_multiway for t in self.trees)
+        return {"format": "gputree-model", "schema_version": 3 if multiway else 2,
                 "estimator": self.estimator, "params": dict(self.params),
                 "features": {"names": self.feature_names, "is_categorical": self.is_categorical,
                              "categories": [[i, v] for i, v in sorted(self.categories.items())]},
                 "bins": {"thresholds": self.thresholds,
                          "n_bins_non_missing": self.n_bins_non_missing},
-                "trees": [{f.name: getattr(t, f.name) for f in fields(t)} for t in self.trees],
+                "trees": [{f.name: getattr(t, f.name) for f in fields(t)
+                           if f.name in TREE_FIELDS or t.is_multiway} for t in self.trees],
                 "attributes": dict(self.attributes)}
 
     @classmethod
@@ -250,10 +256,14 @@ def _tree(data, where, n_features):
     """A TreeArrays from a dict of its fields, checked for dtypes, shapes and a
     structure that prediction can walk (children after their parent, inside
     the tree; features inside X)."""
-    if not isinstance(data, dict) or set(data) != set(TREE_FIELDS):
-        raise ModelFormatError(f"{where} must have exactly the fields {sorted(TREE_FIELDS)}.")
+    if not isinstance(data, dict) or not (set(TREE_FIELDS) <= set(data)
+                                          <= set(TREE_FIELDS) | set(OPTIONAL_TREE_FIELDS)):
+        raise ModelFormatError(f"{where} must have exactly the fields {sorted(TREE_FIELDS)} "
+                               f"(and optionally {sorted(OPTIONAL_TREE_FIELDS)}).")
     n_nodes = None
-    for name, (dtype, trailing) in TREE_FIELDS.items():
+    for name, (dtype, trailing) in {**TREE_FIELDS, **OPTIONAL_TREE_FIELDS}.items():
+        if name not in data:
+            continue
         value = data[name]
         ndim = 3 if trailing is None else 1 + len(trailing)
         _array(value, f"{where}.{name}", dtype, ndim)
@@ -262,7 +272,7 @@ def _tree(data, where, n_features):
             raise ModelFormatError(f"{where}.{name} has shape {value.shape}; expected "
                                    f"({n_nodes}{''.join(f', {t}' for t in trailing or ())}"
                                    f"{', ...' if trailing is None else ''}).")
-    tree = TreeArrays(**{name: data[name] for name in TREE_FIELDS})
+    tree = TreeArrays(**data)
     _check_structure(tree, where, n_features)
     return tree
 

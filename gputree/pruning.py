@@ -7,7 +7,9 @@ W`` its share of the weight and ``r(t)`` its risk: its impurity
 its misclassification rate ``1 - max_k p_k(t)`` (``risk="misclassification"``,
 Breiman et al.'s CART); a branch's is the sum over its leaves. The weakest link is the internal node
 with the smallest ``(R(t) - R(T_t)) / (|leaves(T_t)| - 1)``; it is pruned
-first (ties: lowest node id). All loops here run over tree depth or pruning
+first (ties: lowest node id). A multiway split (a chain of binary nodes,
+:mod:`gputree.tree`) is pruned as a unit: only its first node is a candidate,
+and pruning it collapses all its children at once. All loops here run over tree depth or pruning
 steps, never over samples.
 """
 import numpy as np
@@ -64,6 +66,8 @@ def _weakest_links(tree, ccp_alpha=np.inf, risk="impurity"):
         internal = ~is_leaf
         alpha[internal] = ((node_cost[internal] - branch_cost[internal])
                            / (n_leaves[internal] - 1))
+        # a multiway split collapses as a unit, at its chain's first node
+        alpha[tree.chain_link == 1] = np.inf
         weakest = int(np.argmin(alpha))
         if alpha[weakest] > ccp_alpha:
             break

@@ -16,6 +16,12 @@ codes whose bit is set in ``bitset``). Missing values go left where
 ``missing_left``). Every gputree field (``bitset``, ``left_child``,
 ``missing_left``, ``is_categorical``, ``gain``, ``depth``, ``parent``) stays
 readable under its own name.
+
+A multiway split (ID3 / C4.5, ``multiway=True``) appears as its chain of
+binary categorical nodes (:mod:`gputree.tree`): each sends one category left,
+the nodes after the first have ``chain_link`` 1, and ``max_depth`` /
+``depth`` count the chain's nodes, so a tree with multiway splits reads as an
+equivalent binary tree (same predictions, same leaves).
 """
 import numpy as np
 

@@ -4,9 +4,16 @@ compaction after pruning).
 
 Nodes are numbered breadth-first; the right child of node ``i`` is always
 ``left_child[i] + 1``. Every split, numerical or categorical, is a bitset over
-bins: a row goes left when the bit of its bin is set.
+bins: a row goes left when the bit of its bin is set. A multiway split (ID3 /
+C4.5, :mod:`gputree.multiway`) on a feature with m categories at the node is
+stored as a chain of m - 1 binary nodes: each link sends one category left
+(to that category's child) and the rest right; the last link's right child
+is the heaviest category's, which also receives missing values and every
+category absent from the node. The links after the first are marked
+``chain_link``: they are parts of their head's split, not splits of their own.
 """
 from dataclasses import dataclass, fields
+from typing import Optional
 
 import numpy as np
 
@@ -31,6 +38,8 @@ class TreeArrays:
     gain             float64 split gain (0 for leaves)
     depth            int32
     parent           int32   -1 for the root
+    chain_link       uint8   1 for the links of a multiway split after its
+                             first node (default: zeros, binary trees)
     """
 
     feature: np.ndarray
@@ -46,6 +55,16 @@ class TreeArrays:
     gain: np.ndarray
     depth: np.ndarray
     parent: np.ndarray
+    chain_link: Optional[np.ndarray] = None
+
+    def __post_init__(self):
+        if self.chain_link is None:
+            self.chain_link = np.zeros(self.feature.shape[0], dtype=np.uint8)
+
+    @property
+    def is_multiway(self):
+        """True when the tree holds a multiway split."""
+        return bool(self.chain_link.any())
 
     @property
     def node_count(self):
@@ -82,6 +101,7 @@ class TreeArrays:
         self.gain[nodes] = 0.0
         self.is_categorical[nodes] = 0
         self.missing_left[nodes] = 0
+        self.chain_link[nodes] = 0
 
 
 def compact(tree):

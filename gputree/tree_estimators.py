@@ -12,9 +12,9 @@ from ._validation import (check_choice, check_float, check_int, check_random_sta
                           returns_input_kind)
 from .backends import devmath
 from .explain import with_pred_contrib
-from .criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON,
-                       classification_statistics, regression_statistics)
+from .criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON
 from .grower import GrowthParams, grow_tree
+from .multiway import check_multiway, grow_multiway
 from .pruning import PRUNING_RISKS, prune, pruning_path
 from .sklearn_tree import SklearnTree
 from .surrogates import apply_surrogates, fit_surrogates
@@ -201,6 +201,10 @@ class _BaseDecisionTree(BaseTreeModel):
         """The pruning risk: classifiers' ``ccp_risk``, impurity otherwise."""
         return getattr(self, "ccp_risk", "impurity")
 
+    def _grower(self):
+        """The function that grows the tree (:func:`gputree.grower.grow_tree`)."""
+        return grow_tree
+
     def _fit(self, X, y, sample_weight):
         self._check_common_params()
         rng = check_random_state(self.random_state)
@@ -212,7 +216,7 @@ class _BaseDecisionTree(BaseTreeModel):
         stats, target_attributes = self._statistics(y, weight)
         stats.stats = inputs.backend.asarray(stats.stats)
         growth = growth_params(self, n_samples, weight.sum(), n_features)
-        tree, _ = grow_tree(inputs.backend, inputs.data, stats, growth, rng)
+        tree, _ = self._grower()(inputs.backend, inputs.data, stats, growth, rng)
         tree = prune(tree, self.ccp_alpha, self._ccp_risk())
         surrogates = None
         if self.missing_strategy == "surrogate":
@@ -316,6 +320,12 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     side learned for missing values) or "surrogate" (CART: the first of the
     split's ``n_surrogates`` ranked surrogate splits whose feature is present,
     else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`).
+    ``multiway=True`` (with ``criterion="entropy"``, ID3, or ``"gain_ratio"``,
+    C4.5): a categorical feature splits a node into one child per category
+    present there, with C4.5's at-least-average-gain rule for gain ratio;
+    unknown categories and missing values go to the heaviest child (see
+    :mod:`gputree.multiway`; ``tree_`` shows each multiway split as a chain of
+    binary nodes, :mod:`gputree.tree`).
     Missing values (NaN) are supported: each split
     learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
     splits of each level until the budget is used (growth stays level-wise).
@@ -328,8 +338,9 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
                  categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity",
-                 missing_strategy="default", n_surrogates=5):
+                 missing_strategy="default", n_surrogates=5, multiway=False):
         self.criterion = criterion
+        self.multiway = multiway
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
@@ -353,6 +364,12 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         labels of any type; sample_weight (n_samples,) >= 0."""
         return self._fit(X, y, sample_weight)
 
+    def _grower(self):
+        if not self.multiway:
+            return grow_tree
+        check_multiway(self)
+        return grow_multiway
+
     def _statistics(self, y, weight):
         """(Statistics, fitted attributes that describe the targets)."""
         y_encoded, classes, n_classes = encode_labels(y)
@@ -361,8 +378,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         single = len(classes) == 1
         attributes = {"classes_": classes[0] if single else classes,
                       "n_classes_": n_classes[0] if single else n_classes}
-        return classification_statistics(y_encoded, max(n_classes), weight,
-                                         CLASSIFICATION_CRITERIA[self.criterion]), attributes
+        criterion = CLASSIFICATION_CRITERIA[self.criterion]
+        return criterion.statistics(y_encoded, max(n_classes), weight, criterion), attributes
 
     @returns_input_kind
     def predict_proba(self, X):
@@ -442,7 +459,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         criterion = REGRESSION_CRITERIA[self.criterion]
         if criterion == POISSON:
             check_poisson_targets(y2)
-        return regression_statistics(y2, weight, criterion), {}
+        return criterion.statistics(y2, weight, criterion), {}
 
     @with_pred_contrib
     @returns_input_kind

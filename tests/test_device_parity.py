@@ -117,6 +117,8 @@ CASES = {
                      dict(criterion="entropy", max_depth=6)),
     "tree-gain-ratio": (gputree.DecisionTreeClassifier, "multiclass",
                         dict(criterion="gain_ratio", max_depth=5)),
+    "tree-multiway-c45": (gputree.DecisionTreeClassifier, "multiclass",
+                          dict(criterion="gain_ratio", multiway=True, max_depth=4)),
     "tree-squared-error": (gputree.DecisionTreeRegressor, "regression",
                            dict(criterion="squared_error", max_depth=6)),
     "tree-poisson": (gputree.DecisionTreeRegressor, "poisson",

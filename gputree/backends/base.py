@@ -15,6 +15,8 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
   also in place (``parent_hist is hist`` and ``derived_rows`` equal to
   ``parent_rows``)
 * ``find_best_splits(hist, ...)`` -> :class:`gputree.backends.scan.SplitInfo`
+* ``scan_splits(hist, ...)``: the same scan, unreduced: every (node,
+  feature)'s best split (``scan.empty_scan_outputs``' arrays)
 * ``update_positions(X_binned, positions, level_start, split_feature,
   split_bitset, left_child)`` (in place)
 * ``predict_leaves(X_binned, node_feature, node_bitset, node_left,

@@ -410,13 +410,13 @@ def _add_node_values(node_values, positions, out, first_column):
 @njit(parallel=True, cache=_CACHE_SCAN)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
-                 scratch_order, out_gain, out_missing_left, out_bitset, out_left):
+                 scratch_order, out_gain, out_missing_left, out_bitset, out_left, out_info):
     n_features = hist.shape[1]
     for t in prange(hist.shape[0] * n_features):
         _scan(t, hist, n_features, n_bins_non_missing, is_categorical,
               feature_allowed, missing_bin, layout, inv, params, scratch_sums,
               scratch_keys, scratch_order, out_gain, out_missing_left,
-              out_bitset, out_left)
+              out_bitset, out_left, out_info)
 
 
 @njit(cache=_CACHE_SCAN)
@@ -511,13 +511,19 @@ class CPUBackend(Backend):
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params):
+        return best_split_per_node(np, *self.scan_splits(
+            hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
+            layout, inv, params))
+
+    def scan_splits(self, hist, n_bins_non_missing, is_categorical,
+                    feature_allowed, missing_bin, layout, inv, params):
         n_nodes, n_features, _, n_channels = hist.shape
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
         scratch = empty_scratch(np, n_nodes, n_features, n_channels,
                                 bool(is_categorical.any()))
         _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                      missing_bin, layout, inv, params, *scratch, *outputs)
-        return best_split_per_node(np, *outputs)
+        return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_bitset, left_child):

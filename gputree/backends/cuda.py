@@ -75,13 +75,13 @@ _CACHE_KERNELS = cache_numba_cuda_kernels(__file__)
 @cuda.jit(cache=_CACHE_KERNELS)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
-                 out_gain, out_missing_left, out_bitset, out_left):
+                 out_gain, out_missing_left, out_bitset, out_left, out_info):
     """One thread per (node, feature); arguments as scan.make_split_scanner."""
     t = cuda.grid(1)
     if t < hist.shape[0] * hist.shape[1]:
         _scan(t, hist, hist.shape[1], n_bins_non_missing, is_categorical, feature_allowed,
               missing_bin, layout, inv, params, scratch_sums, scratch_keys, scratch_order,
-              out_gain, out_missing_left, out_bitset, out_left)
+              out_gain, out_missing_left, out_bitset, out_left, out_info)
 
 
 @cuda.jit(cache=_CACHE_KERNELS)
@@ -207,6 +207,18 @@ class CUDABackend(Backend):
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
                          missing_bin, layout, inv, params):
         self._count("find_best_splits")
+        return best_split_per_node(self.xp, *self._scan(
+            hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
+            layout, inv, params))
+
+    def scan_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+                    missing_bin, layout, inv, params):
+        self._count("scan_splits")
+        return self._scan(hist, n_bins_non_missing, is_categorical, feature_allowed,
+                          missing_bin, layout, inv, params)
+
+    def _scan(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+              missing_bin, layout, inv, params):
         n_nodes, n_features, _, n_channels = hist.shape
         # categorical scratch for every thread, whatever the features: knowing
         # whether any is categorical would cost a device->host read per level
@@ -216,7 +228,7 @@ class CUDABackend(Backend):
         _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
                 hist, n_bins_non_missing, is_categorical, feature_allowed,
                 np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
-        return best_split_per_node(self.xp, *outputs)
+        return outputs
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         self._count("node_summaries")

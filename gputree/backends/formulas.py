@@ -9,8 +9,22 @@ used, plus the elementary functions of :mod:`gputree.backends.devmath`
 (themselves built from + - * /), so results round identically on every
 device once contraction into fused multiply-adds is off.
 
-The layout constants say where a criterion's channels sit in a statistics
-row (the host builds those rows in :mod:`gputree.criteria`):
+The formulas dispatch on explicit properties of the criterion that the host
+writes into the ``layout`` array (:class:`gputree.criteria.Criterion`, one
+entry per criterion, sets them), never on the order of criterion codes:
+
+* ``LAYOUT_KIND``: ``KIND_CLASSIFICATION`` (class-weight channels),
+  ``KIND_REGRESSION`` (weight, sum and second-moment channels) or
+  ``KIND_NEWTON`` (boosting gradients and hessians);
+* ``LAYOUT_IMPURITY``: which ``IMPURITY_*`` measure the kind's impurity is;
+* ``LAYOUT_SPLIT_INFO``: 1 when a split's gain is divided by the entropy of
+  its partition (C4.5's gain ratio);
+* ``LAYOUT_MULTIWAY``: 1 when categorical features split into one child per
+  category (ID3 / C4.5, :mod:`gputree.multiway`); set by the grower, not the
+  criterion.
+
+Where a criterion's channels sit in a statistics row (the host builds those
+rows in :mod:`gputree.criteria`):
 
 * classification (gini, entropy, gain_ratio, misclassification): per output ``o``, ``n_classes``
   channels ``w * [y_o == k]``; the node weight is the sum of output 0's.
@@ -23,16 +37,18 @@ from types import SimpleNamespace
 
 from .devmath import make_devmath
 
-GINI, ENTROPY, GAIN_RATIO, SQUARED_ERROR, POISSON, NEWTON, MISCLASSIFICATION = range(7)
-CLASSIFICATION_CRITERIA = {"gini": GINI, "entropy": ENTROPY,
-                           "log_loss": ENTROPY, "gain_ratio": GAIN_RATIO,
-                           "misclassification": MISCLASSIFICATION}
-REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR, "poisson": POISSON}
+# values of layout[LAYOUT_KIND]
+KIND_CLASSIFICATION, KIND_REGRESSION, KIND_NEWTON = 0, 1, 2
+# values of layout[LAYOUT_IMPURITY]: classification (gini, entropy, 1 - max p),
+# regression (squared error, poisson deviance), newton (none: gains are losses)
+(IMPURITY_GINI, IMPURITY_ENTROPY, IMPURITY_ERROR_RATE, IMPURITY_SQUARED_ERROR,
+ IMPURITY_POISSON, IMPURITY_NONE) = range(6)
 
 # positions inside the int64 ``layout`` array
-(LAYOUT_CRITERION, LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET,
- LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS) = range(7)
-LAYOUT_SIZE = 7
+(LAYOUT_KIND, LAYOUT_IMPURITY, LAYOUT_SPLIT_INFO, LAYOUT_MULTIWAY, LAYOUT_N_OUTPUTS,
+ LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL,
+ LAYOUT_N_CHANNELS) = range(10)
+LAYOUT_SIZE = 10
 # positions inside the float64 ``params`` array
 (PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAM_REG_ALPHA,
  PARAM_CONSTRAINTS) = range(5)
@@ -59,8 +75,7 @@ def make_criterion_functions(jit, inline=None):
 
     @inline
     def node_weight(S, layout, inv):
-        crit = layout[LAYOUT_CRITERION]
-        if crit == NEWTON:
+        if layout[LAYOUT_KIND] == KIND_NEWTON:
             # the smallest hessian sum over outputs (min_child_weight)
             best = math.inf
             for o in range(layout[LAYOUT_N_OUTPUTS]):
@@ -84,10 +99,6 @@ def make_criterion_functions(jit, inline=None):
         return node_weight(S, layout, inv)
 
     @inline
-    def is_classification(crit):
-        return crit <= GAIN_RATIO or crit == MISCLASSIFICATION
-
-    @inline
     def class_impurity(S, layout, inv, o):
         per = layout[LAYOUT_PER_OUTPUT]
         total = 0
@@ -95,18 +106,18 @@ def make_criterion_functions(jit, inline=None):
             total += S[o * per + k]
         if total <= 0:
             return 0.0
-        crit = layout[LAYOUT_CRITERION]
-        if crit == MISCLASSIFICATION:
+        measure = layout[LAYOUT_IMPURITY]
+        if measure == IMPURITY_ERROR_RATE:
             # 1 - max_k p_k (the classic CART texts' error rate)
             top = 0
             for k in range(per):
                 if S[o * per + k] > top:
                     top = S[o * per + k]
             return 1.0 - top / total
-        result = 1.0 if crit == GINI else 0.0
+        result = 1.0 if measure == IMPURITY_GINI else 0.0
         for k in range(per):
             p = S[o * per + k] / total
-            if crit == GINI:
+            if measure == IMPURITY_GINI:
                 result -= p * p
             elif p > 0.0:
                 result -= p * log2(p)
@@ -114,12 +125,12 @@ def make_criterion_functions(jit, inline=None):
 
     @inline
     def impurity(S, layout, inv):
-        crit = layout[LAYOUT_CRITERION]
+        kind = layout[LAYOUT_KIND]
         n_out = layout[LAYOUT_N_OUTPUTS]
-        if crit == NEWTON:
+        if kind == KIND_NEWTON:
             return 0.0
         result = 0.0
-        if is_classification(crit):
+        if kind == KIND_CLASSIFICATION:
             for o in range(n_out):
                 result += class_impurity(S, layout, inv, o)
             return result / n_out
@@ -131,7 +142,7 @@ def make_criterion_functions(jit, inline=None):
             sy = S[off + 2 * o] * inv[off + 2 * o]
             s2 = S[off + 2 * o + 1] * inv[off + 2 * o + 1]
             mean = sy / w
-            if crit == SQUARED_ERROR:
+            if layout[LAYOUT_IMPURITY] == IMPURITY_SQUARED_ERROR:
                 result += s2 / w - mean * mean
             elif sy <= 0.0:
                 result += math.inf
@@ -192,7 +203,7 @@ def make_criterion_functions(jit, inline=None):
     def parent_score(T, layout, inv, params):
         """The parent's term of split_gain, computed once per (node, feature):
         its impurity, or for newton sum over outputs of G**2 / (H + lambda)."""
-        if layout[LAYOUT_CRITERION] == NEWTON:
+        if layout[LAYOUT_KIND] == KIND_NEWTON:
             return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA])
         return impurity(T, layout, inv)
 
@@ -209,8 +220,22 @@ def make_criterion_functions(jit, inline=None):
     @inline
     def split_gain(L, R, parent, layout, inv, params):
         """Gain of splitting a node whose parent_score is ``parent`` into L and
-        R (int64 sums); -inf when the split breaks min_samples_leaf /
-        min_weight_leaf (min_child_weight)."""
+        R (int64 sums), divided by the split's entropy for gain ratio; -inf
+        when the split breaks min_samples_leaf / min_weight_leaf
+        (min_child_weight)."""
+        gain = impurity_gain(L, R, parent, layout, inv, params)
+        if layout[LAYOUT_SPLIT_INFO] and gain != -math.inf:
+            w = node_weight(L, layout, inv) + node_weight(R, layout, inv)
+            pl = node_weight(L, layout, inv) / w
+            pr = node_weight(R, layout, inv) / w
+            split_info = -(pl * log2(pl) + pr * log2(pr))
+            gain = gain / split_info
+        return gain
+
+    @inline
+    def impurity_gain(L, R, parent, layout, inv, params):
+        """split_gain without the split-info division (the information gain
+        for entropy)."""
         if node_count(L, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
             return -math.inf
         if node_count(R, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
@@ -221,23 +246,16 @@ def make_criterion_functions(jit, inline=None):
             return -math.inf
         if wl <= 0.0 or wr <= 0.0:
             return -math.inf
-        crit = layout[LAYOUT_CRITERION]
-        if crit == NEWTON:
+        if layout[LAYOUT_KIND] == KIND_NEWTON:
             lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
             return 0.5 * (newton_score(L, layout, inv, lam, alpha)
                           + newton_score(R, layout, inv, lam, alpha) - parent)
-        if crit == POISSON:
+        if layout[LAYOUT_IMPURITY] == IMPURITY_POISSON:
             if not (poisson_child_ok(L, layout, inv) and poisson_child_ok(R, layout, inv)):
                 return -math.inf
         w = wl + wr
-        gain = (parent - (wl / w) * impurity(L, layout, inv)
+        return (parent - (wl / w) * impurity(L, layout, inv)
                 - (wr / w) * impurity(R, layout, inv))
-        if crit == GAIN_RATIO:
-            pl = wl / w
-            pr = wr / w
-            split_info = -(pl * log2(pl) + pr * log2(pr))
-            gain = gain / split_info
-        return gain
 
     @inline
     def bounded_gain(L, R, parent, layout, inv, params, row, f, n_features):
@@ -260,11 +278,11 @@ def make_criterion_functions(jit, inline=None):
     @jit
     def sort_key(S, T, layout, inv, params, majority):
         """Value that orders categories for the optimal-subset scan."""
-        crit = layout[LAYOUT_CRITERION]
-        if crit == NEWTON:
+        kind = layout[LAYOUT_KIND]
+        if kind == KIND_NEWTON:
             h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
             return -(S[0] * inv[0]) / h if h > 0.0 else 0.0
-        if is_classification(crit):
+        if kind == KIND_CLASSIFICATION:
             total = 0
             for k in range(layout[LAYOUT_PER_OUTPUT]):
                 total += S[k]
@@ -276,12 +294,12 @@ def make_criterion_functions(jit, inline=None):
     @jit
     def node_value(S, layout, inv, params, o, k):
         """Leaf value of output o (class k for classifiers)."""
-        crit = layout[LAYOUT_CRITERION]
-        if crit == NEWTON:
+        kind = layout[LAYOUT_KIND]
+        if kind == KIND_NEWTON:
             g = soft_threshold(S[2 * o] * inv[2 * o], params[PARAM_REG_ALPHA])
             h = S[2 * o + 1] * inv[2 * o + 1] + params[PARAM_REG_LAMBDA]
             return -g / h if h > 0.0 else 0.0
-        if is_classification(crit):
+        if kind == KIND_CLASSIFICATION:
             per = layout[LAYOUT_PER_OUTPUT]
             total = 0
             for j in range(per):
@@ -293,5 +311,6 @@ def make_criterion_functions(jit, inline=None):
 
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
                            impurity=impurity, parent_score=parent_score, split_gain=split_gain,
+                           impurity_gain=impurity_gain,
                            bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
                            sort_key=sort_key, node_value=node_value)

@@ -12,7 +12,14 @@ with the same arithmetic. Candidates, in order (the first strictly best wins):
   before it, which wins ties anyway);
 * categorical: categories with rows in the node sorted (stably) by the
   criterion's sort key, prefixes of that order (missing right, then left),
-  then each category alone, then "all categories left, missing right".
+  then each category alone, then "all categories left, missing right";
+* categorical with multiway splits on (``layout[LAYOUT_MULTIWAY]``, ID3 /
+  C4.5): one candidate, one child per category with rows in the node, the
+  node's missing rows joining the heaviest child (the lowest bin on ties);
+  its information gain over the m-way partition, divided by the partition's
+  entropy for gain ratio. ``out_info`` holds every feature's information
+  gain (the undivided gain of its best candidate), which C4.5's
+  at-least-average rule needs (:mod:`gputree.multiway`).
 
 Every split is returned as the set of bins that go left (the missing bin
 included; layout in splitset.py), so partitioning and prediction need no
@@ -25,7 +32,9 @@ import math
 import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
-from .formulas import LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, make_criterion_functions
+from .devmath import make_devmath
+from .formulas import (LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO,
+                       PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, make_criterion_functions)
 from .splitset import make_splitset
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
@@ -40,8 +49,8 @@ def make_split_scanner(jit, inline=None):
 
     scan(t, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, missing_bin, layout, inv, params,
-         scratch_sums, scratch_keys, scratch_order,
-         out_gain, out_missing_left, out_bitset, out_left)
+ scratch_sums, scratch_keys, scratch_order,
+         out_gain, out_missing_left, out_bitset, out_left, out_info)
       t                  : int, thread index = node * n_features + feature
       hist               : IN  int64 (n_nodes, n_features, n_bins, n_channels)
       n_bins_non_missing : IN  int32 (n_features,)
@@ -56,12 +65,16 @@ def make_split_scanner(jit, inline=None):
       out_bitset         : OUT uint32 (n_nodes, n_features, BITSET_WORDS)
       out_left           : OUT int64 (n_nodes, n_features, n_channels), the
                            left child's sums of the feature's best split
+      out_info           : OUT float64 (n_nodes, n_features), multiway mode:
+                           the information gain of that split (else -inf)
     """
     inline = inline or jit
     crit = make_criterion_functions(jit, inline)
     bounded_gain, node_count, bounded_parent_score, sort_key = (
         crit.bounded_gain, crit.node_count, crit.bounded_parent_score, crit.sort_key)
     goes_left, add_bin, add_bins_upto = make_splitset(inline)
+    node_weight, impurity, impurity_gain = crit.node_weight, crit.impurity, crit.impurity_gain
+    log2 = make_devmath(inline).log2
 
     @inline
     def combine(L, R, A, M, T, with_missing):
@@ -175,6 +188,48 @@ def make_split_scanner(jit, inline=None):
         return best, best_kind, best_index, best_ml, n_cat
 
     @jit
+    def heaviest_bin(H, A, n_non_missing, layout, inv):
+        """The non-missing bin of most weight (the lowest on ties; A is
+        scratch), -1 when all are empty."""
+        best, best_weight = -1, 0.0
+        for b in range(n_non_missing):
+            copy_bin(A, H, b)
+            w = node_weight(A, layout, inv)
+            if w > best_weight:
+                best, best_weight = b, w
+        return best
+
+    @jit
+    def scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params):
+        """One child per bin with rows (missing rows in the heaviest):
+        returns (gain or gain ratio, information gain), -inf when fewer than
+        two children or a child breaks min_samples_leaf / min_weight_leaf."""
+        heaviest = heaviest_bin(H, A, n_non_missing, layout, inv)
+        w = node_weight(T, layout, inv)
+        children_impurity, split_info, n_children = 0.0, 0.0, 0
+        for b in range(n_non_missing):
+            copy_bin(A, H, b)
+            if node_count(A, layout, inv) <= 0 and b != heaviest:
+                continue
+            if b == heaviest:
+                for c in range(A.shape[0]):
+                    A[c] += M[c]
+            wb = node_weight(A, layout, inv)
+            if (node_count(A, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]
+                    or wb < params[PARAM_MIN_WEIGHT_LEAF] or wb <= 0.0):
+                return -math.inf, -math.inf
+            p = wb / w
+            children_impurity += p * impurity(A, layout, inv)
+            split_info -= p * log2(p)
+            n_children += 1
+        if n_children < 2:
+            return -math.inf, -math.inf
+        gain = parent - children_impurity
+        if layout[LAYOUT_SPLIT_INFO]:
+            return gain / split_info, gain
+        return gain, gain
+
+    @jit
     def left_sums(H, bitset, f, n_bins, L):
         """L = sum of H over the bins of split row f of bitset."""
         for c in range(L.shape[0]):
@@ -200,10 +255,11 @@ def make_split_scanner(jit, inline=None):
     def scan(t, hist, n_features, n_bins_non_missing, is_categorical,
              feature_allowed, missing_bin, layout, inv, params,
              scratch_sums, scratch_keys, scratch_order,
-             out_gain, out_missing_left, out_bitset, out_left):
+             out_gain, out_missing_left, out_bitset, out_left, out_info):
         node = t // n_features
         f = t - node * n_features
         out_gain[node, f] = -math.inf
+        out_info[node, f] = -math.inf
         out_missing_left[node, f] = 0
         bitset = out_bitset[node]       # (n_features, BITSET_WORDS): row f is this split
         for w in range(bitset.shape[1]):
@@ -222,6 +278,13 @@ def make_split_scanner(jit, inline=None):
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
         has_missing = node_count(M, layout, inv) > 0
         n_non_missing = n_bins_non_missing[f]
+        multiway = layout[LAYOUT_MULTIWAY] != 0
+        if multiway and is_categorical[f]:
+            gain, info = scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params)
+            if gain != -math.inf:
+                out_gain[node, f] = gain
+                out_info[node, f] = info
+            return
         if is_categorical[f]:
             keys, order = scratch_keys[t], scratch_order[t]
             gain, kind, index, ml, n_cat = scan_categorical(
@@ -247,6 +310,8 @@ def make_split_scanner(jit, inline=None):
                                            has_missing, layout, inv)
         for c in range(C):
             out_left[node, f, c] = L[c]
+        if multiway:
+            out_info[node, f] = impurity_gain(L, R, parent, layout, inv, params)
 
     return scan
 
@@ -275,7 +340,7 @@ class SplitInfo:
         self.left_sums = left_sums
 
 
-def best_split_per_node(xp, gain, missing_left, bitset, left):
+def best_split_per_node(xp, gain, missing_left, bitset, left, info=None):
     """Reduce per-(node, feature) results to the best feature per node; ties go
     to the lowest feature index (argmax returns the first maximum)."""
     feature = xp.argmax(gain, axis=1).astype(FEATURE_DTYPE)
@@ -285,11 +350,12 @@ def best_split_per_node(xp, gain, missing_left, bitset, left):
 
 
 def empty_scan_outputs(xp, n_nodes, n_features, n_channels):
-    """Allocate the scan's OUT arrays (gain, missing_left, bitset, left)."""
+    """Allocate the scan's OUT arrays (gain, missing_left, bitset, left, info)."""
     return (xp.empty((n_nodes, n_features), dtype=FLOAT_DTYPE),
             xp.empty((n_nodes, n_features), dtype=np.uint8),
             xp.empty((n_nodes, n_features, BITSET_WORDS), dtype=BITSET_DTYPE),
-            xp.zeros((n_nodes, n_features, n_channels), dtype=STAT_DTYPE))
+            xp.zeros((n_nodes, n_features, n_channels), dtype=STAT_DTYPE),
+            xp.empty((n_nodes, n_features), dtype=FLOAT_DTYPE))
 
 
 def empty_scratch(xp, n_nodes, n_features, n_channels, any_categorical):
