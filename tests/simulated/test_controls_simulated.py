@@ -52,3 +52,15 @@ def test_categorical_surrogates_match_cpu_on_simulated_device():
     for name in ("feature", "agreement", "sides"):
         assert np.array_equal(getattr(sim.surrogates_, name), getattr(cpu.surrogates_, name))
     assert np.array_equal(sim.predict(blanked), cpu.predict(blanked))
+
+
+def test_treeboost_matches_cpu_on_simulated_device():
+    from gputree import GradientBoostingClassifier
+    X, y = _data()
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    params = dict(n_estimators=3, max_depth=3, min_samples_leaf=5, early_stopping=False,
+                  random_state=0, criterion="friedman_mse", reg_lambda=0.0, subsample=0.8,
+                  max_bins=16)
+    sim = GradientBoostingClassifier(device="cuda-sim", **params).fit(X, labels)
+    cpu = GradientBoostingClassifier(device="cpu", **params).fit(X, labels)
+    assert np.array_equal(sim.decision_function(X), cpu.decision_function(X))
