@@ -45,6 +45,9 @@ def choose_ccp_alpha(estimator, X, y, cv=5, one_se=True, risk=None, random_state
     random_state : seed of the folds; default the estimator's
         ``random_state``, or 0 when that is None (the choice is reproducible).
     """
+    if not hasattr(estimator, "cost_complexity_pruning_path"):
+        raise TypeError("choose_ccp_alpha needs a DecisionTreeClassifier or "
+                        f"DecisionTreeRegressor, got {type(estimator).__name__}.")
     X, y = np.asarray(X), np.asarray(y)
     loss = _loss_function(estimator, risk)
     folds = _folds(estimator, y, cv, random_state)

@@ -7,7 +7,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
 
-from gputree import DecisionTreeClassifier, DecisionTreeRegressor, choose_ccp_alpha
+from gputree import (DecisionTreeClassifier, DecisionTreeRegressor, GradientBoostingClassifier,
+                     choose_ccp_alpha)
 from gputree.pruning_cv import _folds
 
 
@@ -96,3 +97,5 @@ def test_bad_arguments_are_refused():
         choose_ccp_alpha(model, X, y, cv=1)
     with pytest.raises(ValueError, match="risk must be"):
         choose_ccp_alpha(model, X, y, risk="hinge")
+    with pytest.raises(TypeError, match="needs a DecisionTreeClassifier"):
+        choose_ccp_alpha(GradientBoostingClassifier(device="cpu"), X, y)
