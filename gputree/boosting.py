@@ -41,6 +41,7 @@ from .explain import with_pred_contrib
 from .grower import BinnedData, GrowthParams, HistogramPool, grow_tree
 from .losses import (ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss,
                      weighted_mean)
+from .treeboost import BOOSTING_CRITERIA, set_newton_values, split_hessians
 from .tree_estimators import (_UNLIMITED_DEPTH, BaseTreeModel, as_float_targets,
                               check_poisson_targets, class_weights, encode_labels)
 
@@ -177,6 +178,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         check_float(self.colsample_bytree, "colsample_bytree", 0.0, 1.0, low_open=True)
         check_int(self.n_iter_no_change, "n_iter_no_change", 1)
         check_float(self.tol, "tol", 0.0)
+        check_choice(self.criterion, "criterion", set(BOOSTING_CRITERIA))
         check_choice(self.multi_strategy, "multi_strategy",
                      {"one_output_per_tree", "multi_output_tree"})
         if self.validation_fraction is not None:
@@ -203,6 +205,9 @@ class _BaseGradientBoosting(BaseTreeModel):
                                       or self.multi_strategy != "one_output_per_tree"):
             raise ValueError("monotonic_cst is not supported for multiclass classification "
                              "(as in scikit-learn); leave it None or fit a binary model.")
+        if monotonic is not None and self.criterion != "newton":
+            raise ValueError(f"monotonic_cst needs criterion='newton' (criterion="
+                             f"{self.criterion!r} recomputes the leaves without the bounds).")
         groups = check_interaction_cst(self.interaction_cst, n_features)
         if monotonic is None and groups is None:
             return None
@@ -356,8 +361,12 @@ class _BaseGradientBoosting(BaseTreeModel):
             self._scores["train"][-1] = -weighted_mean(xp, pointwise,
                                                        None if unit else train.w)
         for start, stop in self._groups:
-            stats = newton_statistics(g[:, start:stop], h[:, start:stop], w, xp)
+            g_k, h_k = g[:, start:stop], h[:, start:stop]
+            treeboost = self.criterion != "newton"
+            stats = newton_statistics(g_k, split_hessians(xp, h_k, w) if treeboost else h_k, w, xp)
             tree, positions = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
+            if treeboost:
+                set_newton_values(xp, tree, positions, g_k, h_k, growth, loss)
             loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)
             tree.value *= self.learning_rate
             backend.add_node_values(backend.asarray(tree.value[:, :, 0]), positions, train.raw,
@@ -522,7 +531,13 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     :mod:`gputree.constraints`; ``loss`` may be a callable custom objective
     and ``eval_metric`` a callable metric for early stopping (LightGBM's
     conventions, see :mod:`gputree.custom_objective`); ``n_jobs``: CPU
-    threads of fit and predict (never changes results).
+    threads of fit and predict (never changes results). ``criterion``:
+    "newton" (splits by the second-order gain) or "friedman_mse" (equal:
+    "squared_error"): Friedman's TreeBoost, as scikit-learn's
+    ``GradientBoostingClassifier``: splits by least squares on the residuals
+    ``y - p``, leaves the Newton step (with ``reg_lambda=0``, Friedman's
+    ``sum(y - p) / sum(p (1 - p))``, which is also what the default
+    criterion's leaves are), see :mod:`gputree.treeboost`.
 
     Attributes: ``classes_``, ``n_iter_``, ``n_trees_per_iteration_``,
     ``train_score_`` (``-loss`` on the training rows, before the first round
@@ -539,7 +554,8 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  multi_strategy="one_output_per_tree", class_weight=None, warm_start=False,
                  random_state=None, verbose=0, device="auto", reg_alpha=0.0,
-                 monotonic_cst=None, interaction_cst=None, eval_metric=None, n_jobs=None):
+                 monotonic_cst=None, interaction_cst=None, eval_metric=None, n_jobs=None,
+                 criterion="newton"):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):
@@ -642,7 +658,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  warm_start=False, random_state=None, verbose=0, device="auto", alpha=0.9,
                  reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, eval_metric=None,
-                 n_jobs=None):
+                 n_jobs=None, criterion="newton"):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):

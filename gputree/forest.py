@@ -329,6 +329,7 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
     predict_proba = DecisionTreeClassifier.predict_proba
     predict_log_proba = DecisionTreeClassifier.predict_log_proba
     predict = DecisionTreeClassifier.predict
+    _predict_values = DecisionTreeClassifier._predict_values
 
     def __init__(self, n_estimators=100, criterion="gini", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features="sqrt",
@@ -377,6 +378,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
     _criteria = REGRESSION_CRITERIA
     _tree_class = DecisionTreeRegressor
     predict = DecisionTreeRegressor.predict
+    _predict_values = DecisionTreeRegressor._predict_values
 
     def __init__(self, n_estimators=100, criterion="squared_error", max_depth=None,
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,

@@ -60,6 +60,20 @@ def order_free_sum(xp, values):
     return math.ldexp(float(int(fixed.sum())), -shift)
 
 
+def grouped_order_free_sum(xp, values, groups, n_groups):
+    """float64 (n_groups,) sums of ``values`` (n,) within each group (int
+    (n,) in [0, n_groups)), in fixed point as :func:`order_free_sum`: the
+    same on every device."""
+    if values.size == 0 or float(xp.max(xp.abs(values))) == 0.0:
+        return xp.zeros(n_groups, dtype=FLOAT_DTYPE)
+    fixed, shift = _fixed_point(xp, values)
+    cumulative = xp.concatenate([xp.zeros(1, dtype=np.int64),
+                                 xp.cumsum(fixed[xp.argsort(groups)])])
+    end = xp.cumsum(xp.bincount(groups, minlength=n_groups))
+    start = xp.concatenate([xp.zeros(1, dtype=end.dtype), end[:-1]])
+    return (cumulative[end] - cumulative[start]).astype(FLOAT_DTYPE) * math.ldexp(1.0, -shift)
+
+
 def _average(xp, values, w):
     """Weighted mean over rows of (n, K) values -> host float64 (K,)."""
     total = order_free_sum(xp, w)

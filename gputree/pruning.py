@@ -55,9 +55,10 @@ def _descendants(tree, node):
 
 
 def _weakest_links(tree, ccp_alpha=np.inf, risk="impurity"):
-    """Prune step by step; yields (effective alpha, total leaf cost) after
-    each step while the weakest link's alpha <= ccp_alpha. Mutates a working
-    leaf mask only; returns the final leaf mask via StopIteration.value."""
+    """Prune step by step; yields (effective alpha, leaf mask) after each
+    step while the weakest link's alpha <= ccp_alpha. The leaf mask (bool
+    (n_nodes,), pruned nodes and their descendants set) is the working mask,
+    changed by the next step; the final one is StopIteration.value."""
     node_cost = node_risk(tree, risk)
     is_leaf = tree.is_leaf.copy()
     while not is_leaf[0]:
@@ -73,7 +74,7 @@ def _weakest_links(tree, ccp_alpha=np.inf, risk="impurity"):
             break
         is_leaf[weakest] = True
         is_leaf[_descendants(tree, weakest)] = True
-        yield float(alpha[weakest]), float(node_cost[is_leaf & _reachable(tree, is_leaf)].sum())
+        yield float(alpha[weakest]), is_leaf
     return is_leaf
 
 
@@ -95,10 +96,24 @@ def pruning_path(tree, risk="impurity"):
     scikit-learn's ``cost_complexity_pruning_path``."""
     node_cost = node_risk(tree, risk)
     alphas, impurities = [0.0], [float(node_cost[tree.is_leaf].sum())]
-    for alpha, impurity in _weakest_links(tree, risk=risk):
+    for alpha, is_leaf in _weakest_links(tree, risk=risk):
         alphas.append(alpha)
-        impurities.append(impurity)
+        impurities.append(float(node_cost[is_leaf & _reachable(tree, is_leaf)].sum()))
     return np.asarray(alphas), np.asarray(impurities)
+
+
+def pruned_leaf_masks(tree, ccp_alphas, risk="impurity"):
+    """bool (len(ccp_alphas), n_nodes): for each alpha of the ascending
+    ``ccp_alphas``, the nodes that are leaves or lie below a leaf once
+    ``tree`` is pruned at that alpha (as :func:`prune`, without compacting:
+    node ids stay those of ``tree``; alpha <= 0 prunes nothing)."""
+    ccp_alphas = np.asarray(ccp_alphas, dtype=np.float64)
+    masks = np.repeat(tree.is_leaf[None, :], ccp_alphas.size, axis=0)
+    pruning = ccp_alphas > 0.0
+    for alpha, is_leaf in _weakest_links(tree, risk=risk):
+        pruning &= ccp_alphas >= alpha     # prune() stops at the first larger alpha
+        masks[pruning] = is_leaf
+    return masks
 
 
 def prune(tree, ccp_alpha, risk="impurity"):

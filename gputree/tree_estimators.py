@@ -401,7 +401,10 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     @returns_input_kind
     def predict(self, X):
         """Most probable class of every row ((n_samples,) or (n_samples, n_outputs))."""
-        values = self._raw_values(X)
+        return self._predict_values(self._raw_values(X))
+
+    def _predict_values(self, values):
+        """predict's answer for leaf values float64 (n, n_outputs, n_classes)."""
         if self.n_outputs_ == 1:
             return self.classes_[np.argmax(values[:, 0, :self.n_classes_], axis=1)]
         return np.stack([self.classes_[o][np.argmax(values[:, o, :k], axis=1)]
@@ -465,8 +468,11 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
     @returns_input_kind
     def predict(self, X):
         """float64 (n_samples,) or (n_samples, n_outputs)."""
-        values = self._raw_values(X)[:, :, 0]
-        return values[:, 0] if self.n_outputs_ == 1 else values
+        return self._predict_values(self._raw_values(X))
+
+    def _predict_values(self, values):
+        """predict's answer for leaf values float64 (n, n_outputs, 1)."""
+        return values[:, 0, 0] if self.n_outputs_ == 1 else values[:, :, 0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

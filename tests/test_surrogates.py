@@ -18,10 +18,35 @@ def _data(n=300, seed=0):
     return X, y
 
 
-def _brute_force(X, rows, go_left, primary, k):
-    """[(agreement, feature, threshold, le)] of the best split per other
-    feature, better than the majority rule, ranked; on the rows where both
-    features are present."""
+def _categorical_data(n=400, seed=0):
+    """Feature 1 (categorical) mimics "x0 > 4", feature 3 (numerical) mimics
+    the categorical split "x2 in {1, 3}"; both split features have NaNs."""
+    rng = np.random.RandomState(seed)
+    X = np.empty((n, 4))
+    X[:, 0] = rng.randint(0, 10, n)
+    X[:, 1] = np.where(X[:, 0] > 4, rng.choice([0, 3, 5], n), rng.choice([1, 2, 4], n))
+    noise = rng.rand(n) < 0.15
+    X[noise, 1] = rng.randint(0, 6, noise.sum())
+    X[:, 2] = rng.randint(0, 5, n)
+    in_13 = np.isin(X[:, 2], [1, 3])
+    X[:, 3] = np.where(in_13 ^ (rng.rand(n) < 0.1), 5.0, 0.0) + rng.randint(0, 4, n)
+    y = 2.0 * (X[:, 0] > 4) + 1.5 * in_13 + rng.normal(scale=0.3, size=n)
+    X[rng.rand(n) < 0.1, 1] = np.nan
+    X[rng.rand(n) < 0.1, 2] = np.nan
+    return X, y
+
+
+def _subsets(values):
+    """Every subset (a tuple) of the distinct values."""
+    values = list(values)
+    return [tuple(v for i, v in enumerate(values) if mask >> i & 1)
+            for mask in range(2 ** len(values))]
+
+
+def _brute_force(X, rows, go_left, primary, k, categorical=()):
+    """[(agreement, feature, rule)] of the best split per other feature,
+    better than the majority rule, ranked; on the rows where both features
+    are present. rule: (threshold, le) or the subset of categories going left."""
     found = []
     for f in range(X.shape[1]):
         both = rows & ~np.isnan(X[:, f])
@@ -29,14 +54,28 @@ def _brute_force(X, rows, go_left, primary, k):
             continue
         majority = max(go_left[both].mean(), 1 - go_left[both].mean())
         best = None
-        for v in np.unique(X[both, f])[:-1]:
-            for le in (True, False):
-                agree = np.mean(((X[both, f] <= v) == le) == go_left[both])
-                if best is None or agree > best[0]:
-                    best = (agree, f, v, le)
+        if f in categorical:
+            candidates = [np.isin(X[both, f], subset) for subset in _subsets(np.unique(X[both, f]))]
+        else:
+            candidates = [(X[both, f] <= v) == le
+                          for v in np.unique(X[both, f])[:-1] for le in (True, False)]
+        for sends_left in candidates:
+            agree = np.mean(sends_left == go_left[both])
+            if best is None or agree > best[0]:
+                best = (agree, f)
         if best is not None and best[0] > majority:
             found.append(best)
     return sorted(found, key=lambda c: (-c[0], c[1]))[:k]
+
+
+def _sends_left(model, node, s, values):
+    """Whether surrogate s of node sends these raw values (present) left."""
+    f = model.surrogates_.feature[node, s]
+    mapper = model._bin_mapper
+    bins = np.arange(mapper.n_bins_non_missing_[f])
+    words = model.surrogates_.sides[node, s, 0]
+    left = (words[bins >> 5] >> (bins & 31).astype(np.uint32)) & 1 == 1
+    return np.isin(values, mapper.bin_thresholds_[f, bins[left]])
 
 
 @pytest.mark.parametrize("max_bins", [255, 1000])   # 8-bit and 16-bit bin codes
@@ -58,13 +97,64 @@ def test_surrogates_equal_a_brute_force_search(max_bins):
         assert got == [e[1] for e in expected]
         np.testing.assert_allclose(sur.agreement[node, :len(got)], [e[0] for e in expected],
                                    rtol=1e-12)
-        for s, (_, f, v, le) in enumerate(expected):
-            threshold = model._bin_mapper.bin_thresholds_[f, sur.bin[node, s]]
-            assert bool(sur.left_le[node, s]) == le
+        for s, (agreement, f) in enumerate(expected):
             both = rows & ~np.isnan(X[:, f])
-            np.testing.assert_array_equal(X[both, f] <= threshold, X[both, f] <= v)
+            threshold = model._bin_mapper.bin_thresholds_[f, sur.bin[node, s]]
+            sends_left = (X[both, f] <= threshold) == bool(sur.left_le[node, s])
+            assert np.mean(sends_left == (X[both, primary] <= tree.threshold[node])) == agreement
         checked += len(got)
     assert checked >= 3
+
+
+def test_categorical_surrogates_equal_a_brute_force_search():
+    X, y = _categorical_data()
+    params = dict(max_depth=3, min_samples_leaf=5, device="cpu", random_state=0,
+                  categorical_features=[1, 2])
+    model = DecisionTreeRegressor(missing_strategy="surrogate", n_surrogates=3, **params).fit(X, y)
+    tree, sur = model.tree_, model.surrogates_
+    rows_of = model.decision_path(X).toarray().astype(bool).T   # X has no NaN in feature 0
+    kinds = set()
+    for node in np.flatnonzero(tree.feature >= 0):
+        primary = tree.feature[node]
+        rows = rows_of[node] & ~np.isnan(X[:, primary])
+        if tree.is_categorical[node]:
+            go_left = np.isin(X[:, primary], tree.left_categories(node))
+        else:
+            go_left = X[:, primary] <= tree.threshold[node]
+        expected = _brute_force(X, rows, go_left, primary, 3, categorical=(1, 2))
+        got = [f for f in sur.feature[node] if f >= 0]
+        assert got == [e[1] for e in expected]
+        np.testing.assert_allclose(sur.agreement[node, :len(got)], [e[0] for e in expected],
+                                   rtol=1e-12)
+        for s, (agreement, f) in enumerate(expected):
+            if f in (1, 2):
+                both = rows & ~np.isnan(X[:, f])
+                sends_left = _sends_left(model, node, s, X[both, f])
+                np.testing.assert_allclose(np.mean(sends_left == go_left[both]), agreement,
+                                           rtol=1e-12)
+            kinds.add((bool(tree.is_categorical[node]), f in (1, 2)))
+    assert {(False, True), (True, False)} <= kinds   # categorical as surrogate and as primary
+
+
+def test_a_planted_categorical_surrogate_is_found_and_used():
+    X, y = _categorical_data(n=600, seed=2)
+    X[:, 2:] = 0.0                                   # only x0 (and its mimic x1) matter
+    params = dict(max_depth=1, device="cpu", categorical_features=[1])
+    model = DecisionTreeRegressor(missing_strategy="surrogate", **params).fit(X, y)
+    assert model.tree_.feature[0] == 0 and model.surrogates_.feature[0, 0] == 1
+    both = ~np.isnan(X[:, 1])
+    go_left = X[both, 0] <= model.tree_.threshold[0]
+    # the planted rule: categories {1, 2, 4} go with x0 <= 4
+    planted = np.isin(X[both, 1], [1, 2, 4])
+    assert model.surrogates_.agreement[0, 0] == pytest.approx(np.mean(planted == go_left))
+    blanked = X.copy()
+    blanked[:, 0] = np.nan
+    expected = np.where(np.isin(X[:, 1], [1, 2, 4]), model.tree_.value[1, 0, 0],
+                        model.tree_.value[2, 0, 0])
+    np.testing.assert_array_equal(model.predict(blanked)[both], expected[both])
+    default = DecisionTreeRegressor(**params).fit(X, y)
+    error = np.mean((model.predict(blanked) - y) ** 2)
+    assert error < 0.5 * np.mean((default.predict(blanked) - y) ** 2)
 
 
 @pytest.mark.parametrize("max_bins", [255, 1000])   # 1000: every one of 400 values has a bin
