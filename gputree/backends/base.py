@@ -120,11 +120,12 @@ class Backend:
                 self.xp.zeros(n_nodes, dtype=FLOAT_DTYPE))
 
 
-def node_summaries_kernel_body(jit):
+def node_summaries_kernel_body(jit, inline=None, criterion=None):
     """Compile ``summary(node, totals, layout, inv, params, OUT values, OUT
     impurity)``: leaf values (n_nodes, n_outputs, n_classes) and impurity of
-    one node from its int64 channel totals (n_nodes, n_channels)."""
-    crit = make_criterion_functions(jit)
+    one node from its int64 channel totals (n_nodes, n_channels); ``inline``
+    and ``criterion`` as in make_criterion_functions."""
+    crit = make_criterion_functions(jit, inline, criterion)
     node_value, impurity = crit.node_value, crit.impurity
 
     @jit

@@ -10,18 +10,19 @@ thread count and equals the CUDA backend's bit for bit.
 """
 import contextlib
 import functools
-import logging
 import math
 import mmap
+import types
 
 import numba
 import numpy as np
 from numba import njit, prange
 
 from .._dtypes import NODE_DTYPE, STAT_DTYPE, X_BINNED_DTYPE
-from .scan import (best_split_per_node, empty_scan_outputs, empty_scratch,
-                         make_split_scanner)
+from .formulas import LAYOUT_CRITERION
+from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
+from .compile_notice import watch_compilation
 from .kernel_cache import cache_numba_cpu_kernels
 
 # the scan kernels also compile code from other files: their cache covers them
@@ -46,22 +47,21 @@ def _without_reference_counting():
 
 
 _plain_jit = _without_reference_counting()
+_force_inline = functools.partial(_plain_jit, forceinline=True)
 
 
 def _inline(function):
-    """The split scan's per-candidate helpers are inlined (numba IR): calls
-    cost more than the arithmetic they do. devmath's exp/log family is
-    compiled once and called instead: those functions are large, only a few
-    criteria call them (not gini nor newton), and inlining them at every
-    call site of every gain formula multiplied the scan's compile time
-    (measured: over 5 times less; the gini and newton scans as fast)."""
+    """The split scan's per-candidate helpers are inlined by LLVM
+    (``forceinline``), not in numba's IR (``inline="always"``): numba then
+    compiles each helper once, where IR inlining copied every criterion's
+    formulas into every call site and took minutes to compile. With the
+    criterion a constant (one scan per criterion) LLVM also drops the other
+    criteria's code from the inlined copies. devmath's exp/log family is
+    called, not inlined: those functions are large and only a few criteria
+    call them (not gini nor newton)."""
     if function.__module__.endswith(".devmath"):
         return _plain_jit(function)
-    return njit(inline="always")(function)
-
-
-_scan = make_split_scanner(_plain_jit, _inline)
-_node_summary = node_summaries_kernel_body(_plain_jit)
+    return _force_inline(function)
 
 
 # Indices are cast to unsigned in the hot loops: numba wraps negative signed
@@ -261,7 +261,7 @@ def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
     part = np.zeros((n_blocks - 1, built_rows.size) + hist.shape[1:], dtype=hist.dtype)
     part_of_row = np.zeros(hist.shape[0], dtype=np.int32)
     part_of_row[built_rows] = np.arange(built_rows.size)
-    one_slot = built_rows[0] if built_rows.size == 1 else -1
+    one_slot = int(built_rows[0]) if built_rows.size == 1 else -1
     empty = np.empty(0, np.int32)
     _build_histograms(X_binned, stats, empty if rows is None else rows,
                       empty if slots is None else slots, rows is None, one_slot, part_of_row,
@@ -398,23 +398,52 @@ def _add_node_values(node_values, positions, out, first_column):
             out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
 
 
-@njit(parallel=True, cache=_CACHE_SCAN)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left):
+    """The split scan of every (node, feature) (arguments as
+    scan.make_split_scanner); compiled per criterion by _criterion_kernels."""
     n_features = hist.shape[1]
     for t in prange(hist.shape[0] * n_features):
-        _scan(t, hist, n_features, n_bins_non_missing, is_categorical,
+        # int64 as typed before the loop became a parallel region (unsigned
+        # there): one signature, compiled once
+        _scan(np.int64(t), hist, n_features, n_bins_non_missing, is_categorical,
               feature_allowed, missing_bin, layout, inv, params, scratch_sums,
               scratch_keys, scratch_order, out_gain, out_missing_left,
               out_bitset, out_left)
 
 
-@njit(cache=_CACHE_SCAN)
 def _node_summaries(totals, layout, inv, params, values, impurity):
-    # serial: a few thousand nodes at most, less work than waking threads
+    """Leaf values and impurity of every node (base.node_summaries_kernel_body);
+    serial: a few thousand nodes at most, less work than waking threads.
+    Compiled per criterion by _criterion_kernels."""
     for node in range(totals.shape[0]):
         _node_summary(node, totals, layout, inv, params, values, impurity)
+
+
+def _compiled_with(function, criterion, names, **options):
+    """``njit(cache=..., **options)`` of a copy of ``function`` that reads
+    ``names`` (dict) as globals, named ``<name>_<criterion>`` (numba's disk
+    cache tells functions apart by their qualified names)."""
+    name = f"{function.__name__}_{criterion}"
+    copy = types.FunctionType(function.__code__, dict(function.__globals__, **names), name)
+    copy.__qualname__ = name
+    return njit(cache=_CACHE_SCAN, **options)(copy)
+
+
+@functools.lru_cache(maxsize=None)
+def _criterion_kernels(criterion):
+    """(find_splits, node_summaries) of one criterion id, with the scan and
+    the formulas specialised to it: compiled only for the criteria a
+    process uses, each compile smaller than one for every criterion."""
+    names = {"_scan": make_split_scanner(_plain_jit, _inline, criterion),
+             "_node_summary": node_summaries_kernel_body(_plain_jit, _inline, criterion)}
+    return (_compiled_with(_find_splits, criterion, names, parallel=True),
+            _compiled_with(_node_summaries, criterion, names))
+
+
+def _kernels_for(layout):
+    return _criterion_kernels(int(layout[LAYOUT_CRITERION]))
 
 
 @contextlib.contextmanager
@@ -432,28 +461,6 @@ def _loop_vectorizer_off():
         numba.config.LOOP_VECTORIZE = saved
 
 
-_log = logging.getLogger("gputree")
-
-
-def _cache_is_cold(kernels):
-    """True when numba's disk cache holds no compiled code for one of the
-    ``kernels`` (dispatchers with ``cache=True``): they will be compiled.
-    False where numba's cache internals differ (nothing is said then)."""
-    try:
-        return any(not kernel._cache._cache_file._load_index() for kernel in kernels)
-    except Exception:  # noqa: BLE001 - numba internals: say nothing rather than fail
-        return False
-
-
-def _announce_compilation():
-    """One log record (warning level, so that it shows without any logging
-    set up) when this process will compile the kernels: the first fit after
-    installing or upgrading gputree or numba waits for the compiler."""
-    if _cache_is_cold((_find_splits, _build_histograms)):
-        _log.warning("gputree: compiling its CPU kernels (numba) for this machine; the first "
-                     "fit takes longer, later ones reuse the on-disk cache.")
-
-
 class CPUBackend(Backend):
     """numpy arrays, numba.njit kernels."""
 
@@ -461,7 +468,7 @@ class CPUBackend(Backend):
     xp = np
 
     def __init__(self):
-        _announce_compilation()
+        watch_compilation()
 
     def zeros(self, shape, dtype):
         """A zeroed array mapped straight from the OS (anonymous mmap): pages
@@ -506,7 +513,7 @@ class CPUBackend(Backend):
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
         scratch = empty_scratch(np, n_nodes, n_features, n_channels,
                                 bool(is_categorical.any()))
-        _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
+        _kernels_for(layout)[0](hist, n_bins_non_missing, is_categorical, feature_allowed,
                      missing_bin, layout, inv, params, *scratch, *outputs)
         return best_split_per_node(np, *outputs)
 
@@ -538,5 +545,5 @@ class CPUBackend(Backend):
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
-        _node_summaries(totals, layout, inv, params, values, impurity)
+        _kernels_for(layout)[1](totals, layout, inv, params, values, impurity)
         return values, impurity

@@ -18,6 +18,7 @@ row (the host builds those rows in :mod:`gputree.criteria`):
 * poisson: ``[w, (w*y_o, w*y_o*log(y_o)) for o]``.
 * newton (boosting): ``[(g_o, h_o) for o, n]``.
 """
+import functools
 import math
 from types import SimpleNamespace
 
@@ -43,23 +44,34 @@ PARAMS_SIZE = 5
 # node in histogram row r at ``off + n_features + 2 r`` (lower, upper); see
 # gputree.constraints.
 
-def make_criterion_functions(jit, inline=None):
+@functools.lru_cache(maxsize=None)
+def make_criterion_functions(jit, inline=None, criterion=None):
     """Compile the scalar criterion formulas with ``jit`` (``numba.njit`` or
-    ``numba.cuda.jit(device=True)``); returns a namespace of functions.
+    ``numba.cuda.jit(device=True)``); returns a namespace of functions (the
+    same one for the same arguments, so that callers share compiled code).
 
     Every function takes ``S`` int64 (n_channels,) channel sums of one node
     (or child), ``layout`` int64 (LAYOUT_SIZE,), ``inv`` float64 (n_channels,).
     ``inline`` (default ``jit``) compiles the small helpers called once per
     split candidate; on the CPU it inlines them (numba's array-argument calls
-    are costly in the hot loop).
+    are costly in the hot loop). ``criterion`` (one of GINI ... MISCLASSIFICATION)
+    specialises the functions to that criterion, a constant where they would
+    read ``layout[LAYOUT_CRITERION]``: the compiler then drops the other
+    criteria's code (compiled per criterion, each compile is smaller and the
+    code faster); None reads it from ``layout``.
     """
     inline = inline or jit
     dm = make_devmath(inline)
     log, log2 = dm.log, dm.log2
+    fixed = -1 if criterion is None else int(criterion)
+
+    @inline
+    def criterion_of(layout):
+        return layout[LAYOUT_CRITERION] if fixed < 0 else fixed
 
     @inline
     def node_weight(S, layout, inv):
-        crit = layout[LAYOUT_CRITERION]
+        crit = criterion_of(layout)
         if crit == NEWTON:
             # the smallest hessian sum over outputs (min_child_weight)
             best = math.inf
@@ -95,7 +107,7 @@ def make_criterion_functions(jit, inline=None):
             total += S[o * per + k]
         if total <= 0:
             return 0.0
-        crit = layout[LAYOUT_CRITERION]
+        crit = criterion_of(layout)
         if crit == MISCLASSIFICATION:
             # 1 - max_k p_k (the classic CART texts' error rate)
             top = 0
@@ -114,7 +126,7 @@ def make_criterion_functions(jit, inline=None):
 
     @inline
     def impurity(S, layout, inv):
-        crit = layout[LAYOUT_CRITERION]
+        crit = criterion_of(layout)
         n_out = layout[LAYOUT_N_OUTPUTS]
         if crit == NEWTON:
             return 0.0
@@ -192,7 +204,7 @@ def make_criterion_functions(jit, inline=None):
     def parent_score(T, layout, inv, params):
         """The parent's term of split_gain, computed once per (node, feature):
         its impurity, or for newton sum over outputs of G**2 / (H + lambda)."""
-        if layout[LAYOUT_CRITERION] == NEWTON:
+        if criterion_of(layout) == NEWTON:
             return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA])
         return impurity(T, layout, inv)
 
@@ -221,7 +233,7 @@ def make_criterion_functions(jit, inline=None):
             return -math.inf
         if wl <= 0.0 or wr <= 0.0:
             return -math.inf
-        crit = layout[LAYOUT_CRITERION]
+        crit = criterion_of(layout)
         if crit == NEWTON:
             lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
             return 0.5 * (newton_score(L, layout, inv, lam, alpha)
@@ -260,7 +272,7 @@ def make_criterion_functions(jit, inline=None):
     @jit
     def sort_key(S, T, layout, inv, params, majority):
         """Value that orders categories for the optimal-subset scan."""
-        crit = layout[LAYOUT_CRITERION]
+        crit = criterion_of(layout)
         if crit == NEWTON:
             h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
             return -(S[0] * inv[0]) / h if h > 0.0 else 0.0
@@ -276,7 +288,7 @@ def make_criterion_functions(jit, inline=None):
     @jit
     def node_value(S, layout, inv, params, o, k):
         """Leaf value of output o (class k for classifiers)."""
-        crit = layout[LAYOUT_CRITERION]
+        crit = criterion_of(layout)
         if crit == NEWTON:
             g = soft_threshold(S[2 * o] * inv[2 * o], params[PARAM_REG_ALPHA])
             h = S[2 * o + 1] * inv[2 * o + 1] + params[PARAM_REG_LAMBDA]

@@ -31,9 +31,11 @@ SCRATCH_VECTORS = 5
 MAX_CATEGORIES = 256
 
 
-def make_split_scanner(jit, inline=None):
+def make_split_scanner(jit, inline=None, criterion=None):
     """Compile the (node, feature) scan with ``jit`` (small per-candidate
-    helpers with ``inline``, default ``jit``); returns ``scan(t, ...)``.
+    helpers with ``inline``, default ``jit``), for one ``criterion`` or
+    (None) the one ``layout`` names (see make_criterion_functions); returns
+    ``scan(t, ...)``.
 
     scan(t, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, missing_bin, layout, inv, params,
@@ -55,7 +57,7 @@ def make_split_scanner(jit, inline=None):
                            left child's sums of the feature's best split
     """
     inline = inline or jit
-    crit = make_criterion_functions(jit, inline)
+    crit = make_criterion_functions(jit, inline, criterion)
     bounded_gain, node_count, bounded_parent_score, sort_key = (
         crit.bounded_gain, crit.node_count, crit.bounded_parent_score, crit.sort_key)
 
