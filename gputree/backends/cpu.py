@@ -51,17 +51,25 @@ _force_inline = functools.partial(_plain_jit, forceinline=True)
 
 
 def _inline(function):
-    """The split scan's per-candidate helpers are inlined by LLVM
-    (``forceinline``), not in numba's IR (``inline="always"``): numba then
-    compiles each helper once, where IR inlining copied every criterion's
-    formulas into every call site and took minutes to compile. With the
-    criterion a constant (one scan per criterion) LLVM also drops the other
-    criteria's code from the inlined copies. devmath's exp/log family is
-    called, not inlined: those functions are large and only a few criteria
-    call them (not gini nor newton)."""
+    """The split scan's per-candidate helpers are inlined: calls cost more
+    than the arithmetic they do, and inlined, the compiler sees the
+    criterion constant (one scan per criterion) and drops the other
+    criteria's code. Small helpers (under _IR_INLINE_BYTES of bytecode) are
+    inlined in numba's IR, so they are not compiled on their own; larger
+    ones by LLVM (``forceinline``): numba compiles each once, where IR
+    inlining copied every formula into every call site and took minutes
+    to compile. devmath's exp/log family is called, not inlined: those
+    functions are large and only a few criteria call them (not gini nor
+    newton)."""
     if function.__module__.endswith(".devmath"):
         return _plain_jit(function)
+    if len(function.__code__.co_code) < _IR_INLINE_BYTES:
+        return njit(inline="always")(function)
     return _force_inline(function)
+
+
+#: helpers smaller than this (bytes of CPython bytecode) are inlined in numba's IR
+_IR_INLINE_BYTES = 160
 
 
 # Indices are cast to unsigned in the hot loops: numba wraps negative signed
@@ -421,29 +429,35 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
         _node_summary(node, totals, layout, inv, params, values, impurity)
 
 
-def _compiled_with(function, criterion, names, **options):
+def _compiled_with(function, variant, names, **options):
     """``njit(cache=..., **options)`` of a copy of ``function`` that reads
-    ``names`` (dict) as globals, named ``<name>_<criterion>`` (numba's disk
+    ``names`` (dict) as globals, named ``<name>_<variant>`` (numba's disk
     cache tells functions apart by their qualified names)."""
-    name = f"{function.__name__}_{criterion}"
+    name = f"{function.__name__}_{variant}"
     copy = types.FunctionType(function.__code__, dict(function.__globals__, **names), name)
     copy.__qualname__ = name
     return njit(cache=_CACHE_SCAN, **options)(copy)
 
 
 @functools.lru_cache(maxsize=None)
-def _criterion_kernels(criterion):
-    """(find_splits, node_summaries) of one criterion id, with the scan and
-    the formulas specialised to it: compiled only for the criteria a
-    process uses, each compile smaller than one for every criterion."""
-    names = {"_scan": make_split_scanner(_plain_jit, _inline, criterion),
-             "_node_summary": node_summaries_kernel_body(_plain_jit, _inline, criterion)}
-    return (_compiled_with(_find_splits, criterion, names, parallel=True),
-            _compiled_with(_node_summaries, criterion, names))
+def _split_finder(criterion, categorical):
+    """find_splits of one criterion id (with the categorical scan or
+    without), the scan and formulas specialised to it: compiled only for
+    what a process uses, each compile smaller than one for everything."""
+    scan = make_split_scanner(_plain_jit, _inline, criterion, categorical)
+    return _compiled_with(_find_splits, f"{criterion}{'c' if categorical else 'n'}",
+                          {"_scan": scan}, parallel=True)
 
 
-def _kernels_for(layout):
-    return _criterion_kernels(int(layout[LAYOUT_CRITERION]))
+@functools.lru_cache(maxsize=None)
+def _summaries_kernel(criterion):
+    """node_summaries of one criterion id (its formulas specialised)."""
+    summary = node_summaries_kernel_body(_plain_jit, _inline, criterion)
+    return _compiled_with(_node_summaries, criterion, {"_node_summary": summary})
+
+
+def _criterion(layout):
+    return int(layout[LAYOUT_CRITERION])
 
 
 @contextlib.contextmanager
@@ -510,11 +524,12 @@ class CPUBackend(Backend):
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params):
         n_nodes, n_features, _, n_channels = hist.shape
+        any_categorical = bool(is_categorical.any())
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
-        scratch = empty_scratch(np, n_nodes, n_features, n_channels,
-                                bool(is_categorical.any()))
-        _kernels_for(layout)[0](hist, n_bins_non_missing, is_categorical, feature_allowed,
-                     missing_bin, layout, inv, params, *scratch, *outputs)
+        scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
+        find_splits = _split_finder(_criterion(layout), any_categorical)
+        find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
+                    layout, inv, params, *scratch, *outputs)
         return best_split_per_node(np, *outputs)
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
@@ -545,5 +560,5 @@ class CPUBackend(Backend):
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
-        _kernels_for(layout)[1](totals, layout, inv, params, values, impurity)
+        _summaries_kernel(_criterion(layout))(totals, layout, inv, params, values, impurity)
         return values, impurity

@@ -31,11 +31,13 @@ SCRATCH_VECTORS = 5
 MAX_CATEGORIES = 256
 
 
-def make_split_scanner(jit, inline=None, criterion=None):
+def make_split_scanner(jit, inline=None, criterion=None, categorical=True):
     """Compile the (node, feature) scan with ``jit`` (small per-candidate
     helpers with ``inline``, default ``jit``), for one ``criterion`` or
     (None) the one ``layout`` names (see make_criterion_functions); returns
-    ``scan(t, ...)``.
+    ``scan(t, ...)``. ``categorical`` False leaves the categorical scan out
+    (a constant branch the compiler drops: not compiled) for data whose
+    features are all numerical.
 
     scan(t, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, missing_bin, layout, inv, params,
@@ -223,7 +225,7 @@ def make_split_scanner(jit, inline=None, criterion=None):
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
         has_missing = node_count(M, layout, inv) > 0
         n_non_missing = n_bins_non_missing[f]
-        if is_categorical[f]:
+        if categorical and is_categorical[f]:
             keys, order = scratch_keys[t], scratch_order[t]
             gain, kind, index, ml, n_cat = scan_categorical(
                 H, T, L, R, A, M, n_non_missing, has_missing, parent,
