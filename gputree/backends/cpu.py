@@ -7,6 +7,9 @@ first adds into private histograms, reduced afterwards in a fixed order. No
 two threads ever write the same cell and no atomics are needed. Histogram
 cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count and equals the CUDA backend's bit for bit.
+
+The split scan and node summaries are compiled per criterion (the formulas
+specialised to it), on first use: a process compiles only what it uses.
 """
 import contextlib
 import functools
@@ -406,11 +409,16 @@ def _add_node_values(node_values, positions, out, first_column):
             out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
 
 
+#: the scan and the node summary that the two kernels below call: set in
+#: each compiled copy's globals by _split_finder and _summaries_kernel
+_scan = _node_summary = None
+
+
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left):
     """The split scan of every (node, feature) (arguments as
-    scan.make_split_scanner); compiled per criterion by _criterion_kernels."""
+    scan.make_split_scanner); compiled per criterion by _split_finder."""
     n_features = hist.shape[1]
     for t in prange(hist.shape[0] * n_features):
         # int64 as typed before the loop became a parallel region (unsigned
@@ -424,7 +432,7 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
 def _node_summaries(totals, layout, inv, params, values, impurity):
     """Leaf values and impurity of every node (base.node_summaries_kernel_body);
     serial: a few thousand nodes at most, less work than waking threads.
-    Compiled per criterion by _criterion_kernels."""
+    Compiled per criterion by _summaries_kernel."""
     for node in range(totals.shape[0]):
         _node_summary(node, totals, layout, inv, params, values, impurity)
 
