@@ -39,7 +39,7 @@ import numpy as np
 
 from .._dtypes import FLOAT_DTYPE
 from .._validation import to_numpy
-from .formulas import make_criterion_functions
+from .formulas import make_criterion_functions, specialised
 
 
 #: trees whose leaf ids are held at once by the default add_leaf_values
@@ -142,12 +142,14 @@ class Backend:
                 self.xp.zeros(n_nodes, dtype=FLOAT_DTYPE))
 
 
-def node_summaries_kernel_body(jit):
+def node_summaries_kernel_body(jit, inline=None, measure=None):
     """Compile ``summary(node, totals, layout, inv, params, OUT values, OUT
     impurity)``: leaf values (n_nodes, n_outputs, n_classes) and impurity of
-    one node from its int64 channel totals (n_nodes, n_channels)."""
-    crit = make_criterion_functions(jit)
+    one node from its int64 channel totals (n_nodes, n_channels); ``inline``
+    and ``measure`` as in make_criterion_functions."""
+    crit = make_criterion_functions(jit, inline, measure)
     node_value, impurity = crit.node_value, crit.impurity
+    jit = specialised(jit, measure)
 
     @jit
     def summary(node, totals, layout, inv, params, values, impurities):

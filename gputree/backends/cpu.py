@@ -7,21 +7,25 @@ first adds into private histograms, reduced afterwards in a fixed order. No
 two threads ever write the same cell and no atomics are needed. Histogram
 cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count and equals the CUDA backend's bit for bit.
+
+The split scan and node summaries are compiled per criterion (the formulas
+specialised to it), on first use: a process compiles only what it uses.
 """
 import contextlib
 import functools
-import logging
 import math
 import mmap
+import types
 
 import numba
 import numpy as np
 from numba import njit, prange
 
 from .._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
-from .scan import (best_split_per_node, empty_scan_outputs, empty_scratch,
-                         make_split_scanner)
+from .formulas import measure_of
+from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
+from .compile_notice import watch_compilation
 from .splitset import make_splitset
 from .kernel_cache import cache_numba_cpu_kernels
 
@@ -47,23 +51,30 @@ def _without_reference_counting():
 
 
 _plain_jit = _without_reference_counting()
+_force_inline = functools.partial(_plain_jit, forceinline=True)
 
 
 def _inline(function):
-    """The split scan's per-candidate helpers are inlined (numba IR): calls
-    cost more than the arithmetic they do. devmath's exp/log family is
-    compiled once and called instead: those functions are large, only a few
-    criteria call them (not gini nor newton), and inlining them at every
-    call site of every gain formula multiplied the scan's compile time
-    (measured: over 5 times less; the gini and newton scans as fast)."""
+    """The split scan's per-candidate helpers are inlined: calls cost more
+    than the arithmetic they do, and inlined, the compiler sees the
+    criterion constant (one scan per criterion) and drops the other
+    criteria's code. Small helpers (under _IR_INLINE_BYTES of bytecode) are
+    inlined in numba's IR, so they are not compiled on their own; larger
+    ones by LLVM (``forceinline``): numba compiles each once, where IR
+    inlining copied every formula into every call site and took minutes
+    to compile. devmath's exp/log family is called, not inlined: those
+    functions are large and only a few criteria call them (not gini nor
+    newton)."""
     if function.__module__.endswith(".devmath"):
         return _plain_jit(function)
-    return njit(inline="always")(function)
+    if len(function.__code__.co_code) < _IR_INLINE_BYTES:
+        return njit(inline="always")(function)
+    return _force_inline(function)
 
 
-_scan = make_split_scanner(_plain_jit, _inline)
-_node_summary = node_summaries_kernel_body(_plain_jit)
 _goes_left = make_splitset(njit(inline="always")).goes_left
+#: helpers smaller than this (bytes of CPython bytecode) are inlined in numba's IR
+_IR_INLINE_BYTES = 160
 
 
 # Indices are cast to unsigned in the hot loops: numba wraps negative signed
@@ -271,7 +282,7 @@ def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
     part = np.zeros((n_blocks - 1, built_rows.size) + hist.shape[1:], dtype=hist.dtype)
     part_of_row = np.zeros(hist.shape[0], dtype=np.int32)
     part_of_row[built_rows] = np.arange(built_rows.size)
-    one_slot = built_rows[0] if built_rows.size == 1 else -1
+    one_slot = int(built_rows[0]) if built_rows.size == 1 else -1
     empty = np.empty(0, np.int32)
     _build_histograms(X_binned, stats, empty if rows is None else rows,
                       empty if slots is None else slots, rows is None, one_slot, part_of_row,
@@ -407,23 +418,61 @@ def _add_node_values(node_values, positions, out, first_column):
             out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
 
 
-@njit(parallel=True, cache=_CACHE_SCAN)
+#: the scan and the node summary that the two kernels below call: set in
+#: each compiled copy's globals by _split_finder and _summaries_kernel
+_scan = _node_summary = None
+
+
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left, out_info):
+    """The split scan of every (node, feature) (arguments as
+    scan.make_split_scanner); compiled per criterion by _split_finder."""
     n_features = hist.shape[1]
     for t in prange(hist.shape[0] * n_features):
-        _scan(t, hist, n_features, n_bins_non_missing, is_categorical,
+        # int64 as typed before the loop became a parallel region (unsigned
+        # there): one signature, compiled once
+        _scan(np.int64(t), hist, n_features, n_bins_non_missing, is_categorical,
               feature_allowed, missing_bin, layout, inv, params, scratch_sums,
               scratch_keys, scratch_order, out_gain, out_missing_left,
               out_bitset, out_left, out_info)
 
 
-@njit(cache=_CACHE_SCAN)
 def _node_summaries(totals, layout, inv, params, values, impurity):
-    # serial: a few thousand nodes at most, less work than waking threads
+    """Leaf values and impurity of every node (base.node_summaries_kernel_body);
+    serial: a few thousand nodes at most, less work than waking threads.
+    Compiled per criterion by _summaries_kernel."""
     for node in range(totals.shape[0]):
         _node_summary(node, totals, layout, inv, params, values, impurity)
+
+
+def _compiled_with(function, variant, names, **options):
+    """``njit(cache=..., **options)`` of a copy of ``function`` that reads
+    ``names`` (dict) as globals, named ``<name>_<variant>`` (numba's disk
+    cache tells functions apart by their qualified names)."""
+    name = f"{function.__name__}_{variant}"
+    copy = types.FunctionType(function.__code__, dict(function.__globals__, **names), name)
+    copy.__qualname__ = name
+    return njit(cache=_CACHE_SCAN, **options)(copy)
+
+
+@functools.lru_cache(maxsize=None)
+def _split_finder(measure, categorical):
+    """find_splits of one criterion measure ((kind, impurity), from
+    formulas.measure_of; with the categorical scan or without), the scan and
+    formulas specialised to it: compiled only for what a process uses, each
+    compile smaller than one for everything."""
+    scan = make_split_scanner(_plain_jit, _inline, measure, categorical)
+    return _compiled_with(_find_splits, f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}",
+                          {"_scan": scan}, parallel=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _summaries_kernel(measure):
+    """node_summaries of one criterion measure (its formulas specialised)."""
+    summary = node_summaries_kernel_body(_plain_jit, _inline, measure)
+    return _compiled_with(_node_summaries, f"{measure[0]}_{measure[1]}",
+                          {"_node_summary": summary})
 
 
 @contextlib.contextmanager
@@ -441,28 +490,6 @@ def _loop_vectorizer_off():
         numba.config.LOOP_VECTORIZE = saved
 
 
-_log = logging.getLogger("gputree")
-
-
-def _cache_is_cold(kernels):
-    """True when numba's disk cache holds no compiled code for one of the
-    ``kernels`` (dispatchers with ``cache=True``): they will be compiled.
-    False where numba's cache internals differ (nothing is said then)."""
-    try:
-        return any(not kernel._cache._cache_file._load_index() for kernel in kernels)
-    except Exception:  # noqa: BLE001 - numba internals: say nothing rather than fail
-        return False
-
-
-def _announce_compilation():
-    """One log record (warning level, so that it shows without any logging
-    set up) when this process will compile the kernels: the first fit after
-    installing or upgrading gputree or numba waits for the compiler."""
-    if _cache_is_cold((_find_splits, _build_histograms)):
-        _log.warning("gputree: compiling its CPU kernels (numba) for this machine; the first "
-                     "fit takes longer, later ones reuse the on-disk cache.")
-
-
 class CPUBackend(Backend):
     """numpy arrays, numba.njit kernels."""
 
@@ -470,7 +497,7 @@ class CPUBackend(Backend):
     xp = np
 
     def __init__(self):
-        _announce_compilation()
+        watch_compilation()
 
     def zeros(self, shape, dtype):
         """A zeroed array mapped straight from the OS (anonymous mmap): pages
@@ -518,11 +545,12 @@ class CPUBackend(Backend):
     def scan_splits(self, hist, n_bins_non_missing, is_categorical,
                     feature_allowed, missing_bin, layout, inv, params):
         n_nodes, n_features, _, n_channels = hist.shape
+        any_categorical = bool(is_categorical.any())
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
-        scratch = empty_scratch(np, n_nodes, n_features, n_channels,
-                                bool(is_categorical.any()))
-        _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
-                     missing_bin, layout, inv, params, *scratch, *outputs)
+        scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
+        find_splits = _split_finder(measure_of(layout), any_categorical)
+        find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
+                    layout, inv, params, *scratch, *outputs)
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
@@ -553,5 +581,5 @@ class CPUBackend(Backend):
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
-        _node_summaries(totals, layout, inv, params, values, impurity)
+        _summaries_kernel(measure_of(layout))(totals, layout, inv, params, values, impurity)
         return values, impurity

@@ -32,6 +32,7 @@ rows in :mod:`gputree.criteria`):
 * poisson: ``[w, (w*y_o, w*y_o*log(y_o)) for o]``.
 * newton (boosting): ``[(g_o, h_o) for o, n]``.
 """
+import functools
 import math
 from types import SimpleNamespace
 
@@ -59,23 +60,63 @@ PARAMS_SIZE = 5
 # node in histogram row r at ``off + n_features + 2 r`` (lower, upper); see
 # gputree.constraints.
 
-def make_criterion_functions(jit, inline=None):
+def specialised(decorator, measure, variant=""):
+    """``decorator`` (a jit) applied to functions renamed ``<name>_<tag>``,
+    the tag naming ``measure`` (and ``variant``). numba names compiled code
+    after functions' qualified names (plus a per-process counter), and a
+    kernel loaded from the disk cache brings its helpers under the names they
+    had when compiled; two specialisations sharing a name could then link
+    one's kernel to the other's helper. Distinct names keep them apart."""
+    tag = ("any" if measure is None else f"k{int(measure[0])}i{int(measure[1])}") + variant
+
+    def apply(function):
+        function.__name__ = f"{function.__name__}_{tag}"
+        function.__qualname__ = f"{function.__qualname__}_{tag}"
+        return decorator(function)
+    return apply
+
+
+def measure_of(layout):
+    """(kind, impurity) of the criterion a layout (int64 (LAYOUT_SIZE,))
+    describes: what :func:`make_criterion_functions` specialises to."""
+    return int(layout[LAYOUT_KIND]), int(layout[LAYOUT_IMPURITY])
+
+
+@functools.lru_cache(maxsize=None)
+def make_criterion_functions(jit, inline=None, measure=None):
     """Compile the scalar criterion formulas with ``jit`` (``numba.njit`` or
-    ``numba.cuda.jit(device=True)``); returns a namespace of functions.
+    ``numba.cuda.jit(device=True)``); returns a namespace of functions (the
+    same one for the same arguments, so that callers share compiled code).
 
     Every function takes ``S`` int64 (n_channels,) channel sums of one node
     (or child), ``layout`` int64 (LAYOUT_SIZE,), ``inv`` float64 (n_channels,).
     ``inline`` (default ``jit``) compiles the small helpers called once per
     split candidate; on the CPU it inlines them (numba's array-argument calls
-    are costly in the hot loop).
+    are costly in the hot loop). ``measure`` (a criterion's ``(kind,
+    impurity)``, :func:`measure_of`) specialises the functions to it: a
+    constant where they would read ``layout[LAYOUT_KIND]`` and
+    ``layout[LAYOUT_IMPURITY]``, so the compiler drops the other criteria's
+    code (compiled per criterion, each compile is smaller and the code
+    faster); None reads both from ``layout``.
     """
     inline = inline or jit
     dm = make_devmath(inline)
     log, log2 = dm.log, dm.log2
+    jit, inline = specialised(jit, measure), specialised(inline, measure)
+    fixed_kind, fixed_impurity = (-1, -1) if measure is None else (int(measure[0]),
+                                                                 int(measure[1]))
+
+    @inline
+    def kind_of(layout):
+        return layout[LAYOUT_KIND] if fixed_kind < 0 else fixed_kind
+
+    @inline
+    def impurity_of(layout):
+        return layout[LAYOUT_IMPURITY] if fixed_impurity < 0 else fixed_impurity
 
     @inline
     def node_weight(S, layout, inv):
-        if layout[LAYOUT_KIND] == KIND_NEWTON:
+        if kind_of(layout) == KIND_NEWTON:
             # the smallest hessian sum over outputs (min_child_weight)
             best = math.inf
             for o in range(layout[LAYOUT_N_OUTPUTS]):
@@ -106,7 +147,7 @@ def make_criterion_functions(jit, inline=None):
             total += S[o * per + k]
         if total <= 0:
             return 0.0
-        measure = layout[LAYOUT_IMPURITY]
+        measure = impurity_of(layout)
         if measure == IMPURITY_ERROR_RATE:
             # 1 - max_k p_k (the classic CART texts' error rate)
             top = 0
@@ -125,7 +166,7 @@ def make_criterion_functions(jit, inline=None):
 
     @inline
     def impurity(S, layout, inv):
-        kind = layout[LAYOUT_KIND]
+        kind = kind_of(layout)
         n_out = layout[LAYOUT_N_OUTPUTS]
         if kind == KIND_NEWTON:
             return 0.0
@@ -142,7 +183,7 @@ def make_criterion_functions(jit, inline=None):
             sy = S[off + 2 * o] * inv[off + 2 * o]
             s2 = S[off + 2 * o + 1] * inv[off + 2 * o + 1]
             mean = sy / w
-            if layout[LAYOUT_IMPURITY] == IMPURITY_SQUARED_ERROR:
+            if impurity_of(layout) == IMPURITY_SQUARED_ERROR:
                 result += s2 / w - mean * mean
             elif sy <= 0.0:
                 result += math.inf
@@ -203,7 +244,7 @@ def make_criterion_functions(jit, inline=None):
     def parent_score(T, layout, inv, params):
         """The parent's term of split_gain, computed once per (node, feature):
         its impurity, or for newton sum over outputs of G**2 / (H + lambda)."""
-        if layout[LAYOUT_KIND] == KIND_NEWTON:
+        if kind_of(layout) == KIND_NEWTON:
             return newton_score(T, layout, inv, params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA])
         return impurity(T, layout, inv)
 
@@ -246,11 +287,11 @@ def make_criterion_functions(jit, inline=None):
             return -math.inf
         if wl <= 0.0 or wr <= 0.0:
             return -math.inf
-        if layout[LAYOUT_KIND] == KIND_NEWTON:
+        if kind_of(layout) == KIND_NEWTON:
             lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
             return 0.5 * (newton_score(L, layout, inv, lam, alpha)
                           + newton_score(R, layout, inv, lam, alpha) - parent)
-        if layout[LAYOUT_IMPURITY] == IMPURITY_POISSON:
+        if impurity_of(layout) == IMPURITY_POISSON:
             if not (poisson_child_ok(L, layout, inv) and poisson_child_ok(R, layout, inv)):
                 return -math.inf
         w = wl + wr
@@ -278,7 +319,7 @@ def make_criterion_functions(jit, inline=None):
     @jit
     def sort_key(S, T, layout, inv, params, majority):
         """Value that orders categories for the optimal-subset scan."""
-        kind = layout[LAYOUT_KIND]
+        kind = kind_of(layout)
         if kind == KIND_NEWTON:
             h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
             return -(S[0] * inv[0]) / h if h > 0.0 else 0.0
@@ -294,7 +335,7 @@ def make_criterion_functions(jit, inline=None):
     @jit
     def node_value(S, layout, inv, params, o, k):
         """Leaf value of output o (class k for classifiers)."""
-        kind = layout[LAYOUT_KIND]
+        kind = kind_of(layout)
         if kind == KIND_NEWTON:
             g = soft_threshold(S[2 * o] * inv[2 * o], params[PARAM_REG_ALPHA])
             h = S[2 * o + 1] * inv[2 * o + 1] + params[PARAM_REG_LAMBDA]

@@ -34,7 +34,8 @@ import numpy as np
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
 from .devmath import make_devmath
 from .formulas import (LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO,
-                       PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, make_criterion_functions)
+                       PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, make_criterion_functions,
+                       specialised)
 from .splitset import make_splitset
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
@@ -43,9 +44,13 @@ SCRATCH_VECTORS = 5
 MAX_CATEGORIES = 256
 
 
-def make_split_scanner(jit, inline=None):
+def make_split_scanner(jit, inline=None, measure=None, categorical=True):
     """Compile the (node, feature) scan with ``jit`` (small per-candidate
-    helpers with ``inline``, default ``jit``); returns ``scan(t, ...)``.
+    helpers with ``inline``, default ``jit``), for one criterion ``measure``
+    or (None) the one ``layout`` names (see make_criterion_functions); returns
+    ``scan(t, ...)``. ``categorical`` False leaves the categorical scan out
+    (a constant branch the compiler drops: not compiled) for data whose
+    features are all numerical.
 
     scan(t, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, missing_bin, layout, inv, params,
@@ -69,12 +74,14 @@ def make_split_scanner(jit, inline=None):
                            the information gain of that split (else -inf)
     """
     inline = inline or jit
-    crit = make_criterion_functions(jit, inline)
+    crit = make_criterion_functions(jit, inline, measure)
     bounded_gain, node_count, bounded_parent_score, sort_key = (
         crit.bounded_gain, crit.node_count, crit.bounded_parent_score, crit.sort_key)
     goes_left, add_bin, add_bins_upto = make_splitset(inline)
     node_weight, impurity, impurity_gain = crit.node_weight, crit.impurity, crit.impurity_gain
     log2 = make_devmath(inline).log2
+    variant = "c" if categorical else "n"
+    jit, inline = specialised(jit, measure, variant), specialised(inline, measure, variant)
 
     @inline
     def combine(L, R, A, M, T, with_missing):
@@ -279,13 +286,13 @@ def make_split_scanner(jit, inline=None):
         has_missing = node_count(M, layout, inv) > 0
         n_non_missing = n_bins_non_missing[f]
         multiway = layout[LAYOUT_MULTIWAY] != 0
-        if multiway and is_categorical[f]:
+        if categorical and multiway and is_categorical[f]:
             gain, info = scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params)
             if gain != -math.inf:
                 out_gain[node, f] = gain
                 out_info[node, f] = info
             return
-        if is_categorical[f]:
+        if categorical and is_categorical[f]:
             keys, order = scratch_keys[t], scratch_order[t]
             gain, kind, index, ml, n_cat = scan_categorical(
                 H, T, L, R, A, M, n_non_missing, has_missing, parent,
