@@ -18,6 +18,7 @@ import numpy as np
 
 from ._dtypes import FLOAT_DTYPE
 from .backends.splitset import make_splitset
+from .surrogates import refuse_surrogates
 
 _goes_left = make_splitset(numba.njit(inline="always")).goes_left
 
@@ -39,7 +40,8 @@ def contributions(model, X):
     (classes of a classifier tree or forest, classes of softmax boosting).
     Each output's row sums to the raw prediction: predict_proba (trees,
     forests), predict (regression trees, forests), decision_function or the
-    raw score before the link (boosting)."""
+    raw score before the link (boosting). Trees with surrogate splits are refused."""
+    refuse_surrogates(model, "TreeSHAP (pred_contrib=True)")
     backend = model._backend
     X_binned = np.asfortranarray(backend.to_host(model._bin_new_data(X).X_binned))
     trees, columns, scale, baseline = model._contribution_layout()
@@ -176,7 +178,9 @@ def shap_model(model):
     (path-dependent, raw output; explain raw X with NaN for missing).
 
     shap's dict format has no categorical splits: models with one raise a
-    ValueError; use ``model.predict(X, pred_contrib=True)`` for them."""
+    ValueError; use ``model.predict(X, pred_contrib=True)`` for them.
+    Trees with surrogate splits are refused."""
+    refuse_surrogates(model, "shap_model")
     trees, columns, scale, baseline = model._contribution_layout()
     if any(t.is_categorical.any() for t in trees):
         raise ValueError("this model has categorical splits, which shap's tree format cannot "

@@ -5,12 +5,18 @@ lines), so that where the trees coincide the texts differ only by gputree's
 ``(missing)`` marks and categorical ``in {...}`` splits. A multiway split
 (ID3 / C4.5) shows one line per child at the same depth, ``x = a`` ..., the
 last ``x not in {...}`` (the heaviest child's, where missing values and
-other categories go)."""
+other categories go). A tree fitted with surrogate splits
+(``missing_strategy="surrogate"``) shows, before each split's branches, the
+line ``(surrogates: x1 <= 4.50 (agree 0.93), c in {a, b} (agree 0.81);
+majority: left)``: in order, each surrogate's condition for going left with its
+agreement, then the side taken when no surrogate feature is present; the
+split lines then carry no ``(missing)`` mark."""
 from dataclasses import dataclass
 
 import numpy as np
 
 from .backends.splitset import left_bins
+from .surrogates import sent_bins
 
 
 @dataclass
@@ -21,6 +27,7 @@ class _Style:
     spacing: int
     decimals: int
     show_weights: bool
+    surrogates: object = None      # gputree.surrogates.Surrogates of the tree, or None
 
 
 def export_text(estimator, feature_names=None, max_depth=10, decimals=2,
@@ -38,11 +45,12 @@ def export_text(estimator, feature_names=None, max_depth=10, decimals=2,
                          "DecisionTreeRegressor (no tree_ attribute found).")
     if spacing < 1:
         raise ValueError(f"spacing must be >= 1, got {spacing}.")
+    model = estimator.model_
     style = _Style(_feature_names(estimator, feature_names),
                    _class_names(estimator, class_names), max_depth, spacing, decimals,
-                   show_weights)
+                   show_weights, model.surrogates and model.surrogates[0])
     lines = []
-    _describe(estimator.model_, tree, 0, 0, style, lines)
+    _describe(model, tree, 0, 0, style, lines)
     return "".join(lines)
 
 
@@ -79,6 +87,9 @@ def _describe(model, tree, node, depth, style, lines):
     if depth > style.max_depth:
         lines.append(indent + f"truncated branch of depth {_subtree_depth(tree, node)}\n")
         return
+    if style.surrogates is not None:
+        bar = ("|" + " " * style.spacing) * (depth + 1)
+        lines.append(f"{bar}({surrogate_text(model, node, style)})\n")
     for child, text in _branches(model, tree, node, style):
         lines.append(indent + text + "\n")
         _describe(model, tree, child, depth + 1, style, lines)
@@ -117,12 +128,35 @@ def _subtree_depth(tree, node):
     return levels
 
 
+def surrogate_text(model, node, style):
+    """``surrogates: x1 <= 4.50 (agree 0.93), ...; majority: left`` for split
+    ``node`` of the tree whose surrogates are ``style.surrogates``: each
+    surrogate's condition for going left (categorical: the categories sent
+    left; those without rows in the node give no direction) and agreement."""
+    sur, d = style.surrogates, style.decimals
+    parts = []
+    for s in np.flatnonzero(sur.feature[node] >= 0):
+        f = sur.feature[node, s]
+        name = style.names[f]
+        if model.is_categorical[f]:
+            bins = sent_bins(sur.sides[node, s, 0], model.n_bins_non_missing[f])
+            rule = f"{name} in {{{', '.join(_category_labels(model, f, bins))}}}"
+        else:
+            t = f"{model.thresholds[f, sur.bin[node, s]]:.{d}f}"
+            rule = f"{name} <= {t}" if sur.left_le[node, s] else f"{name} >  {t}"
+        parts.append(f"{rule} (agree {sur.agreement[node, s]:.{d}f})")
+    side = "left" if sur.majority_left[node] else "right"
+    return f"surrogates: {', '.join(parts) or 'none'}; majority: {side}"
+
+
 def _split_text(model, tree, node, style):
-    """(left, right) texts of split ``node``; ``model`` is the FittedModel."""
+    """(left, right) texts of split ``node``; ``model`` is the FittedModel.
+    ``(missing)`` marks the missing side, unless surrogates decide it."""
     f = tree.feature[node]
     name = style.names[f]
-    missing_left = " (missing)" if tree.missing_left[node] else ""
-    missing_right = "" if tree.missing_left[node] else " (missing)"
+    marked = style.surrogates is None
+    missing_left = " (missing)" if marked and tree.missing_left[node] else ""
+    missing_right = " (missing)" if marked and not tree.missing_left[node] else ""
     if not tree.is_categorical[node]:
         t = f"{tree.threshold[node]:.{style.decimals}f}"
         return f"{name} <= {t}{missing_left}", f"{name} >  {t}{missing_right}"

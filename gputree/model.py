@@ -25,8 +25,10 @@ from .tree import TreeArrays
 #: 2: split bitsets have BITSET_WORDS (10) words, bins beyond 255 allowed;
 #: 3 adds the optional tree field ``chain_link`` (multiway splits). A model
 #: is written with the lowest version that describes it (3 only with multiway
-#: splits); version 1 files (8-word bitsets, at most 255 bins) load unchanged
-SCHEMA_VERSION = 3
+#: splits); 4 adds the optional tree object ``surrogates`` (CART surrogate
+#: splits of a single tree, written only when present); version 1 files (8-word
+#: bitsets, at most 255 bins) load unchanged
+SCHEMA_VERSION = 4
 
 #: dtype and per-node trailing shape of every TreeArrays field (value: checked apart)
 TREE_FIELDS = {
@@ -39,6 +41,11 @@ TREE_FIELDS = {
 }
 #: fields a tree may omit (schema version 3; absent: all zeros)
 OPTIONAL_TREE_FIELDS = {"chain_link": (np.uint8, ())}
+#: dtype and number of axes of every array of a tree's ``surrogates`` object
+#: (schema version 4; :class:`gputree.surrogates.Surrogates`)
+SURROGATE_FIELDS = {"feature": (FEATURE_DTYPE, 2), "bin": (np.int32, 2), "left_le": (np.uint8, 2),
+                    "agreement": (FLOAT_DTYPE, 2), "majority_left": (np.uint8, 1),
+                    "sides": (BITSET_DTYPE, 4)}
 
 
 class ModelFormatError(ValueError):
@@ -69,6 +76,8 @@ class FittedModel:
     n_bins_non_missing int32 (n_features,)
     trees          list of TreeArrays (one for a single tree)
     attributes     dict    the estimator's ``_model_attributes`` that it has
+    surrogates     list (one per tree) of gputree.surrogates.Surrogates, or
+                   None for a model without surrogate splits
     """
 
     estimator: str
@@ -80,6 +89,7 @@ class FittedModel:
     n_bins_non_missing: np.ndarray
     trees: list
     attributes: dict
+    surrogates: list = None
 
     @property
     def n_features(self):
@@ -97,7 +107,8 @@ class FittedModel:
         return cls(type(estimator).__name__, estimator.get_params(deep=False),
                    encoder.feature_names_in_, categories, mapper.is_categorical_,
                    mapper.bin_thresholds_, mapper.n_bins_non_missing_,
-                   list(estimator._trees_for_prediction()), attributes)
+                   list(estimator._trees_for_prediction()), attributes,
+                   _surrogates_of(estimator))
 
     def to_estimator(self, device=None):
         """A fitted estimator predicting exactly as the one described;
@@ -108,6 +119,8 @@ class FittedModel:
             setattr(estimator, name, value)
         estimator._restore(resolve_backend(device or self.params.get("device", "auto")),
                            self._encoder(), self._bin_mapper(), list(self.trees))
+        if self.surrogates is not None:
+            estimator.surrogates_ = self.surrogates[0]
         return estimator
 
     def _encoder(self):
@@ -134,15 +147,25 @@ class FittedModel:
     def to_dict(self):
         """Plain containers: numpy arrays, lists, dicts, str, numbers, None."""
         multiway = any(t.is_multiway for t in self.trees)
-        return {"format": "gputree-model", "schema_version": 3 if multiway else 2,
+        version = 4 if self.surrogates is not None else 3 if multiway else 2
+        return {"format": "gputree-model", "schema_version": version,
                 "estimator": self.estimator, "params": dict(self.params),
                 "features": {"names": self.feature_names, "is_categorical": self.is_categorical,
                              "categories": [[i, v] for i, v in sorted(self.categories.items())]},
                 "bins": {"thresholds": self.thresholds,
                          "n_bins_non_missing": self.n_bins_non_missing},
-                "trees": [{f.name: getattr(t, f.name) for f in fields(t)
-                           if f.name in TREE_FIELDS or t.is_multiway} for t in self.trees],
+                "trees": [self._tree_dict(i) for i in range(len(self.trees))],
                 "attributes": dict(self.attributes)}
+
+    def _tree_dict(self, i):
+        """Tree ``i`` as a dict of its fields (and its surrogates' arrays)."""
+        tree = self.trees[i]
+        data = {f.name: getattr(tree, f.name) for f in fields(tree)
+                if f.name in TREE_FIELDS or tree.is_multiway}
+        if self.surrogates is not None and self.surrogates[i] is not None:
+            data["surrogates"] = {name: getattr(self.surrogates[i], name)
+                                  for name in SURROGATE_FIELDS}
+        return data
 
     @classmethod
     def from_dict(cls, data):
@@ -166,14 +189,83 @@ class FittedModel:
         trees = data.get("trees")
         if not isinstance(trees, list) or not trees:
             raise ModelFormatError("'trees' must be a non-empty list of trees.")
-        trees = [_tree(_upgrade_tree(t, data["schema_version"]), f"trees[{i}]", n_features)
-                 for i, t in enumerate(trees)]
+        raw_trees = trees
+        trees = [_tree(_upgrade_tree(_without_surrogates(t), data["schema_version"]),
+                       f"trees[{i}]", n_features) for i, t in enumerate(trees)]
+        surrogates = _all_surrogates(data, raw_trees, trees[0].node_count, n_features,
+                                     thresholds.shape[1])
         params, attributes = data.get("params"), data.get("attributes")
         if not isinstance(params, dict) or not isinstance(attributes, dict):
             raise ModelFormatError("'params' and 'attributes' must be objects.")
         _check_value_shapes(data["estimator"], attributes, trees)
+        _check_surrogate_strategy(params, surrogates)
         return cls(data["estimator"], params, names, categories, is_cat, thresholds,
-                   n_non_missing, trees, attributes)
+                   n_non_missing, trees, attributes, surrogates)
+
+
+def _surrogates_of(estimator):
+    """[Surrogates] of a single tree fitted with surrogate splits, else None."""
+    surrogates = getattr(estimator, "surrogates_", None)
+    return None if surrogates is None else [surrogates]
+
+
+def _without_surrogates(tree):
+    if isinstance(tree, dict) and "surrogates" in tree:
+        return {k: v for k, v in tree.items() if k != "surrogates"}
+    return tree
+
+
+def _all_surrogates(data, trees, n_nodes, n_features, max_bins):
+    """[Surrogates] read from the trees' ``surrogates`` objects (schema 4;
+    single trees only, ``n_nodes`` nodes), or None when no tree has one."""
+    present = [isinstance(t, dict) and "surrogates" in t for t in trees]
+    if not any(present):
+        return None
+    if data["schema_version"] < 4:
+        raise ModelFormatError(f"trees[{present.index(True)}].surrogates needs schema_version "
+                               f">= 4, the file says {data['schema_version']}.")
+    if not data["estimator"].startswith("DecisionTree") or len(trees) != 1:
+        raise ModelFormatError(f"surrogates are saved only for single trees; a "
+                               f"{data['estimator']} with {len(trees)} trees cannot hold them.")
+    return [_surrogates(trees[0]["surrogates"], "trees[0].surrogates", n_nodes, n_features,
+                        max_bins)]
+
+
+def _surrogates(data, where, n_nodes, n_features, max_bins):
+    """A Surrogates from a dict of its arrays, checked for dtypes, shapes and
+    values that prediction can index: (n_nodes, k) per surrogate, sides
+    (n_nodes, k, 2, max_bins // 32 + 1), features in [-1, n_features)."""
+    from .surrogates import Surrogates
+    if not isinstance(data, dict) or set(data) != set(SURROGATE_FIELDS):
+        raise ModelFormatError(f"{where} must have exactly the fields "
+                               f"{sorted(SURROGATE_FIELDS)}.")
+    arrays = {name: _array(data[name], f"{where}.{name}", dtype, ndim)
+              for name, (dtype, ndim) in SURROGATE_FIELDS.items()}
+    k = arrays["feature"].shape[1]
+    shapes = {name: (n_nodes, k) for name in ("feature", "bin", "left_le", "agreement")}
+    shapes.update(majority_left=(n_nodes,), sides=(n_nodes, k, 2, max_bins // 32 + 1))
+    for name, shape in shapes.items():
+        if arrays[name].shape != shape:
+            raise ModelFormatError(f"{where}.{name} has shape {arrays[name].shape}; expected "
+                                   f"{shape} (nodes, surrogates per split).")
+    bad = {"feature": (arrays["feature"] < -1) | (arrays["feature"] >= n_features),
+           "bin": (arrays["bin"] < -1) | (arrays["bin"] >= max_bins),
+           "left_le": arrays["left_le"] > 1, "majority_left": arrays["majority_left"] > 1,
+           "agreement": ~((arrays["agreement"] >= 0) & (arrays["agreement"] <= 1))}
+    for name, wrong in bad.items():
+        if np.any(wrong):
+            raise ModelFormatError(f"{where}.{name} holds a value out of range: "
+                                   f"{arrays[name][wrong][0]!r}.")
+    return Surrogates(**arrays)
+
+
+def _check_surrogate_strategy(params, surrogates):
+    """A tree fitted with surrogate splits must bring them: without, it would
+    silently send missing values the default way."""
+    if params.get("missing_strategy") == "surrogate" and surrogates is None:
+        raise ModelFormatError("the model was fitted with missing_strategy='surrogate' but the "
+                               "file holds no surrogates (trees[0].surrogates); it was written "
+                               "by a gputree that did not save them: refit and save it again.")
 
 
 def _category_index(values):

@@ -3,11 +3,12 @@
 (matplotlib, imported only when called). A tree of a forest or boosting
 model is chosen with ``tree_index``. Split lines show the real threshold
 (``x <= t``) or the categories going left (``x in {a, b}``), and
-``(missing)`` marks the side missing values take.
+``(missing)`` marks the side missing values take; a tree with surrogate
+splits shows them instead, on a ``surrogates: ...`` line under the split.
 """
 import numpy as np
 
-from .export import _class_names, _feature_names, _split_text, _Style
+from .export import _class_names, _feature_names, _split_text, _Style, surrogate_text
 
 
 def _tree_of(model, tree_index):
@@ -24,14 +25,17 @@ def _labels(model, tree, feature_names, class_names, impurity, node_ids, precisi
     """One label (list of lines) per node, as scikit-learn's exporters write them."""
     classes = _class_names(model, class_names) if hasattr(model, "predict_proba") and \
         tree.value.shape[2] > 1 else None
-    style = _Style(_feature_names(model, feature_names), classes, 0, 1, precision, False)
-    total = tree.weighted_n_node_samples[0]
     fitted = model.model_
+    style = _Style(_feature_names(model, feature_names), classes, 0, 1, precision, False,
+                   fitted.surrogates and fitted.surrogates[0])   # single trees only
+    total = tree.weighted_n_node_samples[0]
     labels = []
     for node in range(tree.node_count):
         lines = [f"node #{node}"] if node_ids else []
         if tree.feature[node] >= 0:
             lines.append(_split_text(fitted, tree, node, style)[0])
+            if style.surrogates is not None:
+                lines.append(surrogate_text(fitted, node, style))
         if impurity:
             lines.append(f"impurity = {round(float(tree.impurity[node]), precision)}")
         samples = tree.weighted_n_node_samples[node]

@@ -71,6 +71,38 @@ def _has_bit(bitsets, bins):
     return ((words >> (bins & 31).astype(np.uint32)) & 1).astype(bool)
 
 
+def surrogate_importances(tree, surrogates, internal, decrease, n_features):
+    """float64 (n_features,) CART's surrogate-aware variable importance, not
+    normalised: every split (``internal`` int64 (m,), its weighted impurity
+    decrease ``decrease`` float64 (m,)) credits its feature with the decrease
+    and each of its surrogates' features with the decrease times that
+    surrogate's agreement. (rpart weighs by the *adjusted* agreement, (agree -
+    majority) / (1 - majority); gputree uses the agreement itself, which the
+    model stores.) A feature that is both split and surrogate at one node is
+    impossible: a surrogate's feature differs from its split's."""
+    credit = np.bincount(tree.feature[internal], weights=decrease, minlength=n_features)
+    features = surrogates.feature[internal]
+    used = features >= 0
+    weights = decrease[:, None] * surrogates.agreement[internal]
+    return credit + np.bincount(features[used], weights=weights[used], minlength=n_features)
+
+
+def refuse_surrogates(estimator, what):
+    """Raise for ``what`` (an export or explanation that sends missing values
+    the default way) on an estimator whose prediction uses surrogate splits."""
+    if getattr(estimator, "surrogates_", None) is not None:
+        raise ValueError(f"{what} does not support surrogate splits: it would send missing "
+                         "values the learned default way and so disagree with predict. Refit "
+                         "with missing_strategy='default' to use it.")
+
+
+def sent_bins(words, n_bins):
+    """int64 ascending: the bins < ``n_bins`` set in one side bitmap of
+    ``Surrogates.sides`` (uint32 (missing_bin // 32 + 1,))."""
+    bins = np.arange(n_bins)
+    return bins[_has_bit(np.broadcast_to(words, (n_bins, words.shape[-1])), bins)]
+
+
 def fit_surrogates(tree, X_binned, weight, n_bins_non_missing, is_categorical, missing_bin,
                    n_surrogates):
     """Surrogates of ``tree`` from its training rows: X_binned uint8 or uint16

@@ -17,7 +17,7 @@ from .grower import GrowthParams, grow_tree
 from .multiway import check_multiway, grow_multiway
 from .pruning import PRUNING_RISKS, prune, pruning_path
 from .sklearn_tree import SklearnTree
-from .surrogates import apply_surrogates, fit_surrogates
+from .surrogates import apply_surrogates, fit_surrogates, surrogate_importances
 from .tree import concatenate_trees, decision_path_indicator
 
 _UNLIMITED_DEPTH = 2 ** 31 - 2
@@ -269,6 +269,19 @@ class _BaseDecisionTree(BaseTreeModel):
         self._check_fitted()
         return impurity_importances(self.tree_.arrays, self.n_features_in_)
 
+    @property
+    def surrogate_importances_(self):
+        """Normalised surrogate-aware importance (CART's variable importance,
+        see :func:`gputree.surrogates.surrogate_importances`); needs
+        ``missing_strategy="surrogate"``."""
+        self._check_fitted()
+        if getattr(self, "surrogates_", None) is None:
+            raise AttributeError("surrogate_importances_ needs a tree fitted with "
+                                 "missing_strategy='surrogate'; use feature_importances_.")
+        internal, decrease = split_improvements(self.tree_.arrays)
+        return normalised(surrogate_importances(self.tree_.arrays, self.surrogates_, internal,
+                                                decrease, self.n_features_in_))
+
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
         """Bunch(ccp_alphas, impurities) of the fully grown tree's pruning path."""
         full = self._clone_unpruned().fit(X, y, sample_weight)
@@ -290,16 +303,29 @@ class _BaseDecisionTree(BaseTreeModel):
         return self.tree_.value[leaves]
 
 
-def impurity_importances(tree, n_features):
-    """float64 (n_features,) normalised weighted impurity decrease per feature
-    (split gain weighted by node weight for boosting trees)."""
+def split_improvements(tree):
+    """(internal int64 (m,), decrease float64 (m,)): the split nodes and
+    their weighted impurity decrease (split gain weighted by node weight for
+    boosting trees)."""
     internal = np.flatnonzero(tree.feature >= 0)
     left = tree.left_child[internal]
     w, imp = tree.weighted_n_node_samples, tree.impurity
     decrease = w[internal] * imp[internal] - w[left] * imp[left] - w[left + 1] * imp[left + 1]
     if not np.any(decrease > 0):
         decrease = w[internal] * tree.gain[internal]
-    importances = np.bincount(tree.feature[internal], weights=decrease, minlength=n_features)
+    return internal, decrease
+
+
+def impurity_importances(tree, n_features):
+    """float64 (n_features,) normalised weighted impurity decrease per feature
+    (split gain weighted by node weight for boosting trees)."""
+    internal, decrease = split_improvements(tree)
+    return normalised(np.bincount(tree.feature[internal], weights=decrease,
+                                  minlength=n_features))
+
+
+def normalised(importances):
+    """``importances`` (float64 (n_features,)) divided by their sum, when positive."""
     total = importances.sum()
     return importances / total if total > 0 else importances
 

@@ -9,16 +9,18 @@ goes where gputree sends it, the missing side: the listed categories are the
 ones going away from the missing side. Missing values (NaN) follow
 ``missing_left``. Outputs: probabilities (trees and forests averaged;
 boosting through sigmoid / softmax), regression means (poisson boosting
-through exp).
+through exp). Trees with surrogate splits are refused (Treelite has none).
 """
 import numpy as np
 
 from ..export import _left_bins
 from ..model import FittedModel
+from ..surrogates import refuse_surrogates
 
 
 def to_treelite(estimator):
     """A ``treelite.Model`` predicting as ``estimator`` does."""
+    refuse_surrogates(estimator, "to_treelite")
     try:
         import treelite
     except ImportError as exc:
