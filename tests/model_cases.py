@@ -50,3 +50,33 @@ def predictions(model, X):
     if hasattr(model, "predict_proba"):
         outputs.append(model.predict_proba(X))
     return outputs
+
+
+def surrogate_data(seed=0, n=300):
+    """(X DataFrame, binary y) for surrogate splits: "a" decides y with "c",
+    "a_copy" is a noisy copy of "a" and the category column "colour" mostly
+    tells a's sign; "a" has NaNs."""
+    rng = np.random.RandomState(seed)
+    a = rng.normal(size=n)
+    colour = np.where(a > 0, rng.choice(["red", "blue"], n), rng.choice(["green", "grey"], n))
+    flip = rng.rand(n) < 0.1
+    colour[flip] = rng.choice(["red", "blue", "green", "grey"], flip.sum())
+    X = pd.DataFrame({"a": a, "a_copy": a + rng.normal(0, 0.3, n),
+                      "colour": pd.Categorical(colour), "c": rng.randint(0, 5, n).astype(float)})
+    y = ((a > 0) ^ (X["c"] > 3)).astype(int).to_numpy()
+    X.loc[rng.rand(n) < 0.1, "a"] = np.nan
+    return X, y
+
+
+def surrogate_tree(**params):
+    """A DecisionTreeClassifier with surrogate splits fitted on surrogate_data,
+    and test rows where the split features are often missing."""
+    X, y = surrogate_data()
+    model = gputree.DecisionTreeClassifier(max_depth=3, missing_strategy="surrogate",
+                                           n_surrogates=2, device="cpu", random_state=0,
+                                           **params).fit(X, y)
+    X_test, _ = surrogate_data(seed=1)
+    X_test.loc[::2, "a"] = np.nan
+    X_test.loc[::3, "a_copy"] = np.nan
+    X_test.loc[::5, "c"] = np.nan
+    return model, X_test

@@ -1,5 +1,6 @@
 """export_text: scikit-learn's text where the trees coincide, real thresholds
 between training values, category names, and the missing-value side."""
+import copy
 import re
 
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 from sklearn import tree as sktree
 
 import reference
-from gputree import DecisionTreeClassifier, DecisionTreeRegressor, export_text
+from gputree import DecisionTreeClassifier, DecisionTreeRegressor, export_graphviz, export_text
+from model_cases import surrogate_data, surrogate_tree
 
 
 def _binary_data(rng, n=400):
@@ -96,3 +98,58 @@ def test_feature_names_length_is_checked():
     model = DecisionTreeRegressor(device="cpu", max_depth=1).fit(np.eye(3), [0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match="feature_names has 2 names but the tree has 3 features"):
         export_text(model, feature_names=["a", "b"])
+
+
+def _splits_depth_first(tree, node=0):
+    """Split nodes in export_text's order (node, then its left and right subtrees)."""
+    if tree.children_left[node] < 0:
+        return []
+    return ([node] + _splits_depth_first(tree, tree.children_left[node])
+            + _splits_depth_first(tree, tree.children_right[node]))
+
+
+def _rule_sends_left(X, feature, op, operand):
+    """bool (n,) and present (n,): the printed rule evaluated on the raw column."""
+    column = X[feature]
+    if op == "in":
+        return column.isin(operand.strip("{}").split(", ")).to_numpy(), column.notna().to_numpy()
+    values = column.to_numpy(dtype=float)
+    return (values <= float(operand)) == (op == "<="), ~np.isnan(values)
+
+
+def test_surrogates_are_shown_under_each_split_with_their_agreement():
+    model, _ = surrogate_tree()
+    X, _ = surrogate_data()
+    text = export_text(model, decimals=6)
+    assert "(missing)" not in text          # surrogates, not the default side, decide
+    shown = re.findall(r"\(surrogates: (.*); majority: (left|right)\)", text)
+    tree, sur = model.tree_, model.surrogates_
+    splits = _splits_depth_first(tree)
+    assert len(shown) == len(splits)
+    assert " in {" in text.split("(surrogates: ", 1)[1] and " <= " in text.split("surrogates")[1]
+    as_grown = copy.copy(model)          # training rows went the default way when missing
+    as_grown.surrogates_ = None
+    path = as_grown.decision_path(X).toarray().astype(bool)
+    for (rules, side), node in zip(shown, splits):
+        left, right = tree.children_left[node], tree.children_right[node]
+        w = tree.weighted_n_node_samples
+        assert side == ("left" if w[left] >= w[right] else "right")
+        parsed = re.findall(r"(\w+) (<=|>|in) +(\{[^}]*\}|-?[\d.]+) \(agree ([\d.]+)\)", rules)
+        features = sur.feature[node][sur.feature[node] >= 0]
+        assert [p[0] for p in parsed] == [X.columns[f] for f in features]
+        assert (rules == "none") == (features.size == 0)
+        # each printed rule, applied to the raw training values, agrees with
+        # the split on the printed share of the node's rows with both present
+        primary = X.iloc[:, tree.feature[node]].notna().to_numpy()
+        for feature, op, operand, agree in parsed:
+            sends_left, present = _rule_sends_left(X, feature, op, operand)
+            both = path[:, node] & primary & present
+            share = np.mean(sends_left[both] == path[both, left])
+            assert abs(share - float(agree)) <= 1e-6
+
+
+def test_graphviz_labels_show_surrogates():
+    model, _ = surrogate_tree()
+    dot = export_graphviz(model)
+    n_splits = int((model.tree_.children_left >= 0).sum())
+    assert dot.count("surrogates: ") == n_splits and "(missing)" not in dot

@@ -9,7 +9,7 @@ import pytest
 
 import gputree
 from gputree.model import SCHEMA_VERSION, FittedModel, ModelFormatError
-from model_cases import cases, fitted, mixed_data, predictions
+from model_cases import cases, fitted, mixed_data, predictions, surrogate_tree
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -141,3 +141,50 @@ def test_unsavable_parameter_names_the_fix(tmp_path):
 def test_unfitted_model_cannot_be_saved(tmp_path):
     with pytest.raises(gputree.tree_estimators.NotFittedError):
         gputree.DecisionTreeClassifier().save_model(tmp_path / "m.json")
+
+
+def test_surrogate_tree_round_trip_predicts_bit_identically(tmp_path):
+    model, X_test = surrogate_tree()
+    model.save_model(tmp_path / "m.json")
+    assert json.loads((tmp_path / "m.json").read_text())["schema_version"] == 4
+    loaded = gputree.load_model(tmp_path / "m.json")
+    for name in ("feature", "bin", "left_le", "agreement", "majority_left", "sides"):
+        _same_bits([getattr(model.surrogates_, name)], [getattr(loaded.surrogates_, name)])
+    _same_bits(predictions(model, X_test), predictions(loaded, X_test))
+    np.testing.assert_array_equal(model.apply(X_test), loaded.apply(X_test))
+    # the surrogates matter on these rows: default directions predict otherwise
+    default = gputree.load_model(tmp_path / "m.json")
+    default.surrogates_ = None
+    assert np.any(default.predict_proba(X_test) != model.predict_proba(X_test))
+    loaded.save_model(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "m.json").read_bytes()
+
+
+def _edit_surrogates(description, name, value):
+    description["trees"][0]["surrogates"][name] = value
+    return description
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda d, s: _edit_surrogates(d, "agreement", s["agreement"].astype(np.float32)),
+     "surrogates.agreement must be a 2-D float64"),
+    (lambda d, s: _edit_surrogates(d, "sides", s["sides"][..., :-1]),
+     r"surrogates.sides has shape"),
+    (lambda d, s: _edit_surrogates(d, "feature", s["feature"][:-1]),
+     r"surrogates.feature has shape"),
+    (lambda d, s: _edit_surrogates(d, "majority_left", s["majority_left"][:, None]),
+     "surrogates.majority_left must be a 1-D uint8"),
+    (lambda d, s: _edit_surrogates(d, "feature", np.full_like(s["feature"], 4)),
+     "surrogates.feature holds a value out of range"),
+    (lambda d, s: _edit_surrogates(d, "agreement", np.full_like(s["agreement"], np.nan)),
+     "surrogates.agreement holds a value out of range"),
+    (lambda d, s: (d["trees"][0]["surrogates"].pop("bin"), d)[1], "exactly the fields"),
+    (lambda d, s: dict(d, schema_version=3), "surrogates needs schema_version >= 4"),
+    (lambda d, s: (d["trees"][0].pop("surrogates"), d)[1], "holds no surrogates"),
+])
+def test_malformed_surrogates_are_refused(edit, message):
+    model, _ = surrogate_tree()
+    description = model.model_.to_dict()
+    surrogates = dict(description["trees"][0]["surrogates"])
+    with pytest.raises(ModelFormatError, match=message):
+        FittedModel.from_dict(edit(description, surrogates))

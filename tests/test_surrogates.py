@@ -191,3 +191,70 @@ def test_bad_missing_strategy_is_refused():
     X, y = _data(n=40)
     with pytest.raises(ValueError, match="missing_strategy"):
         DecisionTreeRegressor(missing_strategy="impute", device="cpu").fit(X, y)
+
+
+def test_surrogate_importances_equal_a_hand_computation_on_a_stump():
+    """One split on x0 (rows with x0 present: none is missing in _data):
+    x0 gets its squared-error decrease D, each surrogate feature D x its
+    agreement (computed here from the raw values), normalised to sum 1."""
+    X, y = _data()
+    model = DecisionTreeRegressor(max_depth=1, missing_strategy="surrogate", n_surrogates=2,
+                                  device="cpu").fit(X, y)
+    tree, sur = model.tree_, model.surrogates_
+    primary = tree.feature[0]
+    go_left = X[:, primary] <= tree.threshold[0]
+    decrease = len(y) * np.var(y) - go_left.sum() * np.var(y[go_left]) \
+        - (~go_left).sum() * np.var(y[~go_left])
+    expected = np.zeros(X.shape[1])
+    expected[primary] = decrease
+    for s in range(2):
+        f = sur.feature[0, s]
+        assert f >= 0 and f != primary
+        both = ~np.isnan(X[:, f])
+        threshold = model._bin_mapper.bin_thresholds_[f, sur.bin[0, s]]
+        sends_left = (X[both, f] <= threshold) == bool(sur.left_le[0, s])
+        expected[f] += decrease * np.mean(sends_left == go_left[both])
+    np.testing.assert_allclose(model.surrogate_importances_, expected / expected.sum(),
+                               rtol=1e-9)
+    assert model.feature_importances_[sur.feature[0]].max() == 0   # only x0 splits
+
+
+def test_surrogate_importances_sum_split_and_surrogate_credits_over_nodes():
+    X, y = _categorical_data()
+    model = DecisionTreeRegressor(max_depth=3, missing_strategy="surrogate", n_surrogates=2,
+                                  categorical_features=[1, 2], device="cpu").fit(X, y)
+    tree, sur = model.tree_, model.surrogates_
+    credit = np.zeros(X.shape[1])
+    for node in range(tree.node_count):           # a loop over nodes, by hand
+        if tree.feature[node] < 0:
+            continue
+        kids = [tree.children_left[node], tree.children_right[node]]
+        d = tree.weighted_n_node_samples[node] * tree.impurity[node] - sum(
+            tree.weighted_n_node_samples[c] * tree.impurity[c] for c in kids)
+        credit[tree.feature[node]] += d
+        for s in range(2):
+            if sur.feature[node, s] >= 0:
+                credit[sur.feature[node, s]] += d * sur.agreement[node, s]
+    np.testing.assert_allclose(model.surrogate_importances_, credit / credit.sum(), rtol=1e-9)
+    without = DecisionTreeRegressor(max_depth=3, missing_strategy="surrogate", n_surrogates=0,
+                                    categorical_features=[1, 2], device="cpu").fit(X, y)
+    np.testing.assert_array_equal(without.surrogate_importances_,
+                                  without.feature_importances_)
+    with pytest.raises(AttributeError, match="missing_strategy='surrogate'"):
+        DecisionTreeRegressor(max_depth=2, device="cpu").fit(X, y).surrogate_importances_
+
+
+def test_exports_that_would_ignore_surrogates_refuse_them():
+    from gputree.explain import shap_model
+    X, y = _data()
+    model = DecisionTreeRegressor(max_depth=2, missing_strategy="surrogate",
+                                  device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="pred_contrib=True.*surrogate"):
+        model.predict(X, pred_contrib=True)
+    with pytest.raises(ValueError, match="shap_model does not support surrogate"):
+        shap_model(model)
+    pytest.importorskip("treelite")
+    with pytest.raises(ValueError, match="to_treelite does not support surrogate"):
+        model.to_treelite()
+    # the default strategy still exports
+    DecisionTreeRegressor(max_depth=2, device="cpu").fit(X, y).predict(X, pred_contrib=True)
