@@ -345,7 +345,9 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     ``missing_strategy``: "default" (a row missing a split's feature goes the
     side learned for missing values) or "surrogate" (CART: the first of the
     split's ``n_surrogates`` ranked surrogate splits whose feature is present,
-    else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`).
+    else the majority side; ``surrogates_``, see :mod:`gputree.surrogates`;
+    shown by ``export_text``, saved by ``save_model``, credited by
+    ``surrogate_importances_``).
     ``multiway=True`` (with ``criterion="entropy"``, ID3, or ``"gain_ratio"``,
     C4.5): a categorical feature splits a node into one child per category
     present there, with C4.5's at-least-average-gain rule for gain ratio;
