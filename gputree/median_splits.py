@@ -115,7 +115,7 @@ def _feature_best_split(bins, nm, rank, sorted_y, wfix, inv_w, missing_bin, min_
     missing_left). bins (m,) the node rows' bins IN; rank int64 (m, O),
     sorted_y float64 (m, O) IN; min_wfix: min_weight_leaf in fixed point."""
     m, n_out = rank.shape
-    # counting sort of the non-missing rows by bin (stable), missing rows apart
+    # rows by bin (a stable sort: ties in row order); the missing bin is the last
     n_miss = m - nm
     ascending = np.empty(nm, dtype=np.int64)
     missing = np.empty(n_miss, dtype=np.int64)
