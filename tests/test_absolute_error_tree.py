@@ -7,6 +7,7 @@ import pytest
 from sklearn.tree import DecisionTreeRegressor as SkRegressor
 
 from gputree import DecisionTreeClassifier, DecisionTreeRegressor
+from gputree._dtypes import BITSET_RANGE_WORD
 
 TIE = 1e-12       # as gputree.median_splits.TIE (ties: the first candidate wins)
 
@@ -181,3 +182,15 @@ def test_absolute_error_is_refused_for_classifiers_and_categorical_features():
     with pytest.raises(ValueError, match="categorical_features"):
         DecisionTreeRegressor(criterion="absolute_error", categorical_features=[2],
                               device="cpu").fit(X, y)
+
+
+def test_exact_with_16_bit_bin_codes():
+    """More than 256 bins per feature (16-bit codes, splits past bin 255)."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 600, (400, 2)).astype(float)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = 3.0 * (np.nan_to_num(X[:, 0], nan=0.0) > 500) + rng.standard_exponential(400)
+    model = DecisionTreeRegressor(criterion="absolute_error", max_depth=3, max_bins=1000,
+                                  device="cpu").fit(X, y)
+    assert np.any(model.tree_.arrays.bitset[:, BITSET_RANGE_WORD] > 0)  # a split past bin 255
+    assert_matches_reference(model.tree_, reference_tree(X, y, np.ones(y.size), 3, 1), X)
