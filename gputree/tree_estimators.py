@@ -12,8 +12,9 @@ from ._validation import (check_choice, check_float, check_int, check_random_sta
                           returns_input_kind)
 from .backends import devmath
 from .explain import with_pred_contrib
-from .criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON
+from .criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, POISSON, SQUARED_ERROR
 from .grower import GrowthParams, grow_tree
+from .median_splits import grow_absolute_error
 from .multiway import check_multiway, grow_multiway
 from .pruning import PRUNING_RISKS, prune, pruning_path
 from .sklearn_tree import SklearnTree
@@ -21,15 +22,6 @@ from .surrogates import apply_surrogates, fit_surrogates, surrogate_importances
 from .tree import concatenate_trees, decision_path_indicator
 
 _UNLIMITED_DEPTH = 2 ** 31 - 2
-#: criteria of the classic CART texts that histograms cannot evaluate exactly
-_REFUSED_CRITERIA = {
-    "absolute_error": "its split gain needs the median of every candidate child, which sums "
-                      "per bin cannot give (an exact scan sorts the node's rows of each feature: "
-                      "O(n log n) per node and feature, not a histogram pass). Use "
-                      "GradientBoostingRegressor(loss='absolute_error') (trees on the gradient's "
-                      "sign, median leaves) or scikit-learn's DecisionTreeRegressor."}
-
-
 def resolve_max_features(max_features, n_features):
     """Number of features tried per node (int >= 1)."""
     if max_features is None:
@@ -188,9 +180,6 @@ class _BaseDecisionTree(BaseTreeModel):
         self.tree_ = SklearnTree(tree, self._bin_mapper, n_classes)
 
     def _check_common_params(self):
-        if isinstance(self.criterion, str) and self.criterion in _REFUSED_CRITERIA:
-            raise ValueError(f"criterion={self.criterion!r} is not supported: "
-                             f"{_REFUSED_CRITERIA[self.criterion]}")
         check_choice(self.criterion, "criterion", set(self._criteria))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
         check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
@@ -450,13 +439,17 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
     """A regression tree grown level by level on binned features.
 
     Parameters follow scikit-learn's ``DecisionTreeRegressor`` (criteria
-    "squared_error" and "poisson") plus ``max_bins``,
+    "squared_error", "poisson" and "absolute_error": weighted-median leaves,
+    splits by an exact search over the node's rows, :mod:`gputree.median_splits`,
+    numerical features only) plus ``max_bins``,
     ``categorical_features``, ``device``, ``n_jobs``, ``missing_strategy`` and
     ``n_surrogates`` as in
     :class:`DecisionTreeClassifier`.
     """
 
-    _criteria = REGRESSION_CRITERIA
+    #: absolute_error's statistics are squared error's (counts, weights);
+    #: its splits and leaves come from the targets (gputree.median_splits)
+    _criteria = {**REGRESSION_CRITERIA, "absolute_error": SQUARED_ERROR}
 
     def __init__(self, criterion="squared_error", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
@@ -487,10 +480,18 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
 
     def _statistics(self, y, weight):
         y2 = as_float_targets(y).reshape(y.shape[0], -1)
-        criterion = REGRESSION_CRITERIA[self.criterion]
+        criterion = self._criteria[self.criterion]
         if criterion == POISSON:
             check_poisson_targets(y2)
-        return criterion.statistics(y2, weight, criterion), {}
+        stats = criterion.statistics(y2, weight, criterion)
+        if self.criterion == "absolute_error":
+            stats.targets = y2
+        return stats, {}
+
+    def _grower(self):
+        if self.criterion == "absolute_error":
+            return grow_absolute_error
+        return super()._grower()
 
     @with_pred_contrib
     @returns_input_kind

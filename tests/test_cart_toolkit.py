@@ -1,6 +1,5 @@
 """The classic CART texts' tools on single trees: the misclassification
-criterion (every split the brute-force best of its node), the refusal of
-criterion="absolute_error" on histograms, and error-rate cost-complexity
+criterion (every split the brute-force best of its node) and error-rate cost-complexity
 pruning (``ccp_risk="misclassification"``) against a brute-force search
 over every pruned subtree."""
 import itertools
@@ -9,7 +8,7 @@ import numpy as np
 import pytest
 
 import reference
-from gputree import DecisionTreeClassifier, DecisionTreeRegressor
+from gputree import DecisionTreeClassifier
 
 
 def _class_data(n=240, seed=0):
@@ -34,12 +33,6 @@ def test_misclassification_splits_are_the_brute_force_best():
         assert tree.gain[node] == pytest.approx(max(gains), rel=1e-9, abs=1e-12)
         majority = np.bincount(y[r].astype(int), weights=w[r], minlength=3)
         assert tree.impurity[node] == pytest.approx(1 - majority.max() / w[r].sum(), rel=1e-12)
-
-
-def test_absolute_error_trees_are_refused_with_the_reason():
-    X, y, _ = _class_data(n=30)
-    with pytest.raises(ValueError, match="absolute_error.*median"):
-        DecisionTreeRegressor(criterion="absolute_error", device="cpu").fit(X, y)
 
 
 def _subtree_options(tree, node, risk):

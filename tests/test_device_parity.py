@@ -45,6 +45,8 @@ def _data(n, seed, task):
     weight = np.random.RandomState(seed + 100).uniform(0.2, 3.0, size=n)
     if task == "regression":
         return X, signal, weight
+    if task == "numeric-regression":       # absolute_error: numerical features only
+        return X.select_dtypes("number"), signal, weight
     if task == "poisson":
         return X, np.exp(signal / 3.0), weight
     n_classes = 2 if task == "binary" else 3
@@ -121,6 +123,8 @@ CASES = {
                           dict(criterion="gain_ratio", multiway=True, max_depth=4)),
     "tree-squared-error": (gputree.DecisionTreeRegressor, "regression",
                            dict(criterion="squared_error", max_depth=6)),
+    "tree-absolute-error": (gputree.DecisionTreeRegressor, "numeric-regression",
+                            dict(criterion="absolute_error", max_depth=5, min_samples_leaf=2)),
     "tree-poisson": (gputree.DecisionTreeRegressor, "poisson",
                      dict(criterion="poisson", max_depth=5, min_samples_leaf=3)),
     "forest-classifier": (gputree.RandomForestClassifier, "multiclass",

@@ -109,7 +109,7 @@ def test_object_column_is_named():
 
 @pytest.mark.parametrize("cls,params,error,message", [
     (DecisionTreeClassifier, dict(criterion="gin"), ValueError, r"criterion must be one of \['entropy', 'gain_ratio', 'gini', 'log_loss', 'misclassification'\], got 'gin'"),
-    (DecisionTreeRegressor, dict(criterion="gini"), ValueError, r"criterion must be one of \['poisson', 'squared_error'\], got 'gini'"),
+    (DecisionTreeRegressor, dict(criterion="gini"), ValueError, r"criterion must be one of \['absolute_error', 'poisson', 'squared_error'\], got 'gini'"),
     (DecisionTreeClassifier, dict(max_depth=0), ValueError, r"max_depth must be >= 1, got 0"),
     (DecisionTreeClassifier, dict(max_depth=2.5), TypeError, r"max_depth must be an int"),
     (DecisionTreeClassifier, dict(min_samples_split=1), ValueError, r"min_samples_split must be >= 2"),
