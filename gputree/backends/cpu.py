@@ -270,9 +270,11 @@ def _add_parts(part, built_rows, hist):
 #: features per task read less, while the task's histograms (features x
 #: nodes x bins) must stay in cache. Measured on 750k rows, 28 features, 2
 #: threads (notes: fuse11/cut_bench2.py): 7 per task is fastest up to 16
-#: nodes built (3x faster than 1 per task), 4 per task from 32 nodes on
-#: (1.4-1.7x faster than 1; 7 is 25-40% slower there)
-_FEW_NODES, _FEW_NODES_FEATURES_PER_TASK, _MANY_NODES_FEATURES_PER_TASK = 16, 7, 4
+#: nodes built (3x faster than 1 per task), 4 per task from 32 to 256 nodes
+#: (1.4-1.7x faster than 1; 7 is 25-40% slower there), 2 beyond (512 nodes:
+#: 10% faster than 4)
+_FEW_NODES, _FEW_NODES_FEATURES_PER_TASK = 16, 7
+_MANY_NODES, _MANY_NODES_FEATURES_PER_TASK, _MOST_NODES_FEATURES_PER_TASK = 256, 4, 2
 #: tasks per thread wanted in a histogram pass (load balance)
 _TASKS_PER_THREAD = 2
 #: an extra row block costs its private histograms (zeroing, reduction): it
@@ -285,7 +287,9 @@ def histogram_task_features(n_build):
     of nodes built."""
     if n_build <= _FEW_NODES:
         return _FEW_NODES_FEATURES_PER_TASK
-    return _MANY_NODES_FEATURES_PER_TASK
+    if n_build <= _MANY_NODES:
+        return _MANY_NODES_FEATURES_PER_TASK
+    return _MOST_NODES_FEATURES_PER_TASK
 
 
 def histogram_cut(n_rows, n_build, n_features, n_bins, n_threads):
