@@ -27,22 +27,24 @@ def _level(rng, n, n_features, n_bins, n_level, n_channels=3):
 
 @settings(max_examples=20, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 300), n_features=st.integers(1, 4),
-       n_bins=st.integers(2, 256), n_level=st.integers(1, 12))
-def test_build_matches_reference_exactly(backend, seed, n, n_features, n_bins, n_level):
+       n_bins=st.integers(2, 256), n_level=st.integers(1, 12), n_channels=st.integers(1, 5))
+def test_build_matches_reference_exactly(backend, seed, n, n_features, n_bins, n_level,
+                                         n_channels):
+    # any channel count: the CPU kernel has its own path for 3 channels
     rng = np.random.RandomState(seed)
-    X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
+    X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level, n_channels)
     node_to_build = np.full(n_level, -1, dtype=np.int32)
     chosen = rng.permutation(n_level)[:rng.randint(1, n_level + 1)]
     node_to_build[chosen] = np.arange(chosen.size)
     args = (X_binned, stats, positions, 5, node_to_build, chosen.size, n_bins)
     got = backend.build_histograms(*args)
-    assert got.dtype == np.int64 and got.shape == (chosen.size, n_features, n_bins, 3)
+    assert got.dtype == np.int64 and got.shape == (chosen.size, n_features, n_bins, n_channels)
     np.testing.assert_array_equal(got, reference.build_histograms(*args))
     # every feature's bins sum to the totals of the node's rows
     for slot, node in enumerate(chosen):
         totals = stats[positions == 5 + node].sum(axis=0)
         np.testing.assert_array_equal(got[slot].sum(axis=1),
-                                      np.broadcast_to(totals, (n_features, 3)))
+                                      np.broadcast_to(totals, (n_features, n_channels)))
 
 
 def _root_and_children(backend, rng, n=500, n_features=3, n_bins=17):
