@@ -171,16 +171,28 @@ def test_cpu_and_device_models_are_identical(case, n):
 #: 16-bit bin codes: more than 255 bins, on more distinct values than 256, so
 #: that splits past bin 255 (the split sets' range and extra-bin words) occur
 # boosting too on a GPU; the simulator (a lock per device call, 64 threads)
-# ran the 300-bin boosting case for minutes under load
-WIDE_CASES = ("tree-gini", "boosting-binary") if os.environ.get(
-    "GPUTREE_TEST_DEVICE", "cuda-sim") == "cuda" else ("tree-gini",)
+# ran the 300-bin cases for minutes under load: one shallow tree there
+WIDE_CASES = ("tree-gini", "boosting-binary") if DEVICE == "cuda" else ("tree-gini",)
+WIDE_DEPTH = {} if DEVICE == "cuda" else {"max_depth": 3}
+
+
+def _wide_data(n, seed, task):
+    """_data's columns, the classes decided by thresholds near the top of the
+    numerical columns (above bin 255 of 300), so that shallow trees split
+    there."""
+    X, _, weight = _data(n, seed, task)
+    top_a = X["a"] > np.nanquantile(X["a"], 0.9)
+    top_b = X["b"] > np.nanquantile(X["b"], 0.88)
+    y = np.where(top_a, 1, 0) if task == "binary" else np.where(top_a, 2, np.where(top_b, 1, 0))
+    return X, y, weight
 
 
 @pytest.mark.parametrize("case", WIDE_CASES)
 def test_cpu_and_device_models_are_identical_with_16_bit_bins(case):
     estimator, task, params = CASES[case]
-    X, y, weight = _data(400, seed=len(case), task=task)
-    fitted = [estimator(device=device, random_state=3, **{**params, "max_bins": 300})
+    X, y, weight = _wide_data(400, seed=len(case), task=task)
+    fitted = [estimator(device=device, random_state=3,
+                        **{**params, **WIDE_DEPTH, "max_bins": 300})
               .fit(X, y, sample_weight=weight) for device in ("cpu", DEVICE)]
     cpu, dev = fitted
     assert cpu._bin_mapper.n_bins_non_missing_.max() > 256
