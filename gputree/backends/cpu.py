@@ -186,18 +186,28 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
 
 
 @njit(inline="always")
+def _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r):
+    """(row of X, destination histogram) of gathered row r, as unsigned."""
+    i = _U(r) if all_rows else _U(rows[r])
+    return i, _U(dest_rows[one_slot if one_slot >= 0 else slots[r]])
+
+
+@njit(inline="always")
 def _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
               f_first, f_stop, dest, dest_rows):
     """dest[dest_rows[s]] INOUT += the histograms of gathered rows first ..
     stop-1 (s = one_slot, or slots[r] when one_slot < 0), features f_first
     .. f_stop-1. Each row's statistics are read once for all those features.
-    Cells are indexed, never sliced: numba reference-counts every view."""
+    Rows go in pairs: the two rows' loads and read-modify-writes are
+    independent, so their cache misses overlap (1.3-1.5x faster than one row
+    at a time on nodes' histograms that do not fit in L2). Cells are indexed,
+    never sliced: numba reference-counts every view."""
+    if stats.shape[1] == 3:
+        _add_rows_three_channels(X_binned, stats, rows, slots, all_rows, one_slot, first,
+                                 stop, f_first, f_stop, dest, dest_rows)
+        return
     for r in range(first, stop):
-        i = _U(r) if all_rows else _U(rows[r])
-        s = _U(dest_rows[one_slot if one_slot >= 0 else slots[r]])
-        if stats.shape[1] == 3:
-            _add_three_channels(X_binned, stats, i, r, s, f_first, f_stop, dest)
-            continue
+        i, s = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r)
         for f in range(f_first, f_stop):
             b = X_binned[i, _U(f)]
             for c in range(stats.shape[1]):
@@ -205,16 +215,32 @@ def _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
 
 
 @njit(inline="always")
-def _add_three_channels(X_binned, stats, i, r, s, f_first, f_stop, dest):
-    """_add_rows for one row of 3 channels (boosting's gradient, hessian,
-    count): constant channel indices and the row's values held in registers,
-    40% faster than the loop over channels (root histograms, 750k rows)."""
-    g, h, n = stats[_U(r), 0], stats[_U(r), 1], stats[_U(r), 2]
-    for f in range(f_first, f_stop):
-        b = X_binned[i, _U(f)]
-        dest[s, _U(f), b, 0] += g
-        dest[s, _U(f), b, 1] += h
-        dest[s, _U(f), b, 2] += n
+def _add_rows_three_channels(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
+                             f_first, f_stop, dest, dest_rows):
+    """_add_rows for 3 channels (boosting's gradient, hessian, count): two
+    rows at a time, constant channel indices, the rows' values in registers
+    (40% faster than the loop over channels, root histograms, 750k rows)."""
+    for r in range(first, stop - 1, 2):
+        i, s = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r)
+        j, t = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r + 1)
+        g, h, n = stats[_U(r), 0], stats[_U(r), 1], stats[_U(r), 2]
+        g2, h2, n2 = stats[_U(r + 1), 0], stats[_U(r + 1), 1], stats[_U(r + 1), 2]
+        for f in range(f_first, f_stop):
+            b, b2 = X_binned[i, _U(f)], X_binned[j, _U(f)]
+            dest[s, _U(f), b, 0] += g
+            dest[s, _U(f), b, 1] += h
+            dest[s, _U(f), b, 2] += n
+            dest[t, _U(f), b2, 0] += g2
+            dest[t, _U(f), b2, 1] += h2
+            dest[t, _U(f), b2, 2] += n2
+    if (stop - first) % 2 == 1:
+        r = stop - 1
+        i, s = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r)
+        for f in range(f_first, f_stop):
+            b = X_binned[i, _U(f)]
+            dest[s, _U(f), b, 0] += stats[_U(r), 0]
+            dest[s, _U(f), b, 1] += stats[_U(r), 1]
+            dest[s, _U(f), b, 2] += stats[_U(r), 2]
 
 
 @njit(parallel=True, cache=True)
