@@ -187,9 +187,11 @@ def _rows_to_build(positions, level_start, node_to_build, stats):
 
 @njit(inline="always")
 def _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r):
-    """(row of X, destination histogram) of gathered row r, as unsigned."""
-    i = _U(r) if all_rows else _U(rows[r])
-    return i, _U(dest_rows[one_slot if one_slot >= 0 else slots[r]])
+    """(row of X, destination histogram) of gathered row r, as unsigned
+    (``all_rows``: every row in order, into histogram ``one_slot``)."""
+    if all_rows:
+        return _U(r), _U(dest_rows[one_slot])
+    return _U(rows[r]), _U(dest_rows[one_slot if one_slot >= 0 else slots[r]])
 
 
 @njit(inline="always")
@@ -267,12 +269,15 @@ def _build_histograms(X_binned, stats, rows, slots, all_rows, one_slot, part_of_
         first, stop = block * block_rows, min((block + 1) * block_rows, m)
         f_first = group * features_per_task
         f_stop = min(f_first + features_per_task, n_features)
-        if block == 0:
-            _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
-                      f_first, f_stop, hist, same_row)
+        dest = hist if block == 0 else part[block - 1]
+        dest_rows = same_row if block == 0 else part_of_row
+        # the flag as a constant in each inlined copy: the row loop has no branch on it
+        if all_rows:
+            _add_rows(X_binned, stats, rows, slots, True, one_slot, first, stop,
+                      f_first, f_stop, dest, dest_rows)
         else:
-            _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
-                      f_first, f_stop, part[block - 1], part_of_row)
+            _add_rows(X_binned, stats, rows, slots, False, one_slot, first, stop,
+                      f_first, f_stop, dest, dest_rows)
 
 
 @njit(parallel=True, cache=True)
