@@ -201,15 +201,24 @@ def make_criterion_functions(jit, inline=None, measure=None):
         return 0.0
 
     @inline
+    def newton_term(g_sum, h_sum, inv_g, inv_h, reg_lambda, reg_alpha):
+        """T(G)**2 / (H + lambda) of one output's int64 sums, T the soft
+        threshold by reg_alpha (XGBoost's L1 term; T(G) = G when reg_alpha is
+        0); 0 without curvature (no 0/0)."""
+        g = soft_threshold(g_sum * inv_g, reg_alpha)
+        h = h_sum * inv_h
+        if h + reg_lambda > 0.0:
+            return g * g / (h + reg_lambda)
+        return 0.0
+
+    @inline
     def newton_score(S, layout, inv, reg_lambda, reg_alpha):
-        """sum over outputs of T(G)**2 / (H + lambda), T the soft threshold
-        by reg_alpha (XGBoost's L1 term; T(G) = G when reg_alpha is 0)."""
+        """sum over outputs of newton_term (from +0.0: every term is >= +0.0,
+        so one output's score is its term exactly)."""
         score = 0.0
         for o in range(layout[LAYOUT_N_OUTPUTS]):
-            g = soft_threshold(S[2 * o] * inv[2 * o], reg_alpha)
-            h = S[2 * o + 1] * inv[2 * o + 1]
-            if h + reg_lambda > 0.0:    # else no curvature: no score (no 0/0)
-                score += g * g / (h + reg_lambda)
+            score += newton_term(S[2 * o], S[2 * o + 1], inv[2 * o], inv[2 * o + 1],
+                                 reg_lambda, reg_alpha)
         return score
 
     @inline
@@ -274,18 +283,36 @@ def make_criterion_functions(jit, inline=None, measure=None):
         return gain
 
     @inline
+    def children_allowed(count_l, count_r, wl, wr, params):
+        """Both children keep min_samples_leaf, min_weight_leaf
+        (min_child_weight) and a positive weight."""
+        if (count_l < params[PARAM_MIN_SAMPLES_LEAF]
+                or count_r < params[PARAM_MIN_SAMPLES_LEAF]):
+            return False
+        if wl < params[PARAM_MIN_WEIGHT_LEAF] or wr < params[PARAM_MIN_WEIGHT_LEAF]:
+            return False
+        return wl > 0.0 and wr > 0.0
+
+    @inline
+    def newton_gain_one(lg, lh, ln, rg, rh, rn, parent, inv, params):
+        """impurity_gain of boosting with one output from the children's
+        int64 sums (gradient, hessian, count) as scalars: the same
+        operations as impurity_gain on (g, h, n) rows."""
+        wl, wr = lh * inv[1], rh * inv[1]     # node_weight: the hessian sum
+        if not children_allowed(ln * 1.0, rn * 1.0, wl, wr, params):
+            return -math.inf
+        lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
+        return 0.5 * (newton_term(lg, lh, inv[0], inv[1], lam, alpha)
+                      + newton_term(rg, rh, inv[0], inv[1], lam, alpha) - parent)
+
+    @inline
     def impurity_gain(L, R, parent, layout, inv, params):
         """split_gain without the split-info division (the information gain
         for entropy)."""
-        if node_count(L, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
-            return -math.inf
-        if node_count(R, layout, inv) < params[PARAM_MIN_SAMPLES_LEAF]:
-            return -math.inf
         wl = node_weight(L, layout, inv)
         wr = node_weight(R, layout, inv)
-        if wl < params[PARAM_MIN_WEIGHT_LEAF] or wr < params[PARAM_MIN_WEIGHT_LEAF]:
-            return -math.inf
-        if wl <= 0.0 or wr <= 0.0:
+        if not children_allowed(node_count(L, layout, inv), node_count(R, layout, inv),
+                                wl, wr, params):
             return -math.inf
         if kind_of(layout) == KIND_NEWTON:
             lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
@@ -352,6 +379,7 @@ def make_criterion_functions(jit, inline=None, measure=None):
 
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
                            impurity=impurity, parent_score=parent_score, split_gain=split_gain,
-                           impurity_gain=impurity_gain,
+                           impurity_gain=impurity_gain, newton_gain_one=newton_gain_one,
+                           kind_of=kind_of,
                            bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
                            sort_key=sort_key, node_value=node_value)

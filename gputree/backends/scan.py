@@ -33,7 +33,8 @@ import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
 from .devmath import make_devmath
-from .formulas import (LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO,
+from .formulas import (KIND_NEWTON, LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS,
+                       LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO, PARAM_CONSTRAINTS,
                        PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, make_criterion_functions,
                        specialised)
 from .splitset import make_splitset
@@ -79,6 +80,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
         crit.bounded_gain, crit.node_count, crit.bounded_parent_score, crit.sort_key)
     goes_left, add_bin, add_bins_upto = make_splitset(inline)
     node_weight, impurity, impurity_gain = crit.node_weight, crit.impurity, crit.impurity_gain
+    newton_gain_one, kind_of = crit.newton_gain_one, crit.kind_of
     log2 = make_devmath(inline).log2
     variant = "c" if categorical else "n"
     jit, inline = specialised(jit, measure, variant), specialised(inline, measure, variant)
@@ -98,6 +100,16 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
             A[c] += H[b, c]
 
     @inline
+    def channel_sums(S, H, n):
+        """S = the sum of H's first n bins, each channel summed in a
+        register (int64: the same sums as bin by bin)."""
+        for c in range(S.shape[0]):
+            total = H[0, c] * 0
+            for b in range(n):
+                total += H[b, c]
+            S[c] = total
+
+    @inline
     def copy_bin(A, H, b):
         """A = H[b]."""
         for c in range(A.shape[0]):
@@ -110,6 +122,47 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
             if T[k] > T[best]:
                 best = k
         return best
+
+    @jit
+    def scan_newton_one(H, T, L, M, n_non_missing, has_missing, parent, inv, params):
+        """scan_numerical for boosting with one output and no value
+        constraints: the same candidates in the same order and the same
+        arithmetic (formulas.newton_gain_one), on sums held as scalars rather
+        than in scratch rows (3x faster per candidate on the CPU). L OUT:
+        the best candidate's left sums (what finish would add up from the
+        split's bins)."""
+        best, best_bin, best_ml = -math.inf, -1, 0
+        ag, ah, an = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0     # int64 zeros
+        n_ml = 2 if has_missing else 1
+        previous_count = -1.0
+        for b in range(n_non_missing - 1):
+            ag, ah, an = ag + H[b, 0], ah + H[b, 1], an + H[b, 2]
+            if an * 1.0 == previous_count:
+                continue  # an empty bin repeats the previous candidate exactly
+            previous_count = an * 1.0
+            for ml in range(n_ml):
+                lg, lh, ln = ag, ah, an
+                if ml == 1:
+                    lg, lh, ln = ag + M[0], ah + M[1], an + M[2]
+                gain = newton_gain_one(lg, lh, ln, T[0] - lg, T[1] - lh, T[2] - ln,
+                                       parent, inv, params)
+                if gain > best:
+                    best, best_bin, best_ml = gain, b, ml
+                    L[0], L[1], L[2] = lg, lh, ln
+        if has_missing:
+            lg, lh, ln = T[0] - M[0], T[1] - M[1], T[2] - M[2]
+            gain = newton_gain_one(lg, lh, ln, T[0] - lg, T[1] - lh, T[2] - ln,
+                                   parent, inv, params)
+            if gain > best:
+                best, best_bin, best_ml = gain, n_non_missing - 1, 0
+                L[0], L[1], L[2] = lg, lh, ln
+        return best, best_bin, best_ml
+
+    @inline
+    def newton_one(layout, params):
+        """Boosting with one output and no value constraints (scan_newton_one)."""
+        return (kind_of(layout) == KIND_NEWTON and layout[LAYOUT_N_OUTPUTS] == 1
+                and int(params[PARAM_CONSTRAINTS]) == 0)
 
     @jit
     def scan_numerical(H, T, L, R, A, M, n_non_missing, has_missing,
@@ -246,11 +299,13 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
                 accumulate(L, H, b)
 
     @jit
-    def finish(H, T, L, R, bitset, f, missing_bin, has_missing, layout, inv):
-        """Fill L/R from split row f of bitset; without missing values in
-        the node, send the missing bin to the larger child. Returns
+    def finish(H, T, L, R, bitset, f, missing_bin, has_missing, layout, inv, left_known):
+        """Fill L (unless ``left_known``: the scan left the split's sums in
+        it) and R from split row f of bitset; without missing values in the
+        node, send the missing bin to the larger child. Returns
         missing_left."""
-        left_sums(H, bitset, f, missing_bin + 1, L)
+        if not left_known:
+            left_sums(H, bitset, f, missing_bin + 1, L)
         for c in range(L.shape[0]):
             R[c] = T[c] - L[c]
         if not has_missing:
@@ -278,14 +333,13 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
         T, L, R, M, A = row[0:C], row[C:2 * C], row[2 * C:3 * C], row[3 * C:4 * C], row[4 * C:5 * C]
         H = hist[node, f]
         for c in range(C):
-            T[c] = 0
             M[c] = H[missing_bin, c]
-        for b in range(missing_bin + 1):
-            accumulate(T, H, b)
+        channel_sums(T, H, missing_bin + 1)
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
         has_missing = node_count(M, layout, inv) > 0
         n_non_missing = n_bins_non_missing[f]
         multiway = layout[LAYOUT_MULTIWAY] != 0
+        left_known = False
         if categorical and multiway and is_categorical[f]:
             gain, info = scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params)
             if gain != -math.inf:
@@ -304,9 +358,14 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
             for i in range(first, last + 1):
                 add_bin(bitset, f, order[i])
         else:
-            gain, threshold, ml = scan_numerical(
-                H, T, L, R, A, M, n_non_missing, has_missing, parent,
-                layout, inv, params, node, f, n_features)
+            if newton_one(layout, params):
+                left_known = True
+                gain, threshold, ml = scan_newton_one(H, T, L, M, n_non_missing, has_missing,
+                                                      parent, inv, params)
+            else:
+                gain, threshold, ml = scan_numerical(
+                    H, T, L, R, A, M, n_non_missing, has_missing, parent,
+                    layout, inv, params, node, f, n_features)
             if gain == -math.inf:
                 return
             add_bins_upto(bitset, f, threshold)
@@ -314,7 +373,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
             add_bin(bitset, f, missing_bin)
         out_gain[node, f] = gain
         out_missing_left[node, f] = finish(H, T, L, R, bitset, f, missing_bin,
-                                           has_missing, layout, inv)
+                                           has_missing, layout, inv, left_known)
         for c in range(C):
             out_left[node, f, c] = L[c]
         if multiway:
