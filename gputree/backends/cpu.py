@@ -26,6 +26,7 @@ from .formulas import measure_of
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
 from .compile_notice import watch_compilation
+from .cpu_tasks import run_tasks
 from .splitset import make_splitset
 from .kernel_cache import cache_numba_cpu_kernels
 
@@ -50,7 +51,10 @@ def _without_reference_counting():
     return functools.partial(njit, _nrt=False)
 
 
-_plain_jit = _without_reference_counting()
+#: the helpers below are only called by kernels: numba builds them no
+#: wrappers for calls from Python or C (nor emits those wrappers' code)
+_plain_jit = functools.partial(_without_reference_counting(), no_cpython_wrapper=True,
+                               no_cfunc_wrapper=True)
 _force_inline = functools.partial(_plain_jit, forceinline=True)
 
 
@@ -72,7 +76,8 @@ def _inline(function):
     return _force_inline(function)
 
 
-_goes_left = make_splitset(njit(inline="always")).goes_left
+_ir_inline = njit(inline="always")
+_goes_left = make_splitset(_ir_inline).goes_left
 #: helpers smaller than this (bytes of CPython bytecode) are inlined in numba's IR
 _IR_INLINE_BYTES = 160
 
@@ -456,16 +461,15 @@ def _add_node_values(node_values, positions, out, first_column):
 _scan = _node_summary = None
 
 
-def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
+def _find_splits(first, stop, hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left, out_info):
-    """The split scan of every (node, feature) (arguments as
-    scan.make_split_scanner); compiled per criterion by _split_finder."""
+    """The split scan of (node, feature) tasks first .. stop-1 (t = node *
+    n_features + feature; the other arguments as scan.make_split_scanner),
+    run by cpu_tasks.run_tasks; compiled per criterion by _split_finder."""
     n_features = hist.shape[1]
-    for t in prange(hist.shape[0] * n_features):
-        # int64 as typed before the loop became a parallel region (unsigned
-        # there): one signature, compiled once
-        _scan(np.int64(t), hist, n_features, n_bins_non_missing, is_categorical,
+    for t in range(first, stop):
+        _scan(t, hist, n_features, n_bins_non_missing, is_categorical,
               feature_allowed, missing_bin, layout, inv, params, scratch_sums,
               scratch_keys, scratch_order, out_gain, out_missing_left,
               out_bitset, out_left, out_info)
@@ -495,15 +499,15 @@ def _split_finder(measure, categorical):
     formulas.measure_of; with the categorical scan or without), the scan and
     formulas specialised to it: compiled only for what a process uses, each
     compile smaller than one for everything."""
-    scan = make_split_scanner(_plain_jit, _inline, measure, categorical)
+    scan = make_split_scanner(_plain_jit, _inline, measure, categorical, _ir_inline)
     return _compiled_with(_find_splits, f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}",
-                          {"_scan": scan}, parallel=True)
+                          {"_scan": scan}, nogil=True)
 
 
 @functools.lru_cache(maxsize=None)
 def _summaries_kernel(measure):
     """node_summaries of one criterion measure (its formulas specialised)."""
-    summary = node_summaries_kernel_body(_plain_jit, _inline, measure)
+    summary = node_summaries_kernel_body(_plain_jit, _inline, measure, _ir_inline)
     return _compiled_with(_node_summaries, f"{measure[0]}_{measure[1]}",
                           {"_node_summary": summary})
 
@@ -582,8 +586,9 @@ class CPUBackend(Backend):
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
         scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
         find_splits = _split_finder(measure_of(layout), any_categorical)
-        find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-                    layout, inv, params, *scratch, *outputs)
+        run_tasks(find_splits, n_nodes * n_features, hist.shape[2] * n_channels, hist,
+                  n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout, inv,
+                  params, *scratch, *outputs)
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
