@@ -1,7 +1,8 @@
 """Same answer whatever the thread count or the cut of the work: histogram
 passes cut into any (row block, feature block) tasks equal the numpy
 reference exactly, and fits with 1, 2 and 3 numba threads (a subprocess, as
-numba's thread count is fixed when it starts) give bit-identical trees,
+numba's thread count is fixed when it starts; every job of a kernel run by
+cpu_tasks.run_tasks on its parallel driver) give bit-identical trees,
 predictions and training scores."""
 import hashlib
 import os
@@ -71,6 +72,8 @@ import hashlib, sys
 import numba, numpy as np
 from gputree import DecisionTreeClassifier
 from gputree.boosting import GradientBoostingClassifier
+from gputree.backends import cpu_tasks
+cpu_tasks.PARALLEL_WORK = 0     # every kernel on its parallel driver (when threads > 1)
 rng = np.random.RandomState(0)
 X = rng.normal(size=(6000, 10)).astype(np.float32)
 X[rng.rand(*X.shape) < 0.05] = np.nan

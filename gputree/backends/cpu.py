@@ -88,6 +88,8 @@ _IR_INLINE_BYTES = 160
 _U = np.uint64
 
 _BINNING_BLOCK = 256
+#: work (about ns, cpu_tasks.run_tasks' unit) of binning one value
+_SEARCH_WORK = 8
 #: thresholds are padded to 2**k - 1 >= this width: the search unrolls its
 #: last 8 steps, and loops over the steps above them (16-bit bins only)
 _SEARCH_WIDTH = 255
@@ -98,19 +100,18 @@ def _search_step(row, lo, x, step):
     return lo + step * (row[_U(lo + step - 1)] < x)
 
 
-@njit(parallel=True, cache=True)
-def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
+@njit(cache=True)
+def _map_to_bins(first, stop, X, thresholds, is_categorical, missing_bin, out):
     """X float (n, F) IN; thresholds float64 (F, 2**k - 1 >= 255) IN, rows
     padded with +inf; out uint8 or uint16 (n, F) OUT (Fortran order).
 
-    Parallel over blocks of rows; within a block, feature by feature so that
-    writes are contiguous. The binary search is branch-free, its last 8
+    Tasks (cpu_tasks.run_tasks) are blocks of rows; within a block, feature
+    by feature so that writes are contiguous. The binary search is branch-free, its last 8
     steps unrolled: ``lo`` ends as the number of thresholds strictly below
     ``x``."""
     n_samples, n_features = X.shape
     width = thresholds.shape[1]
-    n_blocks = (n_samples + _BINNING_BLOCK - 1) // _BINNING_BLOCK
-    for block in prange(n_blocks):
+    for block in range(first, stop):
         start = block * _BINNING_BLOCK
         stop = min(start + _BINNING_BLOCK, n_samples)
         for f in range(n_features):
@@ -329,12 +330,12 @@ def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
         _add_parts(part, built_rows, hist)
 
 
-@njit(parallel=True, cache=True)
-def _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows):
+@njit(cache=True)
+def _subtract_histograms(first, stop, parent_hist, parent_rows, hist, built_rows, derived_rows):
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
-    (int64, exact); hist INOUT, the rest IN. Parallel over (pair, feature)."""
+    (int64, exact); hist INOUT, the rest IN. Tasks: (pair, feature)."""
     n_features = hist.shape[1]
-    for t in prange(parent_rows.shape[0] * n_features):
+    for t in range(first, stop):
         p, f = t // n_features, t % n_features
         parent = parent_hist[parent_rows[p], f]
         built = hist[built_rows[p], f]
@@ -344,12 +345,13 @@ def _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_row
                 derived[b, c] = parent[b, c] - built[b, c]
 
 
-@njit(parallel=True, cache=True)
-def _update_positions(X_binned, positions, level_start, split_feature,
+@njit(cache=True)
+def _update_positions(first, stop, X_binned, positions, level_start, split_feature,
                       split_bitset, left_child):
-    """positions int32 (n,) INOUT: rows of split nodes move to a child."""
+    """positions int32 (n,) INOUT: rows of split nodes move to a child
+    (tasks: rows)."""
     n_level = split_feature.shape[0]
-    for i in prange(positions.shape[0]):
+    for i in range(first, stop):
         k = positions[_U(i)] - level_start
         if 0 <= k < n_level and split_feature[_U(k)] >= 0:
             b = X_binned[_U(i), _U(split_feature[_U(k)])]
@@ -403,8 +405,8 @@ def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next,
             nodes[j] = step_next[node] - np.int32(_goes_left(bitset, node, b))
 
 
-@njit(parallel=True, cache=True)
-def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
+@njit(cache=True)
+def _walk_trees(first, stop, X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
                 node_values, tree_columns, out):
     """Every row down every tree (tree arrays from _walk_arrays), in tree
     order, then with the leaf reached:
@@ -414,11 +416,11 @@ def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, le
                  ``out[i, tree_columns[t] + v] += node_values[leaf, v]`` for
                  v < node_values.shape[1] (one fixed order per row).
 
-    Parallel over blocks of rows; each block walks one tree at a time, so the
-    tree's nodes stay in cache while the block's rows traverse it."""
+    Tasks (cpu_tasks.run_tasks) are blocks of rows; each block walks one
+    tree at a time, so the tree's nodes stay in cache while the block's rows
+    traverse it."""
     n_samples = X_binned.shape[0]
-    n_blocks = (n_samples + _PREDICT_BLOCK - 1) // _PREDICT_BLOCK
-    for block in prange(n_blocks):
+    for block in range(first, stop):
         start = block * _PREDICT_BLOCK
         n_rows = min(_PREDICT_BLOCK, n_samples - start)
         nodes = np.empty(_PREDICT_BLOCK, dtype=np.int32)
@@ -435,26 +437,29 @@ def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, le
                                                                                    _U(v)]
 
 
-@njit(parallel=True, cache=True)
-def _zero_rows(array, rows):
-    """array (m, ...) INOUT: rows[k] of it set to zero; parallel over
-    (row, first inner index)."""
+@njit(cache=True)
+def _zero_rows(first, stop, array, rows):
+    """array (m, ...) INOUT: rows[k] of it set to zero; tasks: (row, first
+    inner index)."""
     inner = array.shape[1]
     flat = array.reshape(array.shape[0], inner, -1)
-    for t in prange(rows.shape[0] * inner):
+    for t in range(first, stop):
         r, j = rows[t // inner], t % inner
         for k in range(flat.shape[2]):
             flat[_U(r), _U(j), _U(k)] = 0
 
 
-@njit(parallel=True, cache=True)
-def _add_node_values(node_values, positions, out, first_column):
+@njit(cache=True)
+def _add_node_values(first, stop, node_values, positions, out, first_column):
     """out float64 (n, W) INOUT: out[i, first_column + v] +=
-    node_values[positions[i], v]; the rest IN. Parallel over rows."""
-    for i in prange(positions.shape[0]):
+    node_values[positions[i], v]; the rest IN. Tasks: rows."""
+    for i in range(first, stop):
         for v in range(node_values.shape[1]):
             out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
 
+
+#: work (about ns, cpu_tasks.run_tasks' unit) of the split scan per bin
+_SCAN_WORK_PER_BIN = 20
 
 #: the scan and the node summary that the two kernels below call: set in
 #: each compiled copy's globals by _split_finder and _summaries_kernel
@@ -501,7 +506,7 @@ def _split_finder(measure, categorical):
     compile smaller than one for everything."""
     scan = make_split_scanner(_plain_jit, _inline, measure, categorical, _ir_inline)
     return _compiled_with(_find_splits, f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}",
-                          {"_scan": scan}, nogil=True)
+                          {"_scan": scan})
 
 
 @functools.lru_cache(maxsize=None)
@@ -525,6 +530,18 @@ def _loop_vectorizer_off():
         yield
     finally:
         numba.config.LOOP_VECTORIZE = saved
+
+
+def _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, node_values,
+          tree_columns, out):
+    """_walk_trees over every block of rows (its outputs as there)."""
+    feature, bitset, step_next, tree_depth = _walk_arrays(node_feature, node_bitset, node_left,
+                                                          tree_roots)
+    n_blocks = -(-X_binned.shape[0] // _PREDICT_BLOCK)
+    steps = _PREDICT_BLOCK * (int(tree_depth.sum()) + tree_roots.shape[0])
+    with _loop_vectorizer_off():
+        run_tasks(_walk_trees, n_blocks, steps, X_binned, feature, bitset, step_next,
+                  tree_roots, tree_depth, leaves, node_values, tree_columns, out)
 
 
 class CPUBackend(Backend):
@@ -551,7 +568,9 @@ class CPUBackend(Backend):
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         out = np.empty(X.shape, dtype=bin_dtype(missing_bin + 1), order="F")
-        _map_to_bins(X, _pad_thresholds(thresholds), is_categorical, missing_bin, out)
+        n_blocks = -(-X.shape[0] // _BINNING_BLOCK)
+        run_tasks(_map_to_bins, n_blocks, _BINNING_BLOCK * X.shape[1] * _SEARCH_WORK, X,
+                  _pad_thresholds(thresholds), is_categorical, missing_bin, out)
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
@@ -571,7 +590,9 @@ class CPUBackend(Backend):
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
-        _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows)
+        run_tasks(_subtract_histograms, parent_rows.shape[0] * hist.shape[1],
+                  hist.shape[2] * hist.shape[3], parent_hist, parent_rows, hist, built_rows,
+                  derived_rows)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params):
@@ -586,36 +607,34 @@ class CPUBackend(Backend):
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
         scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
         find_splits = _split_finder(measure_of(layout), any_categorical)
-        run_tasks(find_splits, n_nodes * n_features, hist.shape[2] * n_channels, hist,
+        run_tasks(find_splits, n_nodes * n_features, _SCAN_WORK_PER_BIN * hist.shape[2], hist,
                   n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout, inv,
                   params, *scratch, *outputs)
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_bitset, left_child):
-        _update_positions(X_binned, positions, level_start, split_feature,
-                          split_bitset, left_child)
+        run_tasks(_update_positions, positions.shape[0], 1, X_binned, positions, level_start,
+                  split_feature, split_bitset, left_child)
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
         leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
-        walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-        with _loop_vectorizer_off():
-            _walk_trees(X_binned, *walk[:3], tree_roots, walk[3], leaves,
-                        np.empty((0, 0)), tree_roots, np.empty((0, 0)))
+        _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves,
+              np.empty((0, 0)), tree_roots, np.empty((0, 0)))
         return leaves
 
     def zero_rows(self, array, rows):
-        _zero_rows(array, rows)
+        run_tasks(_zero_rows, rows.shape[0] * array.shape[1], math.prod(array.shape[2:]),
+                  array, rows)
 
     def add_node_values(self, node_values, positions, out, first_column):
-        _add_node_values(node_values, positions, out, first_column)
+        run_tasks(_add_node_values, positions.shape[0], node_values.shape[1], node_values,
+                  positions, out, first_column)
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):
-        walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-        with _loop_vectorizer_off():
-            _walk_trees(X_binned, *walk[:3], tree_roots, walk[3],
-                        np.empty((0, 0), dtype=NODE_DTYPE), node_values, tree_columns, out)
+        _walk(X_binned, node_feature, node_bitset, node_left, tree_roots,
+              np.empty((0, 0), dtype=NODE_DTYPE), node_values, tree_columns, out)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)

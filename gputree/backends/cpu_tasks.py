@@ -1,52 +1,64 @@
-"""Running a serial CPU kernel over ranges of independent tasks, on numba's
-thread count of Python threads: the cheap-to-compile alternative to a
-``prange`` loop.
+"""Running a CPU kernel over independent tasks: serially for small jobs, on
+numba's threads for large ones, the parallel version compiled only when a
+job first needs it.
 
 numba compiles a ``prange`` loop into four nested code libraries (the loop
 body as a gufunc, two wrappers of it, the kernel), and LLVM optimises and
 emits the body's code again in each: for the split scan that cost 3 of the
-first fit's 14 s of compilation. A kernel written as ``kernel(first, stop,
-*args)``, a plain loop over tasks ``first .. stop-1`` compiled with
-``nogil=True``, compiles once; :func:`run_tasks` cuts the tasks into one
-contiguous range per thread (numba's static schedule) and runs the ranges on
-short-lived threads, the first in the calling thread. Small jobs run in the
-calling thread only: starting a thread costs about 0.1 ms.
+first fit's 14 s of compilation, where a small fit gains nothing from
+threads. So a kernel is written serially, ``kernel(first, stop, *args)``
+over tasks ``first .. stop-1``; :func:`run_tasks` calls it directly, or,
+for a job of at least :data:`PARALLEL_WORK`, calls its parallel driver: a
+``prange`` over one contiguous range of tasks per thread (numba's static
+schedule), compiled (and cached) per kernel on first use.
 
 Tasks must write disjoint cells: then the result depends on neither the cut
 nor the thread count.
 """
-from concurrent.futures import ThreadPoolExecutor
+import functools
+import types
 
 import numba
+from numba import njit, prange
 
-#: work (the caller's unit: inner-loop iterations) a thread must get before
-#: another thread is started for it; about 0.3 ms or more of kernel time
-MIN_WORK_PER_THREAD = 1 << 16
+from .kernel_cache import cache_numba_cpu_kernels
+
+_CACHE = cache_numba_cpu_kernels(__file__)
+
+#: jobs of less work than this (the callers' unit: about a nanosecond of
+#: one thread's time, so about 2 ms) run serially: they gain less from
+#: threads than a parallel kernel costs to compile (first fit) or wake
+PARALLEL_WORK = 1 << 21
+
+#: the kernel a driver copy calls: set in each copy's globals by _driver
+_kernel = None
 
 
-def task_ranges(n_tasks, n_threads):
-    """[(first, stop)] of ``n_threads`` contiguous ranges of even size
-    covering 0 .. n_tasks-1 (the earlier ones one task longer)."""
-    size, extra = divmod(n_tasks, n_threads)
-    bounds = [0]
-    for k in range(n_threads):
-        bounds.append(bounds[-1] + size + (k < extra))
-    return list(zip(bounds[:-1], bounds[1:]))
+def _ranges_in_parallel(n_tasks, n_ranges, *args):
+    """_kernel over tasks 0 .. n_tasks-1, cut into n_ranges contiguous
+    ranges run in parallel."""
+    for r in prange(n_ranges):
+        _kernel(r * n_tasks // n_ranges, (r + 1) * n_tasks // n_ranges, *args)
+
+
+@functools.lru_cache(maxsize=None)
+def _driver(kernel):
+    """The parallel driver of ``kernel`` (a numba dispatcher), named after it
+    (numba's disk cache tells functions apart by their qualified names)."""
+    name = f"_ranges_in_parallel_{kernel.py_func.__name__}"
+    copy = types.FunctionType(_ranges_in_parallel.__code__,
+                              dict(_ranges_in_parallel.__globals__, _kernel=kernel), name)
+    copy.__qualname__ = name
+    return njit(parallel=True, cache=_CACHE)(copy)
 
 
 def run_tasks(kernel, n_tasks, work_per_task, *args):
-    """``kernel(first, stop, *args)`` over tasks 0 .. n_tasks-1, on up to
-    numba's thread count (``numba.get_num_threads()``, which n_jobs sets) of
-    threads, each given at least MIN_WORK_PER_THREAD of work."""
-    kernel(0, 0, *args)   # compiles (or loads) here, not in several threads at once
-    affordable = (n_tasks * work_per_task) // MIN_WORK_PER_THREAD
-    n_threads = max(1, min(numba.get_num_threads(), n_tasks, affordable))
-    ranges = task_ranges(n_tasks, n_threads)
-    if n_threads == 1:
+    """``kernel(first, stop, *args)`` over tasks 0 .. n_tasks-1: in one call
+    when the job's work (``n_tasks * work_per_task``) is under
+    PARALLEL_WORK or numba has one thread (n_jobs=1), else one range per
+    thread of ``numba.get_num_threads()``."""
+    n_threads = min(numba.get_num_threads(), n_tasks)
+    if n_threads <= 1 or n_tasks * work_per_task < PARALLEL_WORK:
         kernel(0, n_tasks, *args)
-        return
-    with ThreadPoolExecutor(n_threads - 1) as pool:
-        others = [pool.submit(kernel, first, stop, *args) for first, stop in ranges[1:]]
-        kernel(*ranges[0], *args)
-        for future in others:
-            future.result()
+    else:
+        _driver(kernel)(n_tasks, n_threads, *args)
