@@ -73,7 +73,7 @@ import numba, numpy as np
 from gputree import DecisionTreeClassifier
 from gputree.boosting import GradientBoostingClassifier
 from gputree.backends import cpu_tasks
-cpu_tasks.PARALLEL_WORK = 0     # every kernel on its parallel driver (when threads > 1)
+cpu_tasks.LARGE_WORK = cpu_tasks.PARALLEL_WORK = 0   # every job on a parallel driver
 rng = np.random.RandomState(0)
 X = rng.normal(size=(6000, 10)).astype(np.float32)
 X[rng.rand(*X.shape) < 0.05] = np.nan

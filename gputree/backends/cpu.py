@@ -15,7 +15,6 @@ import contextlib
 import functools
 import math
 import mmap
-import types
 
 import numba
 import numpy as np
@@ -26,7 +25,7 @@ from .formulas import measure_of
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
 from .compile_notice import watch_compilation
-from .cpu_tasks import run_tasks
+from .cpu_tasks import renamed_copy, task_kernel
 from .splitset import make_splitset
 from .kernel_cache import cache_numba_cpu_kernels
 
@@ -88,7 +87,7 @@ _IR_INLINE_BYTES = 160
 _U = np.uint64
 
 _BINNING_BLOCK = 256
-#: work (about ns, cpu_tasks.run_tasks' unit) of binning one value
+#: work (about ns, cpu_tasks' unit) of binning one value
 _SEARCH_WORK = 8
 #: thresholds are padded to 2**k - 1 >= this width: the search unrolls its
 #: last 8 steps, and loops over the steps above them (16-bit bins only)
@@ -100,18 +99,18 @@ def _search_step(row, lo, x, step):
     return lo + step * (row[_U(lo + step - 1)] < x)
 
 
-@njit(cache=True)
+@task_kernel
 def _map_to_bins(first, stop, X, thresholds, is_categorical, missing_bin, out):
     """X float (n, F) IN; thresholds float64 (F, 2**k - 1 >= 255) IN, rows
     padded with +inf; out uint8 or uint16 (n, F) OUT (Fortran order).
 
-    Tasks (cpu_tasks.run_tasks) are blocks of rows; within a block, feature
+    Tasks (cpu_tasks.task_kernel) are blocks of rows; within a block, feature
     by feature so that writes are contiguous. The binary search is branch-free, its last 8
     steps unrolled: ``lo`` ends as the number of thresholds strictly below
     ``x``."""
     n_samples, n_features = X.shape
     width = thresholds.shape[1]
-    for block in range(first, stop):
+    for block in prange(first, stop):
         start = block * _BINNING_BLOCK
         stop = min(start + _BINNING_BLOCK, n_samples)
         for f in range(n_features):
@@ -330,12 +329,12 @@ def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
         _add_parts(part, built_rows, hist)
 
 
-@njit(cache=True)
+@task_kernel
 def _subtract_histograms(first, stop, parent_hist, parent_rows, hist, built_rows, derived_rows):
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
     (int64, exact); hist INOUT, the rest IN. Tasks: (pair, feature)."""
     n_features = hist.shape[1]
-    for t in range(first, stop):
+    for t in prange(first, stop):
         p, f = t // n_features, t % n_features
         parent = parent_hist[parent_rows[p], f]
         built = hist[built_rows[p], f]
@@ -345,13 +344,13 @@ def _subtract_histograms(first, stop, parent_hist, parent_rows, hist, built_rows
                 derived[b, c] = parent[b, c] - built[b, c]
 
 
-@njit(cache=True)
+@task_kernel
 def _update_positions(first, stop, X_binned, positions, level_start, split_feature,
                       split_bitset, left_child):
     """positions int32 (n,) INOUT: rows of split nodes move to a child
     (tasks: rows)."""
     n_level = split_feature.shape[0]
-    for i in range(first, stop):
+    for i in prange(first, stop):
         k = positions[_U(i)] - level_start
         if 0 <= k < n_level and split_feature[_U(k)] >= 0:
             b = X_binned[_U(i), _U(split_feature[_U(k)])]
@@ -405,7 +404,7 @@ def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next,
             nodes[j] = step_next[node] - np.int32(_goes_left(bitset, node, b))
 
 
-@njit(cache=True)
+@task_kernel
 def _walk_trees(first, stop, X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
                 node_values, tree_columns, out):
     """Every row down every tree (tree arrays from _walk_arrays), in tree
@@ -416,11 +415,11 @@ def _walk_trees(first, stop, X_binned, feature, bitset, step_next, tree_roots, t
                  ``out[i, tree_columns[t] + v] += node_values[leaf, v]`` for
                  v < node_values.shape[1] (one fixed order per row).
 
-    Tasks (cpu_tasks.run_tasks) are blocks of rows; each block walks one
+    Tasks (cpu_tasks.task_kernel) are blocks of rows; each block walks one
     tree at a time, so the tree's nodes stay in cache while the block's rows
     traverse it."""
     n_samples = X_binned.shape[0]
-    for block in range(first, stop):
+    for block in prange(first, stop):
         start = block * _PREDICT_BLOCK
         n_rows = min(_PREDICT_BLOCK, n_samples - start)
         nodes = np.empty(_PREDICT_BLOCK, dtype=np.int32)
@@ -437,28 +436,28 @@ def _walk_trees(first, stop, X_binned, feature, bitset, step_next, tree_roots, t
                                                                                    _U(v)]
 
 
-@njit(cache=True)
+@task_kernel
 def _zero_rows(first, stop, array, rows):
     """array (m, ...) INOUT: rows[k] of it set to zero; tasks: (row, first
     inner index)."""
     inner = array.shape[1]
     flat = array.reshape(array.shape[0], inner, -1)
-    for t in range(first, stop):
+    for t in prange(first, stop):
         r, j = rows[t // inner], t % inner
         for k in range(flat.shape[2]):
             flat[_U(r), _U(j), _U(k)] = 0
 
 
-@njit(cache=True)
+@task_kernel
 def _add_node_values(first, stop, node_values, positions, out, first_column):
     """out float64 (n, W) INOUT: out[i, first_column + v] +=
     node_values[positions[i], v]; the rest IN. Tasks: rows."""
-    for i in range(first, stop):
+    for i in prange(first, stop):
         for v in range(node_values.shape[1]):
             out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
 
 
-#: work (about ns, cpu_tasks.run_tasks' unit) of the split scan per bin
+#: work (about ns, cpu_tasks' unit) of the split scan per bin
 _SCAN_WORK_PER_BIN = 20
 
 #: the scan and the node summary that the two kernels below call: set in
@@ -471,9 +470,9 @@ def _find_splits(first, stop, hist, n_bins_non_missing, is_categorical, feature_
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left, out_info):
     """The split scan of (node, feature) tasks first .. stop-1 (t = node *
     n_features + feature; the other arguments as scan.make_split_scanner),
-    run by cpu_tasks.run_tasks; compiled per criterion by _split_finder."""
+    a cpu_tasks.task_kernel; compiled per criterion by _split_finder."""
     n_features = hist.shape[1]
-    for t in range(first, stop):
+    for t in prange(first, stop):
         _scan(t, hist, n_features, n_bins_non_missing, is_categorical,
               feature_allowed, missing_bin, layout, inv, params, scratch_sums,
               scratch_keys, scratch_order, out_gain, out_missing_left,
@@ -488,33 +487,27 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
         _node_summary(node, totals, layout, inv, params, values, impurity)
 
 
-def _compiled_with(function, variant, names, **options):
-    """``njit(cache=..., **options)`` of a copy of ``function`` that reads
-    ``names`` (dict) as globals, named ``<name>_<variant>`` (numba's disk
-    cache tells functions apart by their qualified names)."""
-    name = f"{function.__name__}_{variant}"
-    copy = types.FunctionType(function.__code__, dict(function.__globals__, **names), name)
-    copy.__qualname__ = name
-    return njit(cache=_CACHE_SCAN, **options)(copy)
-
-
 @functools.lru_cache(maxsize=None)
 def _split_finder(measure, categorical):
     """find_splits of one criterion measure ((kind, impurity), from
     formulas.measure_of; with the categorical scan or without), the scan and
     formulas specialised to it: compiled only for what a process uses, each
-    compile smaller than one for everything."""
+    compile smaller than one for everything. A task kernel named
+    ``_find_splits_<variant>`` (numba's disk cache tells functions apart by
+    their qualified names)."""
     scan = make_split_scanner(_plain_jit, _inline, measure, categorical, _ir_inline)
-    return _compiled_with(_find_splits, f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}",
-                          {"_scan": scan})
+    variant = f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
+    return task_kernel(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
+                       cache=_CACHE_SCAN)
 
 
 @functools.lru_cache(maxsize=None)
 def _summaries_kernel(measure):
     """node_summaries of one criterion measure (its formulas specialised)."""
     summary = node_summaries_kernel_body(_plain_jit, _inline, measure, _ir_inline)
-    return _compiled_with(_node_summaries, f"{measure[0]}_{measure[1]}",
-                          {"_node_summary": summary})
+    name = f"_node_summaries_{measure[0]}_{measure[1]}"
+    return njit(cache=_CACHE_SCAN)(renamed_copy(_node_summaries, name,
+                                                {"_node_summary": summary}))
 
 
 @contextlib.contextmanager
@@ -540,7 +533,7 @@ def _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, no
     n_blocks = -(-X_binned.shape[0] // _PREDICT_BLOCK)
     steps = _PREDICT_BLOCK * (int(tree_depth.sum()) + tree_roots.shape[0])
     with _loop_vectorizer_off():
-        run_tasks(_walk_trees, n_blocks, steps, X_binned, feature, bitset, step_next,
+        _walk_trees.run(n_blocks, steps, X_binned, feature, bitset, step_next,
                   tree_roots, tree_depth, leaves, node_values, tree_columns, out)
 
 
@@ -569,7 +562,7 @@ class CPUBackend(Backend):
             X = X.astype(np.float64)
         out = np.empty(X.shape, dtype=bin_dtype(missing_bin + 1), order="F")
         n_blocks = -(-X.shape[0] // _BINNING_BLOCK)
-        run_tasks(_map_to_bins, n_blocks, _BINNING_BLOCK * X.shape[1] * _SEARCH_WORK, X,
+        _map_to_bins.run(n_blocks, _BINNING_BLOCK * X.shape[1] * _SEARCH_WORK, X,
                   _pad_thresholds(thresholds), is_categorical, missing_bin, out)
         return out
 
@@ -590,7 +583,7 @@ class CPUBackend(Backend):
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
-        run_tasks(_subtract_histograms, parent_rows.shape[0] * hist.shape[1],
+        _subtract_histograms.run(parent_rows.shape[0] * hist.shape[1],
                   hist.shape[2] * hist.shape[3], parent_hist, parent_rows, hist, built_rows,
                   derived_rows)
 
@@ -607,14 +600,14 @@ class CPUBackend(Backend):
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
         scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
         find_splits = _split_finder(measure_of(layout), any_categorical)
-        run_tasks(find_splits, n_nodes * n_features, _SCAN_WORK_PER_BIN * hist.shape[2], hist,
+        find_splits.run(n_nodes * n_features, _SCAN_WORK_PER_BIN * hist.shape[2], hist,
                   n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout, inv,
                   params, *scratch, *outputs)
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_bitset, left_child):
-        run_tasks(_update_positions, positions.shape[0], 1, X_binned, positions, level_start,
+        _update_positions.run(positions.shape[0], 1, X_binned, positions, level_start,
                   split_feature, split_bitset, left_child)
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
@@ -624,11 +617,11 @@ class CPUBackend(Backend):
         return leaves
 
     def zero_rows(self, array, rows):
-        run_tasks(_zero_rows, rows.shape[0] * array.shape[1], math.prod(array.shape[2:]),
+        _zero_rows.run(rows.shape[0] * array.shape[1], math.prod(array.shape[2:]),
                   array, rows)
 
     def add_node_values(self, node_values, positions, out, first_column):
-        run_tasks(_add_node_values, positions.shape[0], node_values.shape[1], node_values,
+        _add_node_values.run(positions.shape[0], node_values.shape[1], node_values,
                   positions, out, first_column)
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,

@@ -1,64 +1,78 @@
-"""Running a CPU kernel over independent tasks: serially for small jobs, on
-numba's threads for large ones, the parallel version compiled only when a
-job first needs it.
+"""CPU kernels over independent tasks, compiled serially for small jobs and
+in parallel only once a process has shown it runs large ones.
 
 numba compiles a ``prange`` loop into four nested code libraries (the loop
-body as a gufunc, two wrappers of it, the kernel), and LLVM optimises and
-emits the body's code again in each: for the split scan that cost 3 of the
-first fit's 14 s of compilation, where a small fit gains nothing from
-threads. So a kernel is written serially, ``kernel(first, stop, *args)``
-over tasks ``first .. stop-1``; :func:`run_tasks` calls it directly, or,
-for a job of at least :data:`PARALLEL_WORK`, calls its parallel driver: a
-``prange`` over one contiguous range of tasks per thread (numba's static
-schedule), compiled (and cached) per kernel on first use.
+body as a gufunc, two wrappers of it, the kernel) that LLVM optimises and
+emits one after the other: a parallel kernel takes 2 to 4 times as long to
+compile as the same loop run serially (the split scan: 5 s against 3.3),
+and a small fit gains nothing from threads. So a kernel is written once,
+``kernel(first, stop, *args)`` with a ``prange(first, stop)`` loop over its
+tasks, and :func:`task_kernel` compiles it two ways, each on first use: a
+serial copy (``prange`` is ``range`` there) and the parallel kernel.
+:meth:`TaskKernel.run` picks, in stages:
 
-Tasks must write disjoint cells: then the result depends on neither the cut
-nor the thread count.
+* until a job of at least :data:`LARGE_WORK` comes (a small fit never
+  brings one), every job runs on the serial copy: nothing parallel is
+  compiled;
+* from then on, in that process, jobs of at least :data:`PARALLEL_WORK` run
+  on the parallel kernel (also with one thread: numba compiles a parallel
+  loop's body without aliasing between its arrays, faster code than the
+  serial copy's), smaller ones on the serial copy.
+
+Tasks must write disjoint cells: then the result depends on neither the
+stage nor the thread count.
 """
 import functools
 import types
 
-import numba
-from numba import njit, prange
+from numba import njit
 
-from .kernel_cache import cache_numba_cpu_kernels
-
-_CACHE = cache_numba_cpu_kernels(__file__)
-
-#: jobs of less work than this (the callers' unit: about a nanosecond of
-#: one thread's time, so about 2 ms) run serially: they gain less from
-#: threads than a parallel kernel costs to compile (first fit) or wake
-PARALLEL_WORK = 1 << 21
-
-#: the kernel a driver copy calls: set in each copy's globals by _driver
-_kernel = None
+#: work (the callers' unit: about a nanosecond of one thread's time) of a
+#: job that makes parallel kernels worth compiling (about 2 ms) ...
+LARGE_WORK = 1 << 21
+#: ... and then of a job worth running on them (about 16 us)
+PARALLEL_WORK = 1 << 14
+#: whether this process has run a job of LARGE_WORK
+_stage = {"large": False}
 
 
-def _ranges_in_parallel(n_tasks, n_ranges, *args):
-    """_kernel over tasks 0 .. n_tasks-1, cut into n_ranges contiguous
-    ranges run in parallel."""
-    for r in prange(n_ranges):
-        _kernel(r * n_tasks // n_ranges, (r + 1) * n_tasks // n_ranges, *args)
-
-
-@functools.lru_cache(maxsize=None)
-def _driver(kernel):
-    """The parallel driver of ``kernel`` (a numba dispatcher), named after it
-    (numba's disk cache tells functions apart by their qualified names)."""
-    name = f"_ranges_in_parallel_{kernel.py_func.__name__}"
-    copy = types.FunctionType(_ranges_in_parallel.__code__,
-                              dict(_ranges_in_parallel.__globals__, _kernel=kernel), name)
+def renamed_copy(function, name, names=None):
+    """A copy of ``function`` named ``name`` (numba's disk cache tells
+    functions apart by their qualified names), reading ``names`` (dict) as
+    globals."""
+    scope = dict(function.__globals__, **names) if names else function.__globals__
+    copy = types.FunctionType(function.__code__, scope, name)
     copy.__qualname__ = name
-    return njit(parallel=True, cache=_CACHE)(copy)
+    return copy
 
 
-def run_tasks(kernel, n_tasks, work_per_task, *args):
-    """``kernel(first, stop, *args)`` over tasks 0 .. n_tasks-1: in one call
-    when the job's work (``n_tasks * work_per_task``) is under
-    PARALLEL_WORK or numba has one thread (n_jobs=1), else one range per
-    thread of ``numba.get_num_threads()``."""
-    n_threads = min(numba.get_num_threads(), n_tasks)
-    if n_threads <= 1 or n_tasks * work_per_task < PARALLEL_WORK:
+class TaskKernel:
+    """A task kernel's serial copy and parallel kernel, each compiled with
+    ``njit(cache=cache, **options)`` on first use."""
+
+    def __init__(self, function, cache, options):
+        self.function, self.cache, self.options = function, cache, options
+
+    @functools.cached_property
+    def serial(self):
+        copy = renamed_copy(self.function, f"{self.function.__name__}_serial")
+        return njit(cache=self.cache, **self.options)(copy)
+
+    @functools.cached_property
+    def parallel(self):
+        return njit(parallel=True, cache=self.cache, **self.options)(self.function)
+
+    def run(self, n_tasks, work_per_task, *args):
+        """The kernel over tasks 0 .. n_tasks-1, ``n_tasks * work_per_task``
+        the job's work (see the stages above)."""
+        work = n_tasks * work_per_task
+        _stage["large"] = _stage["large"] or work >= LARGE_WORK
+        kernel = self.parallel if _stage["large"] and work >= PARALLEL_WORK else self.serial
         kernel(0, n_tasks, *args)
-    else:
-        _driver(kernel)(n_tasks, n_threads, *args)
+
+
+def task_kernel(function=None, *, cache=True, **options):
+    """Decorator: ``function(first, stop, *args)`` as a :class:`TaskKernel`."""
+    if function is None:
+        return functools.partial(task_kernel, cache=cache, **options)
+    return TaskKernel(function, cache, options)
