@@ -104,18 +104,18 @@ def _map_to_bins(first, stop, X, thresholds, is_categorical, missing_bin, out):
     """X float (n, F) IN; thresholds float64 (F, 2**k - 1 >= 255) IN, rows
     padded with +inf; out uint8 or uint16 (n, F) OUT (Fortran order).
 
-    Tasks (cpu_tasks.task_kernel) are blocks of rows; within a block, feature
-    by feature so that writes are contiguous. The binary search is branch-free, its last 8
-    steps unrolled: ``lo`` ends as the number of thresholds strictly below
-    ``x``."""
+    Tasks (cpu_tasks.task_kernel) are blocks of rows; within a block,
+    feature by feature so that writes are contiguous. The binary search is
+    branch-free, its last 8 steps unrolled: ``lo`` ends as the number of
+    thresholds strictly below ``x``."""
     n_samples, n_features = X.shape
     width = thresholds.shape[1]
     for block in prange(first, stop):
         start = block * _BINNING_BLOCK
-        stop = min(start + _BINNING_BLOCK, n_samples)
+        end = min(start + _BINNING_BLOCK, n_samples)
         for f in range(n_features):
             row = thresholds[f]
-            for i in range(start, stop):
+            for i in range(start, end):
                 x = np.float64(X[_U(i), _U(f)])
                 lo, step = 0, (width + 1) // 2
                 while step > 128:
