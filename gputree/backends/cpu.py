@@ -9,7 +9,10 @@ cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count and equals the CUDA backend's bit for bit.
 
 The split scan and node summaries are compiled per criterion (the formulas
-specialised to it), on first use: a process compiles only what it uses.
+specialised to it), on first use: a process compiles only what it uses. The
+kernels that the histogram build does not own are staged
+(:mod:`gputree.backends.cpu_stages`): serial until a process runs a large
+job, so that a small fit compiles no parallel kernel.
 """
 import contextlib
 import functools
@@ -25,7 +28,7 @@ from .formulas import measure_of
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
 from .compile_notice import watch_compilation
-from .cpu_tasks import renamed_copy, task_kernel
+from .cpu_stages import renamed_copy, staged
 from .splitset import make_splitset
 from .kernel_cache import cache_numba_cpu_kernels
 
@@ -87,7 +90,7 @@ _IR_INLINE_BYTES = 160
 _U = np.uint64
 
 _BINNING_BLOCK = 256
-#: work (about ns, cpu_tasks' unit) of binning one value
+#: work (about ns, cpu_stages' unit) of binning one value
 _SEARCH_WORK = 8
 #: thresholds are padded to 2**k - 1 >= this width: the search unrolls its
 #: last 8 steps, and loops over the steps above them (16-bit bins only)
@@ -99,23 +102,24 @@ def _search_step(row, lo, x, step):
     return lo + step * (row[_U(lo + step - 1)] < x)
 
 
-@task_kernel
-def _map_to_bins(first, stop, X, thresholds, is_categorical, missing_bin, out):
+@staged
+def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
     """X float (n, F) IN; thresholds float64 (F, 2**k - 1 >= 255) IN, rows
     padded with +inf; out uint8 or uint16 (n, F) OUT (Fortran order).
 
-    Tasks (cpu_tasks.task_kernel) are blocks of rows; within a block,
-    feature by feature so that writes are contiguous. The binary search is
-    branch-free, its last 8 steps unrolled: ``lo`` ends as the number of
-    thresholds strictly below ``x``."""
+    Parallel over blocks of rows; within a block, feature by feature so that
+    writes are contiguous. The binary search is branch-free, its last 8
+    steps unrolled: ``lo`` ends as the number of thresholds strictly below
+    ``x``."""
     n_samples, n_features = X.shape
     width = thresholds.shape[1]
-    for block in prange(first, stop):
+    n_blocks = (n_samples + _BINNING_BLOCK - 1) // _BINNING_BLOCK
+    for block in prange(n_blocks):
         start = block * _BINNING_BLOCK
-        end = min(start + _BINNING_BLOCK, n_samples)
+        stop = min(start + _BINNING_BLOCK, n_samples)
         for f in range(n_features):
             row = thresholds[f]
-            for i in range(start, end):
+            for i in range(start, stop):
                 x = np.float64(X[_U(i), _U(f)])
                 lo, step = 0, (width + 1) // 2
                 while step > 128:
@@ -329,12 +333,12 @@ def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
         _add_parts(part, built_rows, hist)
 
 
-@task_kernel
-def _subtract_histograms(first, stop, parent_hist, parent_rows, hist, built_rows, derived_rows):
+@staged
+def _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows):
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
-    (int64, exact); hist INOUT, the rest IN. Tasks: (pair, feature)."""
+    (int64, exact); hist INOUT, the rest IN. Parallel over (pair, feature)."""
     n_features = hist.shape[1]
-    for t in prange(first, stop):
+    for t in prange(parent_rows.shape[0] * n_features):
         p, f = t // n_features, t % n_features
         parent = parent_hist[parent_rows[p], f]
         built = hist[built_rows[p], f]
@@ -344,13 +348,12 @@ def _subtract_histograms(first, stop, parent_hist, parent_rows, hist, built_rows
                 derived[b, c] = parent[b, c] - built[b, c]
 
 
-@task_kernel
-def _update_positions(first, stop, X_binned, positions, level_start, split_feature,
+@staged
+def _update_positions(X_binned, positions, level_start, split_feature,
                       split_bitset, left_child):
-    """positions int32 (n,) INOUT: rows of split nodes move to a child
-    (tasks: rows)."""
+    """positions int32 (n,) INOUT: rows of split nodes move to a child."""
     n_level = split_feature.shape[0]
-    for i in prange(first, stop):
+    for i in prange(positions.shape[0]):
         k = positions[_U(i)] - level_start
         if 0 <= k < n_level and split_feature[_U(k)] >= 0:
             b = X_binned[_U(i), _U(split_feature[_U(k)])]
@@ -404,8 +407,8 @@ def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next,
             nodes[j] = step_next[node] - np.int32(_goes_left(bitset, node, b))
 
 
-@task_kernel
-def _walk_trees(first, stop, X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
+@staged
+def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
                 node_values, tree_columns, out):
     """Every row down every tree (tree arrays from _walk_arrays), in tree
     order, then with the leaf reached:
@@ -415,11 +418,11 @@ def _walk_trees(first, stop, X_binned, feature, bitset, step_next, tree_roots, t
                  ``out[i, tree_columns[t] + v] += node_values[leaf, v]`` for
                  v < node_values.shape[1] (one fixed order per row).
 
-    Tasks (cpu_tasks.task_kernel) are blocks of rows; each block walks one
-    tree at a time, so the tree's nodes stay in cache while the block's rows
-    traverse it."""
+    Parallel over blocks of rows; each block walks one tree at a time, so the
+    tree's nodes stay in cache while the block's rows traverse it."""
     n_samples = X_binned.shape[0]
-    for block in prange(first, stop):
+    n_blocks = (n_samples + _PREDICT_BLOCK - 1) // _PREDICT_BLOCK
+    for block in prange(n_blocks):
         start = block * _PREDICT_BLOCK
         n_rows = min(_PREDICT_BLOCK, n_samples - start)
         nodes = np.empty(_PREDICT_BLOCK, dtype=np.int32)
@@ -436,28 +439,28 @@ def _walk_trees(first, stop, X_binned, feature, bitset, step_next, tree_roots, t
                                                                                    _U(v)]
 
 
-@task_kernel
-def _zero_rows(first, stop, array, rows):
-    """array (m, ...) INOUT: rows[k] of it set to zero; tasks: (row, first
-    inner index)."""
+@staged
+def _zero_rows(array, rows):
+    """array (m, ...) INOUT: rows[k] of it set to zero; parallel over
+    (row, first inner index)."""
     inner = array.shape[1]
     flat = array.reshape(array.shape[0], inner, -1)
-    for t in prange(first, stop):
+    for t in prange(rows.shape[0] * inner):
         r, j = rows[t // inner], t % inner
         for k in range(flat.shape[2]):
             flat[_U(r), _U(j), _U(k)] = 0
 
 
-@task_kernel
-def _add_node_values(first, stop, node_values, positions, out, first_column):
+@staged
+def _add_node_values(node_values, positions, out, first_column):
     """out float64 (n, W) INOUT: out[i, first_column + v] +=
-    node_values[positions[i], v]; the rest IN. Tasks: rows."""
-    for i in prange(first, stop):
+    node_values[positions[i], v]; the rest IN. Parallel over rows."""
+    for i in prange(positions.shape[0]):
         for v in range(node_values.shape[1]):
             out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
 
 
-#: work (about ns, cpu_tasks' unit) of the split scan per bin
+#: work (about ns, cpu_stages' unit) of the split scan per bin
 _SCAN_WORK_PER_BIN = 20
 
 #: the scan and the node summary that the two kernels below call: set in
@@ -465,15 +468,17 @@ _SCAN_WORK_PER_BIN = 20
 _scan = _node_summary = None
 
 
-def _find_splits(first, stop, hist, n_bins_non_missing, is_categorical, feature_allowed,
+def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left, out_info):
-    """The split scan of (node, feature) tasks first .. stop-1 (t = node *
-    n_features + feature; the other arguments as scan.make_split_scanner),
-    a cpu_tasks.task_kernel; compiled per criterion by _split_finder."""
+    """The split scan of every (node, feature) (arguments as
+    scan.make_split_scanner; the scan inlined); compiled per criterion by
+    _split_finder."""
     n_features = hist.shape[1]
-    for t in prange(first, stop):
-        _scan(t, hist, n_features, n_bins_non_missing, is_categorical,
+    for t in prange(hist.shape[0] * n_features):
+        # int64 as typed before the loop became a parallel region (unsigned
+        # there): one signature, compiled once
+        _scan(np.int64(t), hist, n_features, n_bins_non_missing, is_categorical,
               feature_allowed, missing_bin, layout, inv, params, scratch_sums,
               scratch_keys, scratch_order, out_gain, out_missing_left,
               out_bitset, out_left, out_info)
@@ -492,13 +497,13 @@ def _split_finder(measure, categorical):
     """find_splits of one criterion measure ((kind, impurity), from
     formulas.measure_of; with the categorical scan or without), the scan and
     formulas specialised to it: compiled only for what a process uses, each
-    compile smaller than one for everything. A task kernel named
+    compile smaller than one for everything. Staged, named
     ``_find_splits_<variant>`` (numba's disk cache tells functions apart by
     their qualified names)."""
     scan = make_split_scanner(_plain_jit, _inline, measure, categorical, _ir_inline)
     variant = f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
-    return task_kernel(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
-                       cache=_CACHE_SCAN)
+    return staged(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
+                  cache=_CACHE_SCAN)
 
 
 @functools.lru_cache(maxsize=None)
@@ -527,14 +532,12 @@ def _loop_vectorizer_off():
 
 def _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, node_values,
           tree_columns, out):
-    """_walk_trees over every block of rows (its outputs as there)."""
-    feature, bitset, step_next, tree_depth = _walk_arrays(node_feature, node_bitset, node_left,
-                                                          tree_roots)
-    n_blocks = -(-X_binned.shape[0] // _PREDICT_BLOCK)
-    steps = _PREDICT_BLOCK * (int(tree_depth.sum()) + tree_roots.shape[0])
+    """_walk_trees of these trees (its outputs as there)."""
+    walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
+    steps = X_binned.shape[0] * (int(walk[3].sum()) + tree_roots.shape[0])
     with _loop_vectorizer_off():
-        _walk_trees.run(n_blocks, steps, X_binned, feature, bitset, step_next,
-                  tree_roots, tree_depth, leaves, node_values, tree_columns, out)
+        _walk_trees.run(steps, X_binned, *walk[:3], tree_roots, walk[3], leaves, node_values,
+                        tree_columns, out)
 
 
 class CPUBackend(Backend):
@@ -561,9 +564,8 @@ class CPUBackend(Backend):
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         out = np.empty(X.shape, dtype=bin_dtype(missing_bin + 1), order="F")
-        n_blocks = -(-X.shape[0] // _BINNING_BLOCK)
-        _map_to_bins.run(n_blocks, _BINNING_BLOCK * X.shape[1] * _SEARCH_WORK, X,
-                  _pad_thresholds(thresholds), is_categorical, missing_bin, out)
+        _map_to_bins.run(X.size * _SEARCH_WORK, X, _pad_thresholds(thresholds), is_categorical,
+                         missing_bin, out)
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
@@ -583,9 +585,8 @@ class CPUBackend(Backend):
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
-        _subtract_histograms.run(parent_rows.shape[0] * hist.shape[1],
-                  hist.shape[2] * hist.shape[3], parent_hist, parent_rows, hist, built_rows,
-                  derived_rows)
+        _subtract_histograms.run(parent_rows.shape[0] * math.prod(hist.shape[1:]), parent_hist,
+                                 parent_rows, hist, built_rows, derived_rows)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params):
@@ -595,20 +596,20 @@ class CPUBackend(Backend):
 
     def scan_splits(self, hist, n_bins_non_missing, is_categorical,
                     feature_allowed, missing_bin, layout, inv, params):
-        n_nodes, n_features, _, n_channels = hist.shape
+        n_nodes, n_features, n_bins, n_channels = hist.shape
         any_categorical = bool(is_categorical.any())
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
         scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
         find_splits = _split_finder(measure_of(layout), any_categorical)
-        find_splits.run(n_nodes * n_features, _SCAN_WORK_PER_BIN * hist.shape[2], hist,
-                  n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout, inv,
-                  params, *scratch, *outputs)
+        find_splits.run(n_nodes * n_features * n_bins * _SCAN_WORK_PER_BIN, hist,
+                        n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout,
+                        inv, params, *scratch, *outputs)
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_bitset, left_child):
-        _update_positions.run(positions.shape[0], 1, X_binned, positions, level_start,
-                  split_feature, split_bitset, left_child)
+        _update_positions.run(positions.shape[0], X_binned, positions, level_start,
+                              split_feature, split_bitset, left_child)
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
         leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
@@ -617,12 +618,11 @@ class CPUBackend(Backend):
         return leaves
 
     def zero_rows(self, array, rows):
-        _zero_rows.run(rows.shape[0] * array.shape[1], math.prod(array.shape[2:]),
-                  array, rows)
+        _zero_rows.run(rows.shape[0] * math.prod(array.shape[1:]), array, rows)
 
     def add_node_values(self, node_values, positions, out, first_column):
-        _add_node_values.run(positions.shape[0], node_values.shape[1], node_values,
-                  positions, out, first_column)
+        _add_node_values.run(node_values.shape[1] * positions.shape[0], node_values, positions,
+                             out, first_column)
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):

@@ -1,26 +1,24 @@
-"""CPU kernels over independent tasks, compiled serially for small jobs and
-in parallel only once a process has shown it runs large ones.
+"""CPU kernels compiled in stages: serially for small jobs, in parallel only
+once a process has shown it runs large ones.
 
 numba compiles a ``prange`` loop into four nested code libraries (the loop
 body as a gufunc, two wrappers of it, the kernel) that LLVM optimises and
 emits one after the other: a parallel kernel takes 2 to 4 times as long to
 compile as the same loop run serially (the split scan: 5 s against 3.3),
-and a small fit gains nothing from threads. So a kernel is written once,
-``kernel(first, stop, *args)`` with a ``prange(first, stop)`` loop over its
-tasks, and :func:`task_kernel` compiles it two ways, each on first use: a
-serial copy (``prange`` is ``range`` there) and the parallel kernel.
-:meth:`TaskKernel.run` picks, in stages:
+and a small fit gains nothing from threads. :func:`staged` compiles a
+kernel two ways, each on first use: a serial copy (``prange`` is ``range``
+there) and the parallel kernel; :meth:`StagedKernel.run` picks, in stages:
 
 * until a job of at least :data:`LARGE_WORK` comes (a small fit never
   brings one), every job runs on the serial copy: nothing parallel is
   compiled;
 * from then on, in that process, jobs of at least :data:`PARALLEL_WORK` run
   on the parallel kernel (also with one thread: numba compiles a parallel
-  loop's body without aliasing between its arrays, faster code than the
+  loop's body knowing that its arrays do not alias, faster code than the
   serial copy's), smaller ones on the serial copy.
 
-Tasks must write disjoint cells: then the result depends on neither the
-stage nor the thread count.
+The kernels' parallel loops write disjoint cells: the result depends on
+neither the stage nor the thread count.
 """
 import functools
 import types
@@ -46,8 +44,8 @@ def renamed_copy(function, name, names=None):
     return copy
 
 
-class TaskKernel:
-    """A task kernel's serial copy and parallel kernel, each compiled with
+class StagedKernel:
+    """A kernel's serial copy and parallel version, each compiled with
     ``njit(cache=cache, **options)`` on first use."""
 
     def __init__(self, function, cache, options):
@@ -62,17 +60,17 @@ class TaskKernel:
     def parallel(self):
         return njit(parallel=True, cache=self.cache, **self.options)(self.function)
 
-    def run(self, n_tasks, work_per_task, *args):
-        """The kernel over tasks 0 .. n_tasks-1, ``n_tasks * work_per_task``
-        the job's work (see the stages above)."""
-        work = n_tasks * work_per_task
+    def run(self, work, *args):
+        """The kernel on ``args``, ``work`` the job's work (see the stages
+        above)."""
         _stage["large"] = _stage["large"] or work >= LARGE_WORK
         kernel = self.parallel if _stage["large"] and work >= PARALLEL_WORK else self.serial
-        kernel(0, n_tasks, *args)
+        kernel(*args)
 
 
-def task_kernel(function=None, *, cache=True, **options):
-    """Decorator: ``function(first, stop, *args)`` as a :class:`TaskKernel`."""
+def staged(function=None, *, cache=True, **options):
+    """Decorator: ``function`` (a kernel with ``prange`` loops) as a
+    :class:`StagedKernel`."""
     if function is None:
-        return functools.partial(task_kernel, cache=cache, **options)
-    return TaskKernel(function, cache, options)
+        return functools.partial(staged, cache=cache, **options)
+    return StagedKernel(function, cache, options)
