@@ -61,11 +61,11 @@ class StagedKernel:
         return njit(parallel=True, cache=self.cache, **self.options)(self.function)
 
     def run(self, work, *args):
-        """The kernel on ``args``, ``work`` the job's work (see the stages
-        above)."""
+        """The kernel's result on ``args``, ``work`` the job's work (see the
+        stages above)."""
         _stage["large"] = _stage["large"] or work >= LARGE_WORK
         kernel = self.parallel if _stage["large"] and work >= PARALLEL_WORK else self.serial
-        kernel(*args)
+        return kernel(*args)
 
 
 def staged(function=None, *, cache=True, **options):
