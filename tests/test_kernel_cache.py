@@ -15,8 +15,10 @@ def _locator(dispatcher):
 def test_cpu_scan_kernels_are_cached_with_a_stamp_over_every_backend_source():
     from gputree.backends import cpu
     from gputree.backends.formulas import IMPURITY_GINI, KIND_CLASSIFICATION
-    locator = _locator(cpu._split_finder((KIND_CLASSIFICATION, IMPURITY_GINI), False))
+    finder = cpu._split_finder((KIND_CLASSIFICATION, IMPURITY_GINI), False)
+    locator = _locator(finder.serial)
     assert type(locator).__name__.startswith("Gputree")
+    assert type(_locator(finder.parallel)) is type(locator)
     sources = kernel_cache.backend_sources()
     names = {os.path.basename(p) for p in sources}
     assert {"scan.py", "formulas.py", "devmath.py", "base.py", "cpu.py", "cuda.py"} <= names
@@ -61,7 +63,7 @@ def test_the_cpu_kernels_cache_where_numba_cache_dir_says(tmp_path):
     import sys
     from pathlib import Path
     code = ("from gputree.backends import cpu\n"
-            "print(cpu._split_finder((0, 0), False)._cache._impl._locator._cache_path)\n")
+            "print(cpu._split_finder((0, 0), False).serial._cache._impl._locator._cache_path)\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path),
                PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,

@@ -1,8 +1,9 @@
 """Same answer whatever the thread count or the cut of the work: histogram
 passes cut into any (row block, feature block) tasks equal the numpy
 reference exactly, and fits with 1, 2 and 3 numba threads (a subprocess, as
-numba's thread count is fixed when it starts) give bit-identical trees,
-predictions and training scores."""
+numba's thread count is fixed when it starts; every job of a staged kernel,
+cpu_stages, on its parallel version) give bit-identical trees, predictions
+and training scores."""
 import hashlib
 import os
 import subprocess
@@ -71,6 +72,8 @@ import hashlib, sys
 import numba, numpy as np
 from gputree import DecisionTreeClassifier
 from gputree.boosting import GradientBoostingClassifier
+from gputree.backends import cpu_stages
+cpu_stages.LARGE_WORK = cpu_stages.PARALLEL_WORK = 0   # every job in parallel
 rng = np.random.RandomState(0)
 X = rng.normal(size=(6000, 10)).astype(np.float32)
 X[rng.rand(*X.shape) < 0.05] = np.nan

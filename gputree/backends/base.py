@@ -142,16 +142,16 @@ class Backend:
                 self.xp.zeros(n_nodes, dtype=FLOAT_DTYPE))
 
 
-def node_summaries_kernel_body(jit, inline=None, measure=None):
+def node_summaries_kernel_body(jit, inline=None, measure=None, entry=None):
     """Compile ``summary(node, totals, layout, inv, params, OUT values, OUT
     impurity)``: leaf values (n_nodes, n_outputs, n_classes) and impurity of
     one node from its int64 channel totals (n_nodes, n_channels); ``inline``
-    and ``measure`` as in make_criterion_functions."""
+    and ``measure`` as in make_criterion_functions; ``summary`` itself with
+    ``entry`` (default ``jit``)."""
     crit = make_criterion_functions(jit, inline, measure)
     node_value, impurity = crit.node_value, crit.impurity
-    jit = specialised(jit, measure)
 
-    @jit
+    @specialised(entry or jit, measure)
     def summary(node, totals, layout, inv, params, values, impurities):
         S = totals[node]
         for o in range(values.shape[1]):

@@ -9,13 +9,15 @@ cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count and equals the CUDA backend's bit for bit.
 
 The split scan and node summaries are compiled per criterion (the formulas
-specialised to it), on first use: a process compiles only what it uses.
+specialised to it), on first use: a process compiles only what it uses. The
+kernels that the histogram build does not own are staged
+(:mod:`gputree.backends.cpu_stages`): serial until a process runs a large
+job, so that a small fit compiles no parallel kernel.
 """
 import contextlib
 import functools
 import math
 import mmap
-import types
 
 import numba
 import numpy as np
@@ -26,6 +28,7 @@ from .formulas import measure_of
 from .scan import best_split_per_node, empty_scan_outputs, empty_scratch, make_split_scanner
 from .base import Backend, node_summaries_kernel_body
 from .compile_notice import watch_compilation
+from .cpu_stages import renamed_copy, staged
 from .splitset import make_splitset
 from .kernel_cache import cache_numba_cpu_kernels
 
@@ -50,7 +53,10 @@ def _without_reference_counting():
     return functools.partial(njit, _nrt=False)
 
 
-_plain_jit = _without_reference_counting()
+#: the helpers below are only called by kernels: numba builds them no
+#: wrappers for calls from Python or C (nor emits those wrappers' code)
+_plain_jit = functools.partial(_without_reference_counting(), no_cpython_wrapper=True,
+                               no_cfunc_wrapper=True)
 _force_inline = functools.partial(_plain_jit, forceinline=True)
 
 
@@ -72,7 +78,8 @@ def _inline(function):
     return _force_inline(function)
 
 
-_goes_left = make_splitset(njit(inline="always")).goes_left
+_ir_inline = njit(inline="always")
+_goes_left = make_splitset(_ir_inline).goes_left
 #: helpers smaller than this (bytes of CPython bytecode) are inlined in numba's IR
 _IR_INLINE_BYTES = 160
 
@@ -83,6 +90,8 @@ _IR_INLINE_BYTES = 160
 _U = np.uint64
 
 _BINNING_BLOCK = 256
+#: work (about ns, cpu_stages' unit) of binning one value
+_SEARCH_WORK = 8
 #: thresholds are padded to 2**k - 1 >= this width: the search unrolls its
 #: last 8 steps, and loops over the steps above them (16-bit bins only)
 _SEARCH_WIDTH = 255
@@ -93,7 +102,7 @@ def _search_step(row, lo, x, step):
     return lo + step * (row[_U(lo + step - 1)] < x)
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _map_to_bins(X, thresholds, is_categorical, missing_bin, out):
     """X float (n, F) IN; thresholds float64 (F, 2**k - 1 >= 255) IN, rows
     padded with +inf; out uint8 or uint16 (n, F) OUT (Fortran order).
@@ -355,7 +364,7 @@ def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
         _add_parts(part, built_rows, hist)
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows):
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
     (int64, exact); hist INOUT, the rest IN. Parallel over (pair, feature)."""
@@ -370,7 +379,7 @@ def _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_row
                 derived[b, c] = parent[b, c] - built[b, c]
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _update_positions(X_binned, positions, level_start, split_feature,
                       split_bitset, left_child):
     """positions int32 (n,) INOUT: rows of split nodes move to a child."""
@@ -429,7 +438,7 @@ def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next,
             nodes[j] = step_next[node] - np.int32(_goes_left(bitset, node, b))
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
                 node_values, tree_columns, out):
     """Every row down every tree (tree arrays from _walk_arrays), in tree
@@ -461,7 +470,7 @@ def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, le
                                                                                    _U(v)]
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _zero_rows(array, rows):
     """array (m, ...) INOUT: rows[k] of it set to zero; parallel over
     (row, first inner index)."""
@@ -473,7 +482,7 @@ def _zero_rows(array, rows):
             flat[_U(r), _U(j), _U(k)] = 0
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _add_node_values(node_values, positions, out, first_column):
     """out float64 (n, W) INOUT: out[i, first_column + v] +=
     node_values[positions[i], v]; the rest IN. Parallel over rows."""
@@ -481,6 +490,9 @@ def _add_node_values(node_values, positions, out, first_column):
         for v in range(node_values.shape[1]):
             out[_U(i), _U(first_column + v)] += node_values[_U(positions[i]), _U(v)]
 
+
+#: work (about ns, cpu_stages' unit) of the split scan per bin
+_SCAN_WORK_PER_BIN = 20
 
 #: the scan and the node summary that the two kernels below call: set in
 #: each compiled copy's globals by _split_finder and _summaries_kernel
@@ -491,7 +503,8 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, out_gain, out_missing_left, out_bitset, out_left, out_info):
     """The split scan of every (node, feature) (arguments as
-    scan.make_split_scanner); compiled per criterion by _split_finder."""
+    scan.make_split_scanner; the scan inlined); compiled per criterion by
+    _split_finder."""
     n_features = hist.shape[1]
     for t in prange(hist.shape[0] * n_features):
         # int64 as typed before the loop became a parallel region (unsigned
@@ -510,33 +523,27 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
         _node_summary(node, totals, layout, inv, params, values, impurity)
 
 
-def _compiled_with(function, variant, names, **options):
-    """``njit(cache=..., **options)`` of a copy of ``function`` that reads
-    ``names`` (dict) as globals, named ``<name>_<variant>`` (numba's disk
-    cache tells functions apart by their qualified names)."""
-    name = f"{function.__name__}_{variant}"
-    copy = types.FunctionType(function.__code__, dict(function.__globals__, **names), name)
-    copy.__qualname__ = name
-    return njit(cache=_CACHE_SCAN, **options)(copy)
-
-
 @functools.lru_cache(maxsize=None)
 def _split_finder(measure, categorical):
     """find_splits of one criterion measure ((kind, impurity), from
     formulas.measure_of; with the categorical scan or without), the scan and
     formulas specialised to it: compiled only for what a process uses, each
-    compile smaller than one for everything."""
-    scan = make_split_scanner(_plain_jit, _inline, measure, categorical)
-    return _compiled_with(_find_splits, f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}",
-                          {"_scan": scan}, parallel=True)
+    compile smaller than one for everything. Staged, named
+    ``_find_splits_<variant>`` (numba's disk cache tells functions apart by
+    their qualified names)."""
+    scan = make_split_scanner(_plain_jit, _inline, measure, categorical, _ir_inline)
+    variant = f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
+    return staged(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
+                  cache=_CACHE_SCAN)
 
 
 @functools.lru_cache(maxsize=None)
 def _summaries_kernel(measure):
     """node_summaries of one criterion measure (its formulas specialised)."""
-    summary = node_summaries_kernel_body(_plain_jit, _inline, measure)
-    return _compiled_with(_node_summaries, f"{measure[0]}_{measure[1]}",
-                          {"_node_summary": summary})
+    summary = node_summaries_kernel_body(_plain_jit, _inline, measure, _ir_inline)
+    name = f"_node_summaries_{measure[0]}_{measure[1]}"
+    return njit(cache=_CACHE_SCAN)(renamed_copy(_node_summaries, name,
+                                                {"_node_summary": summary}))
 
 
 @contextlib.contextmanager
@@ -552,6 +559,16 @@ def _loop_vectorizer_off():
         yield
     finally:
         numba.config.LOOP_VECTORIZE = saved
+
+
+def _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, node_values,
+          tree_columns, out):
+    """_walk_trees of these trees (its outputs as there)."""
+    walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
+    steps = X_binned.shape[0] * (int(walk[3].sum()) + tree_roots.shape[0])
+    with _loop_vectorizer_off():
+        _walk_trees.run(steps, X_binned, *walk[:3], tree_roots, walk[3], leaves, node_values,
+                        tree_columns, out)
 
 
 class CPUBackend(Backend):
@@ -578,7 +595,8 @@ class CPUBackend(Backend):
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         out = np.empty(X.shape, dtype=bin_dtype(missing_bin + 1), order="F")
-        _map_to_bins(X, _pad_thresholds(thresholds), is_categorical, missing_bin, out)
+        _map_to_bins.run(X.size * _SEARCH_WORK, X, _pad_thresholds(thresholds), is_categorical,
+                         missing_bin, out)
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
@@ -598,7 +616,8 @@ class CPUBackend(Backend):
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
-        _subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows)
+        _subtract_histograms.run(parent_rows.shape[0] * math.prod(hist.shape[1:]), parent_hist,
+                                 parent_rows, hist, built_rows, derived_rows)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params):
@@ -608,40 +627,38 @@ class CPUBackend(Backend):
 
     def scan_splits(self, hist, n_bins_non_missing, is_categorical,
                     feature_allowed, missing_bin, layout, inv, params):
-        n_nodes, n_features, _, n_channels = hist.shape
+        n_nodes, n_features, n_bins, n_channels = hist.shape
         any_categorical = bool(is_categorical.any())
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
         scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
         find_splits = _split_finder(measure_of(layout), any_categorical)
-        find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-                    layout, inv, params, *scratch, *outputs)
+        find_splits.run(n_nodes * n_features * n_bins * _SCAN_WORK_PER_BIN, hist,
+                        n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout,
+                        inv, params, *scratch, *outputs)
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_bitset, left_child):
-        _update_positions(X_binned, positions, level_start, split_feature,
-                          split_bitset, left_child)
+        _update_positions.run(positions.shape[0], X_binned, positions, level_start,
+                              split_feature, split_bitset, left_child)
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
         leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
-        walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-        with _loop_vectorizer_off():
-            _walk_trees(X_binned, *walk[:3], tree_roots, walk[3], leaves,
-                        np.empty((0, 0)), tree_roots, np.empty((0, 0)))
+        _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves,
+              np.empty((0, 0)), tree_roots, np.empty((0, 0)))
         return leaves
 
     def zero_rows(self, array, rows):
-        _zero_rows(array, rows)
+        _zero_rows.run(rows.shape[0] * math.prod(array.shape[1:]), array, rows)
 
     def add_node_values(self, node_values, positions, out, first_column):
-        _add_node_values(node_values, positions, out, first_column)
+        _add_node_values.run(node_values.shape[1] * positions.shape[0], node_values, positions,
+                             out, first_column)
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):
-        walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-        with _loop_vectorizer_off():
-            _walk_trees(X_binned, *walk[:3], tree_roots, walk[3],
-                        np.empty((0, 0), dtype=NODE_DTYPE), node_values, tree_columns, out)
+        _walk(X_binned, node_feature, node_bitset, node_left, tree_roots,
+              np.empty((0, 0), dtype=NODE_DTYPE), node_values, tree_columns, out)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)

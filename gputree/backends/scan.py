@@ -45,9 +45,10 @@ SCRATCH_VECTORS = 5
 MAX_CATEGORIES = 256
 
 
-def make_split_scanner(jit, inline=None, measure=None, categorical=True):
+def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=None):
     """Compile the (node, feature) scan with ``jit`` (small per-candidate
-    helpers with ``inline``, default ``jit``), for one criterion ``measure``
+    helpers with ``inline``, default ``jit``; ``scan`` itself with ``entry``,
+    default ``jit``), for one criterion ``measure``
     or (None) the one ``layout`` names (see make_criterion_functions); returns
     ``scan(t, ...)``. ``categorical`` False leaves the categorical scan out
     (a constant branch the compiler drops: not compiled) for data whose
@@ -83,6 +84,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
     newton_gain_one, kind_of = crit.newton_gain_one, crit.kind_of
     log2 = make_devmath(inline).log2
     variant = "c" if categorical else "n"
+    entry = specialised(entry or jit, measure, variant)
     jit, inline = specialised(jit, measure, variant), specialised(inline, measure, variant)
 
     @inline
@@ -313,7 +315,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True):
                 add_bin(bitset, f, missing_bin)
         return goes_left(bitset, f, missing_bin)
 
-    @jit
+    @entry
     def scan(t, hist, n_features, n_bins_non_missing, is_categorical,
              feature_allowed, missing_bin, layout, inv, params,
              scratch_sums, scratch_keys, scratch_order,
