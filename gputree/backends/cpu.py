@@ -9,10 +9,10 @@ cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count and equals the CUDA backend's bit for bit.
 
 The split scan and node summaries are compiled per criterion (the formulas
-specialised to it), on first use: a process compiles only what it uses. The
-kernels that the histogram build does not own are staged
-(:mod:`gputree.backends.cpu_stages`): serial until a process runs a large
-job, so that a small fit compiles no parallel kernel.
+specialised to it), on first use: a process compiles only what it uses.
+Every parallel kernel is staged (:mod:`gputree.backends.cpu_stages`):
+serial until a process runs a large job, so that a small fit compiles no
+parallel kernel.
 """
 import contextlib
 import functools
@@ -160,37 +160,40 @@ def _slot_of(positions, i, level_start, node_to_build):
     return node_to_build[_U(k)]
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _rows_to_build(positions, level_start, node_to_build, stats):
     """Rows whose node needs a histogram (int32, ascending), that histogram's
     index (int32), and those rows' statistics gathered in order (int64
     (m, C)), so that every feature's pass reads them sequentially.
 
-    Two parallel passes over chunks of rows: count, then fill at each
-    chunk's offset (a prefix sum of the counts)."""
+    One parallel pass over chunks of rows lists each chunk's rows at the
+    chunk's own place in ``found``; a second copies them to their offset
+    (a prefix sum of the chunks' counts) with their slots and statistics:
+    ``positions`` is read once in full, then only at the rows found."""
     n_samples = positions.shape[0]
     n_chunks = (n_samples + _ROW_CHUNK - 1) // _ROW_CHUNK
+    found = np.empty(n_samples, dtype=np.int32)
     counts = np.zeros(n_chunks + 1, dtype=np.int64)
     for chunk in prange(n_chunks):
-        found = 0
-        for i in range(chunk * _ROW_CHUNK, min((chunk + 1) * _ROW_CHUNK, n_samples)):
-            found += _slot_of(positions, i, level_start, node_to_build) >= 0
-        counts[chunk + 1] = found
+        start = chunk * _ROW_CHUNK
+        k = start
+        for i in range(start, min(start + _ROW_CHUNK, n_samples)):
+            found[_U(k)] = i
+            k += _slot_of(positions, i, level_start, node_to_build) >= 0
+        counts[chunk + 1] = k - start
     offsets = np.cumsum(counts)
     n = offsets[-1]
     rows = np.empty(n, dtype=np.int32)
     slots = np.empty(n, dtype=np.int32)
     ordered = np.empty((n, stats.shape[1]), dtype=stats.dtype)
     for chunk in prange(n_chunks):
-        r = offsets[chunk]
-        for i in range(chunk * _ROW_CHUNK, min((chunk + 1) * _ROW_CHUNK, n_samples)):
-            slot = _slot_of(positions, i, level_start, node_to_build)
-            if slot >= 0:
-                rows[_U(r)] = i
-                slots[_U(r)] = slot
-                for c in range(stats.shape[1]):
-                    ordered[_U(r), _U(c)] = stats[_U(i), _U(c)]
-                r += 1
+        for k in range(counts[chunk + 1]):
+            i = found[_U(chunk * _ROW_CHUNK + k)]
+            r = _U(offsets[chunk] + k)
+            rows[r] = i
+            slots[r] = _slot_of(positions, i, level_start, node_to_build)
+            for c in range(stats.shape[1]):
+                ordered[r, _U(c)] = stats[_U(i), _U(c)]
     return rows, slots, ordered
 
 
@@ -254,7 +257,7 @@ def _add_rows_three_channels(X_binned, stats, rows, slots, all_rows, one_slot, f
             dest[s, _U(f), b, 2] += stats[_U(r), 2]
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _build_histograms(X_binned, stats, rows, slots, all_rows, one_slot, part_of_row,
                       n_row_blocks, features_per_task, hist, part):
     """Histograms of gathered rows, parallel over (row block, feature block)
@@ -289,7 +292,7 @@ def _build_histograms(X_binned, stats, rows, slots, all_rows, one_slot, part_of_
                       f_first, f_stop, dest, dest_rows)
 
 
-@njit(parallel=True, cache=True)
+@staged
 def _add_parts(part, built_rows, hist):
     """hist[built_rows[k]] INOUT += part[p, k] for p in order (int64,
     exact); part int64 (P, n_build, F, n_bins, C) IN. Parallel over
@@ -357,11 +360,11 @@ def _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist):
     part_of_row[built_rows] = np.arange(built_rows.size)
     one_slot = int(built_rows[0]) if built_rows.size == 1 else -1
     empty = np.empty(0, np.int32)
-    _build_histograms(X_binned, stats, empty if rows is None else rows,
-                      empty if slots is None else slots, rows is None, one_slot, part_of_row,
-                      n_blocks, per_task, hist, part)
+    _build_histograms.run(stats.shape[0] * X_binned.shape[1], X_binned, stats,
+                          empty if rows is None else rows, empty if slots is None else slots,
+                          rows is None, one_slot, part_of_row, n_blocks, per_task, hist, part)
     if n_blocks > 1:
-        _add_parts(part, built_rows, hist)
+        _add_parts.run(part.size, part, built_rows, hist)
 
 
 @staged
@@ -611,7 +614,8 @@ class CPUBackend(Backend):
             # the root: every row, in order, statistics as they are (no gather)
             rows = slots = None
         else:
-            rows, slots, stats = _rows_to_build(positions, level_start, node_to_build, stats)
+            rows, slots, stats = _rows_to_build.run(2 * positions.shape[0], positions,
+                                                    level_start, node_to_build, stats)
         _histograms_of_rows(X_binned, stats, rows, slots, built_rows, hist)
         return hist
 
