@@ -85,9 +85,14 @@ def set_threads(n_threads):
 
 
 def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
-    """Fit and predict once on a few rows: compiles numba kernels (not timed)."""
-    model = make_estimator().fit(X[:rows], y[:rows])
-    model.predict(X[:rows])
+    """Fit and predict on a few rows, with gputree's serial kernels and
+    then its parallel ones (which a small fit does not use): compiles the
+    numba kernels the timed runs use (not timed)."""
+    from gputree.backends.cpu_stages import use_parallel_kernels
+    for stage in range(2):
+        if stage:
+            use_parallel_kernels()
+        make_estimator().fit(X[:rows], y[:rows]).predict(X[:rows])
 
 
 def reset_peak_rss():

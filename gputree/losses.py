@@ -39,11 +39,16 @@ def _fixed_point(xp, values):
     """(int64 rint(values * 2**shift), shift) with the largest power-of-two
     scale that keeps any sum of the values below 2**61 in magnitude; values
     finite and not all zero. Sums of the result are exact in any order."""
-    largest = float(xp.max(xp.abs(values)))
-    shift = 61 - math.frexp(largest * values.size)[1]
+    shift = _fixed_point_shift(float(xp.max(xp.abs(values))), values.size)
     half = shift // 2   # two exact steps: 2**shift alone may overflow
     scaled = xp.rint((values * math.ldexp(1.0, half)) * math.ldexp(1.0, shift - half))
     return scaled.astype(np.int64), shift
+
+
+def _fixed_point_shift(largest, size):
+    """The power of two that keeps the fixed-point sum of ``size`` values of
+    magnitude at most ``largest`` below 2**61."""
+    return 61 - math.frexp(largest * size)[1]
 
 
 def order_free_sum(xp, values):
@@ -56,8 +61,24 @@ def order_free_sum(xp, values):
     largest = float(xp.max(xp.abs(values)))
     if largest == 0.0 or not math.isfinite(largest):
         return float(xp.sum(values))  # 0, or inf/nan whatever the order
-    fixed, shift = _fixed_point(xp, values)
-    return math.ldexp(float(int(fixed.sum())), -shift)
+    if xp is np and values.ndim == 1:
+        shift = _fixed_point_shift(largest, values.size)
+        half = shift // 2
+        total = _fixed_point_total(values, math.ldexp(1.0, half), math.ldexp(1.0, shift - half))
+    else:
+        fixed, shift = _fixed_point(xp, values)
+        total = int(fixed.sum())
+    return math.ldexp(float(total), -shift)
+
+
+@numba.njit(cache=True)
+def _fixed_point_total(values, first, second):
+    """The int64 sum of ``rint((v * first) * second)`` over float64 values
+    (n,): :func:`_fixed_point` and its sum in one pass, no temporaries."""
+    total = 0
+    for v in values:
+        total += np.int64(np.rint((v * first) * second))
+    return total
 
 
 def grouped_order_free_sum(xp, values, groups, n_groups):

@@ -44,6 +44,12 @@ def renamed_copy(function, name, names=None):
     return copy
 
 
+def use_parallel_kernels():
+    """Enter the second stage now, as a large job would: for benchmarks,
+    which compile the kernels a large fit uses before timing it."""
+    _stage["large"] = True
+
+
 class StagedKernel:
     """A kernel's serial copy and parallel version, each compiled with
     ``njit(cache=cache, **options)`` on first use."""
