@@ -57,13 +57,16 @@ class Statistics:
         the real sum (exact: a power of two)
     layout : int64 (LAYOUT_SIZE,)
     n_classes : int, channels per output for classification, else 1
+    totals : int64 (1, n_channels) host array, the column sums of ``stats``
+        when the pass that built them also summed them, else None
     """
 
-    def __init__(self, stats, inv_scale, layout, n_classes):
+    def __init__(self, stats, inv_scale, layout, n_classes, totals=None):
         self.stats = stats
         self.inv_scale = inv_scale
         self.layout = layout
         self.n_classes = n_classes
+        self.totals = totals
 
     @property
     def n_outputs(self):
@@ -259,26 +262,46 @@ def _scaled(x, exponent, scale):
     return math.ldexp(x, exponent)
 
 
+#: rows per task of the host's statistics pass
+_SUM_CHUNK = 16384
+
+
 @numba.njit(parallel=True, cache=True)
 def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
     """The host's one pass for newton_statistics: out int64 (n, 2K + 1) OUT,
     per output o ``rint(ldexp(g, exponents[2o]))``, ``rint(ldexp(h,
     exponents[2o + 1]))``, then the count channel (1 where the weight is
     positive). gradients, hessians float64 (n, K), exponents int64 (2K,),
-    sample_weight float64 (n,) IN.
+    sample_weight float64 (n,) IN. Returns out's column sums, int64 (1, 2K + 1)
+    (per chunk of rows, then the chunks in order: exact in any order).
     Rounding as numpy's rint, so the device's column-wise path agrees."""
-    n_outputs = gradients.shape[1]
+    n_samples, n_outputs = gradients.shape
     scales = np.zeros(exponents.shape[0])
     for c in range(exponents.shape[0]):
         if -1022 <= exponents[c] <= 1023:
             scales[c] = math.ldexp(1.0, exponents[c])
-    for i in numba.prange(gradients.shape[0]):
-        for o in range(n_outputs):
-            c = 2 * o
-            out[i, c] = np.int64(np.rint(_scaled(gradients[i, o], exponents[c], scales[c])))
-            out[i, c + 1] = np.int64(np.rint(_scaled(hessians[i, o], exponents[c + 1],
-                                                     scales[c + 1])))
-        out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
+    n_chunks = (n_samples + _SUM_CHUNK - 1) // _SUM_CHUNK
+    partial = np.zeros((n_chunks, out.shape[1]), dtype=out.dtype)
+    for chunk in numba.prange(n_chunks):
+        first, stop = chunk * _SUM_CHUNK, min((chunk + 1) * _SUM_CHUNK, n_samples)
+        for i in range(first, stop):
+            for o in range(n_outputs):
+                c = 2 * o
+                out[i, c] = np.int64(np.rint(_scaled(gradients[i, o], exponents[c], scales[c])))
+                out[i, c + 1] = np.int64(np.rint(_scaled(hessians[i, o], exponents[c + 1],
+                                                         scales[c + 1])))
+            out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
+        for c in range(out.shape[1]):       # the chunk's rows are still in cache
+            total = 0
+            for i in range(first, stop):
+                total += out[i, c]
+            partial[chunk, c] = total
+    totals = np.zeros((1, out.shape[1]), dtype=out.dtype)
+    for chunk in range(n_chunks):
+        for c in range(out.shape[1]):
+            totals[0, c] += partial[chunk, c]
+    return totals
+
 
 
 def newton_statistics(gradients, hessians, sample_weight, xp=np):
@@ -296,9 +319,10 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     for column in columns[::2]:
         _check_gradient_range(column)
     exponents = np.array([fixed_point_exponent(column) for column in columns], dtype=np.int64)
+    totals = None
     if xp is np:
         stats = np.empty((n_samples, n_values + 1), dtype=STAT_DTYPE)
-        _fill_newton_statistics(gradients, hessians, exponents, sample_weight, stats)
+        totals = _fill_newton_statistics(gradients, hessians, exponents, sample_weight, stats)
     else:
         stats, _, _ = _statistics_array(n_samples, n_values, sample_weight, xp, count=True)
         for o in range(n_outputs):
@@ -306,7 +330,7 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
                 _scale_into(column[:, None], int(exponents[c]), stats[:, c:c + 1], xp)
     inv = np.concatenate([np.ldexp(1.0, -exponents), [1.0]])
     layout = _layout(NEWTON, [n_outputs, 2, 0, 1], n_values, n_values + 1)
-    return Statistics(stats, inv, layout, 1)
+    return Statistics(stats, inv, layout, 1, totals)
 
 
 def _check_gradient_range(gradient):

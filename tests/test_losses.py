@@ -195,3 +195,24 @@ def test_binary_log_loss_host_kernel_equals_the_device_formulas_bit_for_bit():
     device = loss.gradients_and_pointwise(_DeviceLikeNumpy(), y, raw, None)
     for a, b in zip(host, device):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_newton_statistics_totals_are_the_column_sums_and_ldexp_scaling(n_outputs):
+    """The host pass that builds boosting's fixed-point rows also sums them
+    (the root's totals): equal to numpy's column sums of those rows, and every
+    row equal to rint(ldexp(value, exponent)) (the pass multiplies by 2**k);
+    rows cross the pass's chunks, weights of zero give count 0."""
+    from gputree.criteria import fixed_point_exponent, newton_statistics
+    rng = np.random.RandomState(n_outputs)
+    n = 40_000
+    g = rng.standard_normal((n, n_outputs)) * 1e-3
+    h = rng.uniform(0.0, 0.25, (n, n_outputs))
+    w = np.where(rng.rand(n) < 0.2, 0.0, 1.0)
+    stats = newton_statistics(g, h, w)
+    np.testing.assert_array_equal(stats.totals, stats.stats.sum(axis=0)[None, :])
+    for o in range(n_outputs):
+        for c, column in ((2 * o, g[:, o]), (2 * o + 1, h[:, o])):
+            expected = np.rint(np.ldexp(column, fixed_point_exponent(column))).astype(np.int64)
+            np.testing.assert_array_equal(stats.stats[:, c], expected)
+    np.testing.assert_array_equal(stats.stats[:, -1], (w > 0).astype(np.int64))
