@@ -212,14 +212,14 @@ def _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
     """dest[dest_rows[s]] INOUT += the histograms of gathered rows first ..
     stop-1 (s = one_slot, or slots[r] when one_slot < 0), features f_first
     .. f_stop-1. Each row's statistics are read once for all those features.
-    Rows go in pairs: the two rows' loads and read-modify-writes are
-    independent, so their cache misses overlap (1.3-1.5x faster than one row
-    at a time on nodes' histograms that do not fit in L2). Cells are indexed,
-    never sliced: numba reference-counts every view."""
+    Three channels go in pairs of rows, the rest (and an odd last row) one
+    at a time: two rows' loads and read-modify-writes are independent, so
+    their cache misses overlap (1.3-1.5x faster than one row at a time on
+    nodes' histograms that do not fit in L2). Cells are indexed, never
+    sliced: numba reference-counts every view."""
     if stats.shape[1] == 3:
-        _add_rows_three_channels(X_binned, stats, rows, slots, all_rows, one_slot, first,
-                                 stop, f_first, f_stop, dest, dest_rows)
-        return
+        first = _add_row_pairs_three_channels(X_binned, stats, rows, slots, all_rows, one_slot,
+                                              first, stop, f_first, f_stop, dest, dest_rows)
     for r in range(first, stop):
         i, s = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r)
         for f in range(f_first, f_stop):
@@ -229,12 +229,14 @@ def _add_rows(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
 
 
 @njit(inline="always")
-def _add_rows_three_channels(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
-                             f_first, f_stop, dest, dest_rows):
-    """_add_rows for 3 channels (boosting's gradient, hessian, count): two
+def _add_row_pairs_three_channels(X_binned, stats, rows, slots, all_rows, one_slot, first, stop,
+                                  f_first, f_stop, dest, dest_rows):
+    """_add_rows for 3 channels (boosting's gradient, hessian, count), two
     rows at a time, constant channel indices, the rows' values in registers
-    (40% faster than the loop over channels, root histograms, 750k rows)."""
-    for r in range(first, stop - 1, 2):
+    (40% faster than the loop over channels, root histograms, 750k rows).
+    Returns the first row not added (``stop - 1`` for an odd count)."""
+    last = stop - (stop - first) % 2
+    for r in range(first, last, 2):
         i, s = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r)
         j, t = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r + 1)
         g, h, n = stats[_U(r), 0], stats[_U(r), 1], stats[_U(r), 2]
@@ -247,14 +249,7 @@ def _add_rows_three_channels(X_binned, stats, rows, slots, all_rows, one_slot, f
             dest[t, _U(f), b2, 0] += g2
             dest[t, _U(f), b2, 1] += h2
             dest[t, _U(f), b2, 2] += n2
-    if (stop - first) % 2 == 1:
-        r = stop - 1
-        i, s = _row_and_slot(rows, slots, all_rows, one_slot, dest_rows, r)
-        for f in range(f_first, f_stop):
-            b = X_binned[i, _U(f)]
-            dest[s, _U(f), b, 0] += stats[_U(r), 0]
-            dest[s, _U(f), b, 1] += stats[_U(r), 1]
-            dest[s, _U(f), b, 2] += stats[_U(r), 2]
+    return last
 
 
 @staged
@@ -312,7 +307,7 @@ def _add_parts(part, built_rows, hist):
 #: (32 bytes against its 1-byte bin) are read once per task, so more
 #: features per task read less, while the task's histograms (features x
 #: nodes x bins) must stay in cache. Measured on 750k rows, 28 features, 2
-#: threads (notes: fuse11/cut_bench2.py): 7 per task is fastest up to 16
+#: threads: 7 per task is fastest up to 16
 #: nodes built (3x faster than 1 per task), 4 per task from 32 to 256 nodes
 #: (1.4-1.7x faster than 1; 7 is 25-40% slower there), 2 beyond (512 nodes:
 #: 10% faster than 4)
