@@ -303,7 +303,6 @@ def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
     return totals
 
 
-
 def newton_statistics(gradients, hessians, sample_weight, xp=np):
     """gradients, hessians: float (n_samples, n_outputs); returns Statistics.
 

@@ -35,20 +35,25 @@ def _log(values):
     return devmath.apply("log", values)
 
 
-def _fixed_point(xp, values):
+def _fixed_point(xp, values, largest=None):
     """(int64 rint(values * 2**shift), shift) with the largest power-of-two
     scale that keeps any sum of the values below 2**61 in magnitude; values
-    finite and not all zero. Sums of the result are exact in any order."""
-    shift = _fixed_point_shift(float(xp.max(xp.abs(values))), values.size)
-    half = shift // 2   # two exact steps: 2**shift alone may overflow
-    scaled = xp.rint((values * math.ldexp(1.0, half)) * math.ldexp(1.0, shift - half))
-    return scaled.astype(np.int64), shift
+    finite and not all zero (``largest``: their largest magnitude, when the
+    caller has it). Sums of the result are exact in any order."""
+    if largest is None:
+        largest = float(xp.max(xp.abs(values)))
+    shift, first, second = _fixed_point_scale(largest, values.size)
+    return xp.rint((values * first) * second).astype(np.int64), shift
 
 
-def _fixed_point_shift(largest, size):
-    """The power of two that keeps the fixed-point sum of ``size`` values of
-    magnitude at most ``largest`` below 2**61."""
-    return 61 - math.frexp(largest * size)[1]
+def _fixed_point_scale(largest, size):
+    """(shift, first, second): the power of two that keeps the fixed-point sum
+    of ``size`` values of magnitude at most ``largest`` below 2**61, and the
+    two factors whose product is 2**shift (two exact steps: 2**shift alone
+    may overflow)."""
+    shift = 61 - math.frexp(largest * size)[1]
+    half = shift // 2
+    return shift, math.ldexp(1.0, half), math.ldexp(1.0, shift - half)
 
 
 def order_free_sum(xp, values):
@@ -62,11 +67,10 @@ def order_free_sum(xp, values):
     if largest == 0.0 or not math.isfinite(largest):
         return float(xp.sum(values))  # 0, or inf/nan whatever the order
     if xp is np and values.ndim == 1:
-        shift = _fixed_point_shift(largest, values.size)
-        half = shift // 2
-        total = _fixed_point_total(values, math.ldexp(1.0, half), math.ldexp(1.0, shift - half))
+        shift, first, second = _fixed_point_scale(largest, values.size)
+        total = _fixed_point_total(values, first, second)
     else:
-        fixed, shift = _fixed_point(xp, values)
+        fixed, shift = _fixed_point(xp, values, largest)
         total = int(fixed.sum())
     return math.ldexp(float(total), -shift)
 
@@ -85,9 +89,10 @@ def grouped_order_free_sum(xp, values, groups, n_groups):
     """float64 (n_groups,) sums of ``values`` (n,) within each group (int
     (n,) in [0, n_groups)), in fixed point as :func:`order_free_sum`: the
     same on every device."""
-    if values.size == 0 or float(xp.max(xp.abs(values))) == 0.0:
+    largest = float(xp.max(xp.abs(values))) if values.size else 0.0
+    if largest == 0.0:
         return xp.zeros(n_groups, dtype=FLOAT_DTYPE)
-    fixed, shift = _fixed_point(xp, values)
+    fixed, shift = _fixed_point(xp, values, largest)
     cumulative = xp.concatenate([xp.zeros(1, dtype=np.int64),
                                  xp.cumsum(fixed[xp.argsort(groups)])])
     end = xp.cumsum(xp.bincount(groups, minlength=n_groups))
