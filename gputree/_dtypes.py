@@ -6,7 +6,8 @@ every platform (never ``intp``).
 """
 import numpy as np
 
-#: binned feature values, shape (n_samples, n_features), Fortran order, when
+#: binned feature values, shape (n_samples, n_features) (order: the backend's
+#: ``binned_order``), when
 #: every bin code fits a byte (n_bins <= 256); see :func:`bin_dtype`
 X_BINNED_DTYPE = np.uint8
 #: binned feature values when more than 256 bins are asked for (max_bins > 255)

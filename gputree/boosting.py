@@ -108,7 +108,7 @@ def _one_column_y(y, n_samples):
 
 def take_rows(backend, data, rows):
     """BinnedData of the given rows (host int indices), gathered on the device."""
-    X = backend.xp.asfortranarray(data.X_binned[backend.asarray(rows)])
+    X = backend.in_binned_order(data.X_binned[backend.asarray(rows)])
     return BinnedData(X, data.n_bins, data.n_bins_non_missing, data.is_categorical,
                       data.thresholds)
 

@@ -62,7 +62,7 @@ class GrowthParams:
 class BinnedData:
     """Binned features on a backend plus the bin layout (host arrays)."""
 
-    X_binned: object               # bin_dtype(n_bins) (n_samples, n_features), F order, on device
+    X_binned: object               # bin_dtype(n_bins) (n_samples, n_features), backend.binned_order
     n_bins: int
     n_bins_non_missing: np.ndarray  # int32 (n_features,)
     is_categorical: np.ndarray      # uint8 (n_features,)
@@ -234,7 +234,6 @@ class _TreeGrowth:
                 plan["allowed"].shape[0])
         n_build = int(plan["node_to_build"].max()) + 1
         device = self.backend.upload_many(plan)
-        self._apply_partition(device)
         self._build(level_start, n_build, device)
         scan_params = device.get("scan_params", self.constants["params"])
         split = self.backend.find_best_splits(
@@ -243,27 +242,37 @@ class _TreeGrowth:
             self.constants["layout"], self.constants["inv"], scan_params)
         return hist_row, self.backend.download_many(self._found(split, device))
 
-    def _apply_partition(self, device=None):
+    def _apply_partition(self):
         """Move the rows of the recorded splits' nodes to their children
-        (``device``: the split arrays already uploaded with a plan)."""
+        (after the last level; before, :meth:`_build` moves them)."""
         if not self.partition:
             return
-        if device is None:
-            device = self.backend.upload_many(self.partition)
+        device = self.backend.upload_many(self.partition)
         self.backend.update_positions(self.data.X_binned, self.positions, self.partition_start,
                                       device["split_feature"], device["split_bitset"],
                                       device["left_child"])
         self.partition = {}
 
     def _build(self, level_start, n_build, device):
-        """Zero the reused pool rows, build the planned histograms, derive
-        the larger siblings in their parents' rows."""
+        """Zero the reused pool rows, apply the recorded splits to positions
+        and build the planned histograms (``device``: the plan with the
+        splits, uploaded), derive the larger siblings in their parents'
+        rows."""
         backend, hist = self.backend, self.pool.hist
         if device["zero_rows"].size:
             backend.zero_rows(hist, device["zero_rows"])
-        backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
-                                 level_start, device["node_to_build"], n_build,
-                                 self.data.n_bins, out=hist)
+        if self.partition:
+            moves = (self.partition_start, device["split_feature"], device["split_bitset"],
+                     device["left_child"])
+            self.partition = {}
+            backend.move_and_build_histograms(self.data.X_binned, self.positions, moves,
+                                              self.stats.stats, level_start,
+                                              device["node_to_build"], n_build,
+                                              self.data.n_bins, hist)
+        else:
+            backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
+                                     level_start, device["node_to_build"], n_build,
+                                     self.data.n_bins, out=hist)
         if device["built_rows"].size:
             backend.subtract_histograms(hist, device["parent_rows"], hist, device["built_rows"],
                                         device["parent_rows"])

@@ -68,8 +68,8 @@ def column_reader(X, rows):
 
 
 def map_sparse_to_bins(backend, X, thresholds, is_categorical, missing_bin):
-    """bins (n_samples, n_features) of ``bin_dtype(missing_bin + 1)``, Fortran
-    order, on ``backend``, of a
+    """bins (n_samples, n_features) of ``bin_dtype(missing_bin + 1)``, in
+    ``backend``'s binned order, on ``backend``, of a
     sparse X: stored values through ``backend``'s own map_to_bins (on the
     host, one call per column), implicit zeros to the bin of 0.0; loops over
     features only."""
@@ -88,4 +88,4 @@ def map_sparse_to_bins(backend, X, thresholds, is_categorical, missing_bin):
             values = X.data[start:stop].reshape(-1, 1)
             out[X.indices[start:stop], f] = cpu.map_to_bins(
                 values, thresholds[f:f + 1], is_categorical[f:f + 1], missing_bin)[:, 0]
-    return backend.asarray(out)
+    return backend.in_binned_order(backend.asarray(out, order="F"))

@@ -1,5 +1,5 @@
 """Same answer whatever the thread count or the cut of the work: histogram
-passes cut into any (row block, feature block) tasks equal the numpy
+passes cut into any pieces (node, row block, feature group) equal the numpy
 reference exactly, and fits with 1, 2 and 3 numba threads (a subprocess, as
 numba's thread count is fixed when it starts; every job of a staged kernel,
 cpu_stages, on its parallel version) give bit-identical trees, predictions
@@ -27,15 +27,20 @@ def _level(rng, n, n_features, n_bins, n_level):
     return X_binned, stats, positions
 
 
-@pytest.mark.parametrize("n_blocks", [1, 2, 3, 7])
-@pytest.mark.parametrize("per_task", [1, 3, 7])
+@pytest.mark.parametrize("threads", [1, 3, 16])
+@pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("n_level", [1, 4])
-def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, n_blocks,
-                                                         per_task, n_level):
-    rng = np.random.RandomState(n_blocks * 100 + per_task * 10 + n_level)
+def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, order,
+                                                         n_level):
+    """Pieces planned for 1, 3 or 16 threads (rows cut into blocks of as few
+    as 33 rows, features into groups of 2), on binned X in either order."""
+    rng = np.random.RandomState(threads * 10 + n_level)
     n, n_features, n_bins = 1000, 8, 33
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
-    monkeypatch.setattr(cpu, "histogram_cut", lambda *shape: (n_blocks, per_task))
+    X_binned = np.asarray(X_binned, order=order)
+    monkeypatch.setattr(cpu, "_plan_threads", lambda: threads)
+    monkeypatch.setattr(cpu, "_ROWS_PER_BIN", 1)
+    monkeypatch.setattr(cpu, "_GROUP_FEATURES", 2)
     node_to_build = np.full(n_level, -1, dtype=np.int32)
     built = np.arange(0, n_level, 2)
     node_to_build[built] = np.arange(built.size)[::-1] + 1   # rows of a larger array
@@ -55,16 +60,36 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, n
         X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins))
 
 
-def test_histogram_cut_gives_every_thread_work_and_stays_affordable():
-    for threads in (1, 2, 3, 16, 64):
-        for n_rows, n_build in ((7_000_000, 1), (7_000_000, 8), (1_000_000, 64), (500, 1)):
-            blocks, per_task = cpu.histogram_cut(n_rows, n_build, 28, 256, threads)
-            tasks = blocks * -(-28 // per_task)
-            assert blocks >= 1 and 1 <= per_task <= cpu.histogram_task_features(n_build)
-            affordable = blocks == 1 or n_rows // blocks >= cpu._ROWS_PER_BIN * n_build * 256
-            assert affordable
-            assert tasks >= min(2 * threads, n_rows // (cpu._ROWS_PER_BIN * n_build * 256)
-                                * -(-28 // per_task))
+@pytest.mark.parametrize("threads", [1, 2, 3, 16, 64])
+@pytest.mark.parametrize("node_rows", [[7_000_000], [750_000], [500], [3_000_000, 40, 0],
+                                       list(range(0, 200_000, 1_000))])
+def test_histogram_pieces_cover_every_cell_once_and_give_every_thread_work(threads, node_rows):
+    node_rows = np.array(node_rows, dtype=np.int64)
+    n_features, n_bins = 28, 256
+    plan, blocks = cpu.histogram_pieces(node_rows, n_features, n_bins, threads)
+    node, block, first, stop, group = plan.T
+    for j, rows in enumerate(node_rows):
+        mine = plan[node == j]
+        groups = mine.shape[0] // blocks[j]
+        assert mine.shape[0] == groups * blocks[j] >= 1
+        # each block's rows are disjoint and cover the node; each block has every group
+        spans = sorted({(a, b) for a, b in mine[:, 2:4]})
+        assert spans[0][0] == 0 and spans[-1][1] == rows
+        assert all(spans[k][1] == spans[k + 1][0] for k in range(len(spans) - 1))
+        assert sorted(mine[:, 4]) == sorted(list(range(groups)) * blocks[j])
+        assert groups <= n_features // cpu._GROUP_FEATURES
+        # an extra block (a private histogram) keeps enough rows per bin
+        assert blocks[j] == 1 or rows // blocks[j] >= cpu._ROWS_PER_BIN * n_bins
+    # every thread gets a piece whenever the rows allow it
+    most = sum(min(n_features // cpu._GROUP_FEATURES, max(1, r // (cpu._ROWS_PER_BIN * n_bins)))
+               for r in node_rows)
+    assert plan.shape[0] >= min(threads, most)
+    sizes = (stop - first) * n_features
+    pieces, thread_first = cpu.assign_pieces(sizes, threads)
+    assert sorted(pieces) == list(range(plan.shape[0]))
+    load = np.array([sizes[pieces[thread_first[t]:thread_first[t + 1]]].sum()
+                     for t in range(threads)])
+    assert load.max() - load.min() <= sizes.max()    # greedy, largest first
 
 
 _FITS = """

@@ -19,6 +19,10 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
   feature)'s best split (``scan.empty_scan_outputs``' arrays)
 * ``update_positions(X_binned, positions, level_start, split_feature,
   split_bitset, left_child)`` (in place)
+* ``move_and_build_histograms(X_binned, positions, moves, stats,
+  level_start, node_to_build, n_build, n_bins, out)``: ``update_positions``
+  with ``moves`` (its last four arguments), then ``build_histograms`` (the
+  base class calls the two; a backend may do both in one pass over the rows)
 * ``predict_leaves(X_binned, node_feature, node_bitset, node_left,
   tree_roots)`` -> int32 (n_samples, n_trees)
 * ``add_node_values(node_values, positions, out, first_column)``: out float64
@@ -53,6 +57,9 @@ class Backend:
     xp = np
     #: array module whose device arrays are used in place (None: copy to host)
     device_xp = None
+    #: memory order of binned X (n_samples, n_features) on this backend: "F"
+    #: (a feature's bins contiguous, coalesced on a GPU) unless it says "C"
+    binned_order = "F"
 
     def asarray(self, array, dtype=None, order="C"):
         """Move a host (or device) array to this backend."""
@@ -101,6 +108,14 @@ class Backend:
         except (OSError, KeyError, ValueError):
             return None
 
+    def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
+                                  node_to_build, n_build, n_bins, out):
+        """update_positions(X_binned, positions, *moves), then
+        build_histograms(X_binned, stats, positions, level_start, ...)."""
+        self.update_positions(X_binned, positions, *moves)
+        return self.build_histograms(X_binned, stats, positions, level_start, node_to_build,
+                                     n_build, n_bins, out=out)
+
     def zero_rows(self, array, rows):
         """array[rows] = 0 (rows: int backend array of first-axis indices)."""
         array[rows] = 0
@@ -133,9 +148,16 @@ class Backend:
         return self.zeros((n_rows,), dtype)
 
     def take_columns(self, X_binned, columns):
-        """Binned X (n, len(columns)), Fortran order, of the host int
+        """Binned X (n, len(columns)), in :attr:`binned_order`, of the host int
         ``columns`` (boosting's colsample_bytree)."""
-        return self.xp.asfortranarray(X_binned[:, self.asarray(columns)])
+        return self.in_binned_order(X_binned[:, self.asarray(columns)])
+
+    def in_binned_order(self, X_binned):
+        """Binned X on this backend in its :attr:`binned_order` (a copy only
+        where it is not)."""
+        if self.binned_order == "C":
+            return self.xp.ascontiguousarray(X_binned)
+        return self.xp.asfortranarray(X_binned)
 
     def empty_summaries(self, n_nodes, n_outputs, n_classes):
         return (self.xp.zeros((n_nodes, n_outputs, n_classes), dtype=FLOAT_DTYPE),
