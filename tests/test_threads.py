@@ -27,18 +27,20 @@ def _level(rng, n, n_features, n_bins, n_level):
     return X_binned, stats, positions
 
 
-@pytest.mark.parametrize("threads", [1, 3, 16])
+@pytest.mark.parametrize("threads,chunk", [(1, 16384), (3, 7), (16, 100)])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("n_level", [1, 4])
-def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, order,
-                                                         n_level):
+def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, chunk,
+                                                         order, n_level):
     """Pieces planned for 1, 3 or 16 threads (rows cut into blocks of as few
-    as 33 rows, features into groups of 2), on binned X in either order."""
+    as 33 rows, features into groups of 2), rows gathered in chunks of 7,
+    100 or all, on binned X in either order."""
     rng = np.random.RandomState(threads * 10 + n_level)
     n, n_features, n_bins = 1000, 8, 33
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
     X_binned = np.asarray(X_binned, order=order)
     monkeypatch.setattr(cpu, "_plan_threads", lambda: threads)
+    monkeypatch.setattr(cpu, "_ROW_CHUNK", chunk)
     monkeypatch.setattr(cpu, "_ROWS_PER_BIN", 1)
     monkeypatch.setattr(cpu, "_GROUP_FEATURES", 2)
     node_to_build = np.full(n_level, -1, dtype=np.int32)
@@ -58,6 +60,16 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     got = backend.build_histograms(X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
     np.testing.assert_array_equal(got, reference.build_histograms(
         X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins))
+
+
+def test_gathering_chunks_bound_their_counters():
+    for n_rows in (1000, 750_000, 7_000_000):
+        for n_build in (1, 128, 50_000, 3_000_000):
+            chunk = cpu._gather_chunk(n_rows, n_build)
+            n_chunks = -(-n_rows // chunk)
+            assert chunk >= cpu._ROW_CHUNK
+            assert n_chunks * n_build <= cpu._MAX_CHUNK_COUNTERS + n_build
+            assert chunk == cpu._ROW_CHUNK or n_chunks * n_build > cpu._MAX_CHUNK_COUNTERS // 2
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 16, 64])

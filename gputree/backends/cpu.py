@@ -155,7 +155,16 @@ def _pad_thresholds(thresholds):
     return padded
 
 
+#: rows per chunk of the gathering pass, at least ...
 _ROW_CHUNK = 16384
+#: ... and more where chunks x nodes built would pass this many per-chunk
+#: counters (int64; deep trees build up to one node per two rows)
+_MAX_CHUNK_COUNTERS = 1 << 22
+
+
+def _gather_chunk(n_rows, n_build):
+    """Rows per chunk of _rows_by_node for this level."""
+    return max(_ROW_CHUNK, -(-n_rows * n_build // _MAX_CHUNK_COUNTERS))
 
 
 def _prefetch_codegen(context, builder, signature, args):
@@ -205,7 +214,7 @@ def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, lef
 
 @staged
 def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
-                  level_start, build_index, n_build, stats):
+                  level_start, build_index, n_build, stats, chunk_rows):
     """The rows of the nodes to build, grouped by node (``build_index``
     int32 (n_level,): the node's index among them, or -1), ascending within
     a node: returns rows int32 (m,), their statistics int64 (m, C) in that
@@ -214,20 +223,20 @@ def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset,
     _update_positions would (positions int32 INOUT; moves_start and the
     split arrays as its level_start and split arrays: empty, no move).
 
-    Parallel over chunks of rows: a first pass moves each chunk's rows and
-    lists them with their nodes in place (a branch-free store), counting
-    them per node; a second copies them to their offset (node by node,
-    chunk by chunk), so ``positions`` is read once in full."""
+    Parallel over chunks of ``chunk_rows`` rows: a first pass moves each
+    chunk's rows and lists them with their nodes in place (a branch-free
+    store), counting them per node; a second copies them to their offset
+    (node by node, chunk by chunk), so ``positions`` is read once in full."""
     n_samples = positions.shape[0]
-    n_chunks = (n_samples + _ROW_CHUNK - 1) // _ROW_CHUNK
+    n_chunks = (n_samples + chunk_rows - 1) // chunk_rows
     found = np.empty(n_samples, dtype=np.int32)
     found_node = np.empty(n_samples, dtype=np.int32)
     n_found = np.zeros(n_chunks, dtype=np.int64)
     offsets = np.zeros((n_chunks, n_build), dtype=np.int64)
     for chunk in prange(n_chunks):
-        start = chunk * _ROW_CHUNK
+        start = chunk * chunk_rows
         k = start
-        for i in range(start, min(start + _ROW_CHUNK, n_samples)):
+        for i in range(start, min(start + chunk_rows, n_samples)):
             p = _moved(X_binned, positions, i, moves_start, split_feature, split_bitset,
                        left_child)
             positions[_U(i)] = p
@@ -252,7 +261,7 @@ def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset,
     rows = np.empty(m, dtype=np.int32)
     ordered = np.empty((m, stats.shape[1]), dtype=stats.dtype)
     for chunk in prange(n_chunks):
-        start = chunk * _ROW_CHUNK
+        start = chunk * chunk_rows
         for q in range(start, start + n_found[chunk]):
             i, j = found[_U(q)], found_node[_U(q)]
             r = _U(offsets[chunk, _U(j)])
@@ -713,7 +722,8 @@ class CPUBackend(Backend):
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
             rows, stats, node_first = _rows_by_node.run(
                 2 * positions.shape[0], X_binned, positions, moves_start, split_feature,
-                split_bitset, left_child, level_start, build_index, built_rows.size, stats)
+                split_bitset, left_child, level_start, build_index, built_rows.size, stats,
+                _gather_chunk(positions.shape[0], built_rows.size))
         _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist)
         return hist
 
