@@ -282,13 +282,17 @@ def _x_row(rows, all_rows, r):
 def _add_rows(X_binned, stats, rows, all_rows, first, stop, f_first, f_stop, dest, s):
     """dest[s] INOUT += the histograms (features f_first .. f_stop-1) of
     gathered rows first .. stop-1 (row r: X row ``rows[r]``, or r when
-    ``all_rows``; statistics ``stats[r]``). Three channels go in pairs of
-    rows, the rest (and an odd last row) one at a time: two rows' loads and
-    read-modify-writes are independent, so their cache misses overlap. Cells
-    are indexed, never sliced: numba reference-counts every view."""
+    ``all_rows``; statistics ``stats[r]``). Two or three channels go in
+    pairs of rows, the rest (and an odd last row) one at a time: two rows'
+    loads and read-modify-writes are independent, so their cache misses
+    overlap. Gathered rows' X rows are prefetched ``_PREFETCH_AHEAD`` ahead.
+    Cells are indexed, never sliced: numba reference-counts every view."""
     if stats.shape[1] == 3:
-        first = _add_row_pairs_three_channels(X_binned, stats, rows, all_rows, first, stop,
-                                              f_first, f_stop, dest, s)
+        first = _add_row_pairs(X_binned, stats, rows, all_rows, True, first, stop,
+                               f_first, f_stop, dest, s)
+    elif stats.shape[1] == 2:
+        first = _add_row_pairs(X_binned, stats, rows, all_rows, False, first, stop,
+                               f_first, f_stop, dest, s)
     for r in range(first, stop):
         i = _x_row(rows, all_rows, r)
         if not all_rows and r + _PREFETCH_AHEAD < stop:
@@ -300,12 +304,13 @@ def _add_rows(X_binned, stats, rows, all_rows, first, stop, f_first, f_stop, des
 
 
 @njit(inline="always")
-def _add_row_pairs_three_channels(X_binned, stats, rows, all_rows, first, stop, f_first, f_stop,
-                                  dest, s):
-    """_add_rows for 3 channels (boosting's gradient, hessian, count), two
-    rows at a time, constant channel indices, the rows' values in registers
-    (40% faster than the loop over channels, root histograms, 750k rows).
-    Returns the first row not added (``stop - 1`` for an odd count)."""
+def _add_row_pairs(X_binned, stats, rows, all_rows, three, first, stop, f_first, f_stop,
+                   dest, s):
+    """_add_rows of channels 0, 1 and (``three``) 2 (boosting's gradient,
+    hessian and count; two classes' weights), two rows at a time, constant
+    channel indices, the rows' values in registers (40% faster than the
+    loop over channels, root histograms, 750k rows). Returns the first row
+    not added (``stop - 1`` for an odd count)."""
     last = stop - (stop - first) % 2
     s = _U(s)
     for r in range(first, last, 2):
@@ -313,16 +318,20 @@ def _add_row_pairs_three_channels(X_binned, stats, rows, all_rows, first, stop, 
         if not all_rows and r + _PREFETCH_AHEAD + 1 < stop:
             _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD]))
             _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD + 1]))
-        g, h, n = stats[_U(r), 0], stats[_U(r), 1], stats[_U(r), 2]
-        g2, h2, n2 = stats[_U(r + 1), 0], stats[_U(r + 1), 1], stats[_U(r + 1), 2]
+        g, h = stats[_U(r), 0], stats[_U(r), 1]
+        g2, h2 = stats[_U(r + 1), 0], stats[_U(r + 1), 1]
+        n = stats[_U(r), 2] if three else g       # (unused without a third channel)
+        n2 = stats[_U(r + 1), 2] if three else g2
         for f in range(f_first, f_stop):
             b, b2 = X_binned[i, _U(f)], X_binned[j, _U(f)]
             dest[s, _U(f), b, 0] += g
             dest[s, _U(f), b, 1] += h
-            dest[s, _U(f), b, 2] += n
+            if three:
+                dest[s, _U(f), b, 2] += n
             dest[s, _U(f), b2, 0] += g2
             dest[s, _U(f), b2, 1] += h2
-            dest[s, _U(f), b2, 2] += n2
+            if three:
+                dest[s, _U(f), b2, 2] += n2
     return last
 
 
