@@ -273,29 +273,23 @@ def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset,
 
 
 @njit(inline="always")
-def _x_row(rows, all_rows, r):
-    """Row of X of gathered row r (unsigned)."""
-    return _U(r) if all_rows else _U(rows[r])
-
-
-@njit(inline="always")
-def _add_rows(X_binned, stats, rows, all_rows, first, stop, f_first, f_stop, dest, s):
+def _add_rows(X_binned, stats, rows, first, stop, f_first, f_stop, dest, s):
     """dest[s] INOUT += the histograms (features f_first .. f_stop-1) of
-    gathered rows first .. stop-1 (row r: X row ``rows[r]``, or r when
-    ``all_rows``; statistics ``stats[r]``). Two or three channels go in
+    gathered rows first .. stop-1 (row r: X row ``rows[r]``, statistics
+    ``stats[r]``). Two or three channels go in
     pairs of rows, the rest (and an odd last row) one at a time: two rows'
     loads and read-modify-writes are independent, so their cache misses
     overlap. Gathered rows' X rows are prefetched ``_PREFETCH_AHEAD`` ahead.
     Cells are indexed, never sliced: numba reference-counts every view."""
     if stats.shape[1] == 3:
-        first = _add_row_pairs(X_binned, stats, rows, all_rows, True, first, stop,
-                               f_first, f_stop, dest, s)
+        first = _add_row_pairs(X_binned, stats, rows, True, first, stop, f_first, f_stop,
+                               dest, s)
     elif stats.shape[1] == 2:
-        first = _add_row_pairs(X_binned, stats, rows, all_rows, False, first, stop,
-                               f_first, f_stop, dest, s)
+        first = _add_row_pairs(X_binned, stats, rows, False, first, stop, f_first, f_stop,
+                               dest, s)
     for r in range(first, stop):
-        i = _x_row(rows, all_rows, r)
-        if not all_rows and r + _PREFETCH_AHEAD < stop:
+        i = _U(rows[r])
+        if r + _PREFETCH_AHEAD < stop:
             _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD]))
         for f in range(f_first, f_stop):
             b = X_binned[i, _U(f)]
@@ -304,8 +298,7 @@ def _add_rows(X_binned, stats, rows, all_rows, first, stop, f_first, f_stop, des
 
 
 @njit(inline="always")
-def _add_row_pairs(X_binned, stats, rows, all_rows, three, first, stop, f_first, f_stop,
-                   dest, s):
+def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, dest, s):
     """_add_rows of channels 0, 1 and (``three``) 2 (boosting's gradient,
     hessian and count; two classes' weights), two rows at a time, constant
     channel indices, the rows' values in registers (40% faster than the
@@ -314,8 +307,8 @@ def _add_row_pairs(X_binned, stats, rows, all_rows, three, first, stop, f_first,
     last = stop - (stop - first) % 2
     s = _U(s)
     for r in range(first, last, 2):
-        i, j = _x_row(rows, all_rows, r), _x_row(rows, all_rows, r + 1)
-        if not all_rows and r + _PREFETCH_AHEAD + 1 < stop:
+        i, j = _U(rows[r]), _U(rows[r + 1])
+        if r + _PREFETCH_AHEAD + 1 < stop:
             _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD]))
             _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD + 1]))
         g, h = stats[_U(r), 0], stats[_U(r), 1]
@@ -336,15 +329,13 @@ def _add_row_pairs(X_binned, stats, rows, all_rows, three, first, stop, f_first,
 
 
 @staged
-def _build_histograms(X_binned, stats, rows, all_rows, pieces, thread_pieces, thread_first,
-                      hist, part):
+def _build_histograms(X_binned, stats, rows, pieces, thread_pieces, thread_first, hist, part):
     """Histograms of pieces of gathered rows, parallel over threads, each
     adding its list of pieces.
 
     X_binned uint8 or uint16 (n, F) IN, best in C order (a row's bins in
     one cache line); stats int64 (m, C) IN: the gathered rows' statistics
-    (``all_rows``: every row in order, ``rows`` unread; else row ``rows[r]``,
-    int32 (m,)). pieces int64 (P, 5) IN: piece p adds rows pieces[p, 0] ..
+    (row r is X's row ``rows[r]``, int32 (m,) IN). pieces int64 (P, 5) IN: piece p adds rows pieces[p, 0] ..
     pieces[p, 1]-1, features pieces[p, 2] .. pieces[p, 3]-1, into
     ``hist[d]`` (int64 (n_hist, F, n_bins, C) INOUT, built rows zeroed),
     d = pieces[p, 4] >= 0, else into ``part[-1 - d]`` (int64 (n_parts, F,
@@ -359,11 +350,7 @@ def _build_histograms(X_binned, stats, rows, all_rows, pieces, thread_pieces, th
                                               pieces[p, 3], pieces[p, 4])
             dest = hist if d >= 0 else part
             s = d if d >= 0 else -1 - d
-            # the flag as a constant in each inlined copy: the row loop has no branch on it
-            if all_rows:
-                _add_rows(X_binned, stats, rows, True, first, stop, f_first, f_stop, dest, s)
-            else:
-                _add_rows(X_binned, stats, rows, False, first, stop, f_first, f_stop, dest, s)
+            _add_rows(X_binned, stats, rows, first, stop, f_first, f_stop, dest, s)
 
 
 @staged
@@ -418,21 +405,31 @@ def histogram_pieces(node_rows, n_features, n_bins, n_threads):
     return np.stack([node, block, first, stop, group], axis=1), blocks
 
 
-@njit(cache=True)
 def assign_pieces(sizes, n_threads):
     """Pieces (sizes int64 (P,)) dealt to threads, largest first, each to
     the thread with the least work so far (ties: the lowest). Returns
     (thread_pieces, thread_first) int64 as _build_histograms takes them."""
-    order = np.argsort(-sizes, kind="mergesort")
+    order = np.argsort(-sizes, kind="stable")
+    thread = _least_loaded(sizes[order], n_threads)
+    by_thread = np.argsort(thread, kind="stable")
+    thread_first = np.searchsorted(thread[by_thread], np.arange(n_threads + 1))
+    return order[by_thread].astype(np.int64), thread_first.astype(np.int64)
+
+
+@njit(cache=True)
+def _least_loaded(sizes, n_threads):
+    """int64 (P,): the thread of each piece (sizes int64 (P,)), in order,
+    each to the thread with the least work so far (the lowest on ties)."""
     load = np.zeros(n_threads, dtype=np.int64)
     thread = np.empty(sizes.shape[0], dtype=np.int64)
-    for p in order:
-        t = np.argmin(load)
-        thread[p] = t
-        load[t] += sizes[p] + 1
-    by_thread = np.argsort(thread[order], kind="mergesort")
-    thread_first = np.searchsorted(thread[order][by_thread], np.arange(n_threads + 1))
-    return order[by_thread].astype(np.int64), thread_first.astype(np.int64)
+    for p in range(sizes.shape[0]):
+        best = 0
+        for t in range(1, n_threads):
+            if load[t] < load[best]:
+                best = t
+        thread[p] = best
+        load[best] += sizes[p] + 1
+    return thread
 
 
 def _plan_threads():
@@ -443,8 +440,7 @@ def _plan_threads():
 def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
     """Add the histograms of rows grouped by node (node j: gathered rows
     node_first[j] .. node_first[j + 1]-1, hist row built_rows[j], zeroed)
-    into hist, cut by :func:`histogram_pieces` for numba's threads. ``rows``
-    None: every row in order (stats as they are)."""
+    into hist, cut by :func:`histogram_pieces` for numba's threads."""
     n_threads, n_features = _plan_threads(), X_binned.shape[1]
     node_rows = np.diff(node_first)
     plan, blocks = histogram_pieces(node_rows, n_features, hist.shape[2], n_threads)
@@ -461,8 +457,7 @@ def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
     part = np.zeros((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
-    _build_histograms.run(stats.shape[0] * n_features, X_binned, stats,
-                          np.empty(0, np.int32) if rows is None else rows, rows is None,
+    _build_histograms.run(stats.shape[0] * n_features, X_binned, stats, rows,
                           np.ascontiguousarray(pieces), thread_pieces, thread_first, hist, part)
     if part.shape[0]:
         split = np.flatnonzero(extra)
@@ -725,7 +720,8 @@ class CPUBackend(Backend):
         if (built_rows.size == 1 and built[0] and level_start == 0 and split_feature.size == 0
                 and not positions.any()):
             # the root: every row, in order, statistics as they are (no gather)
-            rows, node_first = None, np.array([0, stats.shape[0]], dtype=np.int64)
+            rows = np.arange(stats.shape[0], dtype=np.int32)
+            node_first = np.array([0, stats.shape[0]], dtype=np.int64)
         else:
             build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
