@@ -117,8 +117,8 @@ class BinMapper:
         return self
 
     def transform(self, X, backend=None):
-        """Map X (n_samples, n_features) to bins (``bin_dtype(n_bins_)``),
-        Fortran order."""
+        """Map X (n_samples, n_features) to bins (``bin_dtype(n_bins_)``), in
+        the backend's ``binned_order``."""
         from .backends import get_backend
         backend = backend or get_backend("cpu")
         return backend.map_to_bins(X, self.bin_thresholds_,
