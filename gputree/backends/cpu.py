@@ -214,12 +214,11 @@ def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, lef
 
 @staged
 def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
-                  level_start, build_index, n_build, stats, chunk_rows):
+                  level_start, build_index, n_build, chunk_rows):
     """The rows of the nodes to build, grouped by node (``build_index``
     int32 (n_level,): the node's index among them, or -1), ascending within
-    a node: returns rows int32 (m,), their statistics int64 (m, C) in that
-    order, and node_first int64 (n_build + 1,): node j's rows are
-    ``node_first[j]:node_first[j + 1]``. Each row first moves as
+    a node: returns rows int32 (m,) and node_first int64 (n_build + 1,):
+    node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each row first moves as
     _update_positions would (positions int32 INOUT; moves_start and the
     split arrays as its level_start and split arrays: empty, no move).
 
@@ -257,29 +256,30 @@ def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset,
             offsets[chunk, j] = at
             at += count
         node_first[j + 1] = at
-    m = node_first[n_build]
-    rows = np.empty(m, dtype=np.int32)
-    ordered = np.empty((m, stats.shape[1]), dtype=stats.dtype)
+    rows = np.empty(node_first[n_build], dtype=np.int32)
     for chunk in prange(n_chunks):
         start = chunk * chunk_rows
         for q in range(start, start + n_found[chunk]):
-            i, j = found[_U(q)], found_node[_U(q)]
-            r = _U(offsets[chunk, _U(j)])
-            offsets[chunk, _U(j)] += 1
-            rows[r] = i
-            for c in range(stats.shape[1]):
-                ordered[r, _U(c)] = stats[_U(i), _U(c)]
-    return rows, ordered, node_first
+            j = _U(found_node[_U(q)])
+            rows[_U(offsets[chunk, j])] = found[_U(q)]
+            offsets[chunk, j] += 1
+    return rows, node_first
+
+
+@njit(inline="always")
+def _prefetch_rows(X_binned, stats, i):
+    """Prefetch row i of X_binned and of stats."""
+    _prefetch_row(X_binned, np.int64(i))
+    _prefetch_row(stats, np.int64(i))
 
 
 @njit(inline="always")
 def _add_rows(X_binned, stats, rows, first, stop, f_first, f_stop, dest, s):
     """dest[s] INOUT += the histograms (features f_first .. f_stop-1) of
-    gathered rows first .. stop-1 (row r: X row ``rows[r]``, statistics
-    ``stats[r]``). Two or three channels go in
+    rows ``rows[first:stop]`` of X and stats. Two or three channels go in
     pairs of rows, the rest (and an odd last row) one at a time: two rows'
     loads and read-modify-writes are independent, so their cache misses
-    overlap. Gathered rows' X rows are prefetched ``_PREFETCH_AHEAD`` ahead.
+    overlap. The X and stats rows ``_PREFETCH_AHEAD`` ahead are prefetched.
     Cells are indexed, never sliced: numba reference-counts every view."""
     if stats.shape[1] == 3:
         first = _add_row_pairs(X_binned, stats, rows, True, first, stop, f_first, f_stop,
@@ -290,11 +290,11 @@ def _add_rows(X_binned, stats, rows, first, stop, f_first, f_stop, dest, s):
     for r in range(first, stop):
         i = _U(rows[r])
         if r + _PREFETCH_AHEAD < stop:
-            _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD]))
+            _prefetch_rows(X_binned, stats, rows[r + _PREFETCH_AHEAD])
         for f in range(f_first, f_stop):
             b = X_binned[i, _U(f)]
             for c in range(stats.shape[1]):
-                dest[_U(s), _U(f), b, _U(c)] += stats[_U(r), _U(c)]
+                dest[_U(s), _U(f), b, _U(c)] += stats[i, _U(c)]
 
 
 @njit(inline="always")
@@ -309,12 +309,12 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
     for r in range(first, last, 2):
         i, j = _U(rows[r]), _U(rows[r + 1])
         if r + _PREFETCH_AHEAD + 1 < stop:
-            _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD]))
-            _prefetch_row(X_binned, np.int64(rows[r + _PREFETCH_AHEAD + 1]))
-        g, h = stats[_U(r), 0], stats[_U(r), 1]
-        g2, h2 = stats[_U(r + 1), 0], stats[_U(r + 1), 1]
-        n = stats[_U(r), 2] if three else g       # (unused without a third channel)
-        n2 = stats[_U(r + 1), 2] if three else g2
+            _prefetch_rows(X_binned, stats, rows[r + _PREFETCH_AHEAD])
+            _prefetch_rows(X_binned, stats, rows[r + _PREFETCH_AHEAD + 1])
+        g, h = stats[i, 0], stats[i, 1]
+        g2, h2 = stats[j, 0], stats[j, 1]
+        n = stats[i, 2] if three else g       # (unused without a third channel)
+        n2 = stats[j, 2] if three else g2
         for f in range(f_first, f_stop):
             b, b2 = X_binned[i, _U(f)], X_binned[j, _U(f)]
             dest[s, _U(f), b, 0] += g
@@ -330,18 +330,18 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
 
 @staged
 def _build_histograms(X_binned, stats, rows, pieces, thread_pieces, thread_first, hist, part):
-    """Histograms of pieces of gathered rows, parallel over threads, each
+    """Histograms of pieces of a level's rows, parallel over threads, each
     adding its list of pieces.
 
     X_binned uint8 or uint16 (n, F) IN, best in C order (a row's bins in
-    one cache line); stats int64 (m, C) IN: the gathered rows' statistics
-    (row r is X's row ``rows[r]``, int32 (m,) IN). pieces int64 (P, 5) IN: piece p adds rows pieces[p, 0] ..
-    pieces[p, 1]-1, features pieces[p, 2] .. pieces[p, 3]-1, into
-    ``hist[d]`` (int64 (n_hist, F, n_bins, C) INOUT, built rows zeroed),
-    d = pieces[p, 4] >= 0, else into ``part[-1 - d]`` (int64 (n_parts, F,
-    n_bins, C) INOUT, zeroed), which :func:`_add_parts` adds to hist.
-    Thread t adds pieces ``thread_pieces[thread_first[t]:thread_first[t +
-    1]]`` (int64). Pieces write disjoint cells: integer sums, the result
+    one cache line); stats int64 (n, C) IN; rows int32 (m,) IN: the rows
+    to add, grouped by node. pieces int64 (P, 5) IN: piece p adds rows
+    ``rows[pieces[p, 0]:pieces[p, 1]]``, features pieces[p, 2] ..
+    pieces[p, 3]-1, into ``hist[d]`` (int64 (n_hist, F, n_bins, C) INOUT,
+    built rows zeroed), d = pieces[p, 4] >= 0, else into ``part[-1 - d]``
+    (int64 (n_parts, F, n_bins, C) INOUT, zeroed), which :func:`_add_parts`
+    adds to hist. Thread t adds pieces
+    ``thread_pieces[thread_first[t]:thread_first[t + 1]]`` (int64). Pieces write disjoint cells: integer sums, the result
     depends on neither the cut nor the thread count."""
     for t in prange(thread_first.shape[0] - 1):
         for q in range(thread_first[t], thread_first[t + 1]):
@@ -438,9 +438,10 @@ def _plan_threads():
 
 
 def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
-    """Add the histograms of rows grouped by node (node j: gathered rows
-    node_first[j] .. node_first[j + 1]-1, hist row built_rows[j], zeroed)
-    into hist, cut by :func:`histogram_pieces` for numba's threads."""
+    """Add the histograms of rows grouped by node (node j: rows
+    ``rows[node_first[j]:node_first[j + 1]]``, hist row built_rows[j],
+    zeroed) into hist, cut by :func:`histogram_pieces` for numba's
+    threads."""
     n_threads, n_features = _plan_threads(), X_binned.shape[1]
     node_rows = np.diff(node_first)
     plan, blocks = histogram_pieces(node_rows, n_features, hist.shape[2], n_threads)
@@ -457,7 +458,7 @@ def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
     part = np.zeros((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
-    _build_histograms.run(stats.shape[0] * n_features, X_binned, stats, rows,
+    _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, rows,
                           np.ascontiguousarray(pieces), thread_pieces, thread_first, hist, part)
     if part.shape[0]:
         split = np.flatnonzero(extra)
@@ -719,15 +720,15 @@ class CPUBackend(Backend):
         moves_start, split_feature, split_bitset, left_child = moves
         if (built_rows.size == 1 and built[0] and level_start == 0 and split_feature.size == 0
                 and not positions.any()):
-            # the root: every row, in order, statistics as they are (no gather)
+            # the root: every row, in order (no gather)
             rows = np.arange(stats.shape[0], dtype=np.int32)
             node_first = np.array([0, stats.shape[0]], dtype=np.int64)
         else:
             build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
-            rows, stats, node_first = _rows_by_node.run(
+            rows, node_first = _rows_by_node.run(
                 2 * positions.shape[0], X_binned, positions, moves_start, split_feature,
-                split_bitset, left_child, level_start, build_index, built_rows.size, stats,
+                split_bitset, left_child, level_start, build_index, built_rows.size,
                 _gather_chunk(positions.shape[0], built_rows.size))
         _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist)
         return hist
