@@ -85,11 +85,16 @@ def fixed_point_exponent(values):
     very same scale. ``k`` is at most 1074, so ``2**-k`` stays representable."""
     if values.size == 0:
         return 0
-    largest = max(float(values.max()), -float(values.min()))
+    return _exponent_of(max(float(values.max()), -float(values.min())), values.shape[0])
+
+
+def _exponent_of(largest, n_rows):
+    """fixed_point_exponent of columns of ``n_rows`` rows whose largest
+    magnitude is ``largest`` (host float)."""
     if largest == 0.0:
         return 0
     _, exponent = math.frexp(largest)           # largest < 2**exponent
-    n_bits = max(int(values.shape[0]) - 1, 0).bit_length()   # n <= 2**n_bits
+    n_bits = max(int(n_rows) - 1, 0).bit_length()   # n <= 2**n_bits
     return min(_FIXED_POINT_BITS - exponent - n_bits, _MAX_EXPONENT)
 
 
@@ -267,6 +272,36 @@ _SUM_CHUNK = 16384
 
 
 @numba.njit(parallel=True, cache=True)
+def _largest_magnitudes(gradients, hessians):
+    """float64 (2K,): per output o the largest |value| of gradients[:, o]
+    and of hessians[:, o] (float64 (n, K) IN), NaN where a column holds
+    one; one parallel pass (max and min are exact: the device's reductions
+    give the same)."""
+    n_samples, n_outputs = gradients.shape
+    n_chunks = (n_samples + _SUM_CHUNK - 1) // _SUM_CHUNK
+    partial = np.zeros((n_chunks, 2 * n_outputs))
+    for chunk in numba.prange(n_chunks):
+        for i in range(chunk * _SUM_CHUNK, min((chunk + 1) * _SUM_CHUNK, n_samples)):
+            for o in range(n_outputs):
+                partial[chunk, 2 * o] = _larger(partial[chunk, 2 * o], abs(gradients[i, o]))
+                partial[chunk, 2 * o + 1] = _larger(partial[chunk, 2 * o + 1],
+                                                    abs(hessians[i, o]))
+    largest = np.zeros(2 * n_outputs)
+    for chunk in range(n_chunks):
+        for c in range(2 * n_outputs):
+            largest[c] = _larger(largest[c], partial[chunk, c])
+    return largest
+
+
+@numba.njit(inline="always")
+def _larger(a, b):
+    """max(a, b), NaN when either is NaN (as numpy's max)."""
+    if a != a or b != b:
+        return math.nan
+    return a if a >= b else b
+
+
+@numba.njit(parallel=True, cache=True)
 def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
     """The host's one pass for newton_statistics: out int64 (n, 2K + 1) OUT,
     per output o ``rint(ldexp(g, exponents[2o]))``, ``rint(ldexp(h,
@@ -315,9 +350,13 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     n_samples, n_outputs = gradients.shape
     n_values = 2 * n_outputs
     columns = [column for o in range(n_outputs) for column in (gradients[:, o], hessians[:, o])]
-    for column in columns[::2]:
-        _check_gradient_range(column)
-    exponents = np.array([fixed_point_exponent(column) for column in columns], dtype=np.int64)
+    if xp is np:
+        largest = _largest_magnitudes(gradients, hessians)
+    else:
+        largest = [max(float(column.max()), -float(column.min())) for column in columns]
+    for o in range(n_outputs):
+        _check_gradient_range(n_samples * largest[2 * o])
+    exponents = np.array([_exponent_of(value, n_samples) for value in largest], dtype=np.int64)
     totals = None
     if xp is np:
         stats = np.empty((n_samples, n_values + 1), dtype=STAT_DTYPE)
@@ -332,10 +371,10 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     return Statistics(stats, inv, layout, 1, totals)
 
 
-def _check_gradient_range(gradient):
-    """The split gain squares a node's gradient sum G (at most n * max|g|):
-    a ValueError naming y and the fix when that square could overflow."""
-    bound = gradient.shape[0] * max(float(gradient.max()), -float(gradient.min()))
+def _check_gradient_range(bound):
+    """The split gain squares a node's gradient sum G (at most ``bound`` = n
+    * max|g|, a host float): a ValueError naming y and the fix when that
+    square could overflow (or a gradient is NaN)."""
     if not bound < 2.0 ** 511:
         raise ValueError(
             f"y or sample_weight is too large for boosting: gradient sums reach {bound:.3g}, "
