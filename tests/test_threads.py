@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _level(rng, n, n_features, n_bins, n_level):
-    X_binned = np.asfortranarray(rng.randint(0, n_bins, (n, n_features)).astype(np.uint8))
+    codes = rng.randint(0, n_bins, (n, n_features))
+    X_binned = np.asfortranarray(codes.astype(np.uint8 if n_bins <= 256 else np.uint16))
     stats = rng.randint(-2**40, 2**40, (n, 3)).astype(np.int64)
     positions = rng.randint(3, 3 + n_level, n).astype(np.int32)
     positions[rng.rand(n) < 0.1] = -1
@@ -30,13 +31,14 @@ def _level(rng, n, n_features, n_bins, n_level):
 @pytest.mark.parametrize("threads,chunk", [(1, 16384), (3, 7), (16, 100)])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("n_level", [1, 4])
+@pytest.mark.parametrize("n_bins", [33, 300])
 def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, chunk,
-                                                         order, n_level):
+                                                         order, n_level, n_bins):
     """Pieces planned for 1, 3 or 16 threads (rows cut into blocks of as few
-    as 33 rows, features into groups of 2), rows gathered in chunks of 7,
-    100 or all, on binned X in either order."""
+    as n_bins rows, features into groups of 2), rows gathered in chunks of
+    7, 100 or all, on 8- or 16-bit binned X in either order."""
     rng = np.random.RandomState(threads * 10 + n_level)
-    n, n_features, n_bins = 1000, 8, 33
+    n, n_features = 1000, 8
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
     X_binned = np.asarray(X_binned, order=order)
     monkeypatch.setattr(cpu, "_plan_threads", lambda: threads)
