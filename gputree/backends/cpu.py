@@ -193,9 +193,9 @@ def _prefetch_row(typingctx, array, row):
     return numba_types.void(array, row), _prefetch_codegen
 
 
-#: rows ahead of the one being added whose row of X a histogram pass
-#: prefetches: a node's rows are scattered over X, beyond what the hardware
-#: prefetcher follows (the two deepest levels of a depth-8 fit, 750k rows:
+#: rows ahead of the one being added whose rows of X and of the statistics a
+#: histogram pass prefetches: a node's rows are scattered over X, beyond
+#: what the hardware prefetcher follows (the two deepest levels of a depth-8 fit, 750k rows:
 #: 1.2-1.4x faster)
 _PREFETCH_AHEAD = 12
 
@@ -218,9 +218,10 @@ def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset,
     """The rows of the nodes to build, grouped by node (``build_index``
     int32 (n_level,): the node's index among them, or -1), ascending within
     a node: returns rows int32 (m,) and node_first int64 (n_build + 1,):
-    node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each row first moves as
-    _update_positions would (positions int32 INOUT; moves_start and the
-    split arrays as its level_start and split arrays: empty, no move).
+    node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each row
+    first moves as _update_positions would (positions int32 INOUT;
+    moves_start and the split arrays as its level_start and split arrays:
+    empty, no move).
 
     Parallel over chunks of ``chunk_rows`` rows: a first pass moves each
     chunk's rows and lists them with their nodes in place (a branch-free
