@@ -4,7 +4,7 @@ Loops are parallel over rows (binning, partition, prediction) or, for
 histograms, over threads, each adding its list of pieces of the level's
 work: the rows of the nodes to build are gathered grouped by node (in the
 same pass that moves rows to their new nodes), and each node is cut into
-pieces (feature groups, then row blocks) only as far as the threads need
+pieces (row blocks, then feature groups) only as far as the threads need
 (:func:`histogram_pieces`); a row block other than a node's first adds into
 a private histogram, reduced afterwards in a fixed order. A piece adds
 whole rows of X (C order: a row's bins share a cache line) into one node's
@@ -372,12 +372,14 @@ def _add_parts(part, part_first, part_hist_row, hist):
 
 #: pieces per thread wanted in a histogram pass (load balance)
 _PIECES_PER_THREAD = 1
-#: a node cut into pieces is first cut into groups of at least this many
-#: features (they need no reduction), then into blocks of rows
+#: a node cut into pieces is cut into blocks of rows first (each thread
+#: then reads its own rows of X and of the statistics once: 5% faster than
+#: feature groups first on 7M rows, 2 threads, as fast on 750k), each
+#: holding at least this many rows per histogram bin (an extra block adds
+#: into a private histogram, zeroed and reduced) ...
+_ROWS_PER_BIN = 16
+#: ... then into groups of at least this many features (no reduction)
 _GROUP_FEATURES = 7
-#: an extra block of rows adds into a private histogram (zeroed, reduced):
-#: it must hold at least this many rows per histogram bin
-_ROWS_PER_BIN = 4
 
 
 def histogram_pieces(node_rows, n_features, n_bins, n_threads):
@@ -385,17 +387,16 @@ def histogram_pieces(node_rows, n_features, n_bins, n_threads):
 
     node_rows int64 (n_build,): rows per node. A node wants ``ceil(rows /
     target)`` pieces, target = all rows over ``_PIECES_PER_THREAD *
-    n_threads``: groups of features first (at most ``n_features /
-    _GROUP_FEATURES``), then blocks of rows, each keeping ``_ROWS_PER_BIN *
-    n_bins`` rows. Returns int64 (P, 5): per piece its node, block, first
+    n_threads``: blocks of rows first, each keeping ``_ROWS_PER_BIN *
+    n_bins`` rows, then groups of features (at most ``n_features /
+    _GROUP_FEATURES``). Returns int64 (P, 5): per piece its node, block, first
     row, stop row (within the node) and group, and int64 (n_build,) the
     blocks of each node; pieces node by node, block by block."""
     total = int(node_rows.sum())
     target = max(1, -(-total // (_PIECES_PER_THREAD * n_threads)))
     wanted = np.maximum(1, -(-node_rows // target))
-    groups = np.minimum(wanted, max(1, n_features // _GROUP_FEATURES))
-    blocks = np.maximum(1, np.minimum(-(-wanted // groups),
-                                      node_rows // (_ROWS_PER_BIN * n_bins)))
+    blocks = np.maximum(1, np.minimum(wanted, node_rows // (_ROWS_PER_BIN * n_bins)))
+    groups = np.minimum(-(-wanted // blocks), max(1, n_features // _GROUP_FEATURES))
     per_node = groups * blocks
     node = np.repeat(np.arange(node_rows.size), per_node)
     index = np.arange(node.size) - (np.cumsum(per_node) - per_node)[node]
