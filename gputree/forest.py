@@ -16,6 +16,7 @@ to take a tree axis.
 """
 import warnings
 
+import numba
 import numpy as np
 
 from ._compat import ClassifierMixin, RegressorMixin
@@ -106,15 +107,40 @@ def counted_statistics(backend, unit, counts):
     with one upload (the counts, int32 (n,)) and no host pass over rows."""
     if np.all(counts == 1):
         return unit
-    xp = backend.xp
-    device_counts = backend.upload(counts, dtype=np.int32)
     n_samples, n_values = unit.stats.shape
     stats = backend.empty((n_samples, n_values + 1), STAT_DTYPE)
-    xp.multiply(unit.stats, device_counts[:, None], out=stats[:, :n_values])
-    stats[:, n_values] = device_counts > 0
+    if backend.xp is np:
+        _fill_counted(unit.stats, counts, stats)
+    else:
+        device_counts = backend.upload(counts, dtype=np.int32)
+        backend.xp.multiply(unit.stats, device_counts[:, None], out=stats[:, :n_values])
+        stats[:, n_values] = device_counts > 0
     layout = unit.layout.copy()
     layout[LAYOUT_COUNT_CHANNEL], layout[LAYOUT_N_CHANNELS] = n_values, n_values + 1
     return Statistics(stats, np.append(unit.inv_scale, 1.0), layout, unit.n_classes)
+
+
+@numba.njit(parallel=True, cache=True)
+def _fill_counted(unit, counts, out):
+    """counted_statistics' arithmetic in one host pass: out int64 (n, C + 1)
+    OUT = ``unit * counts`` (int64 (n, C) IN, counts float64 (n,) IN, whole
+    numbers) then 1 where counts > 0: the device path's exact products."""
+    n_values = unit.shape[1]
+    for i in numba.prange(unit.shape[0]):
+        count = np.int64(counts[i])
+        for c in range(n_values):
+            out[i, c] = unit[i, c] * count
+        out[i, n_values] = 1 if count > 0 else 0
+
+
+@numba.njit(cache=True)
+def _times_drawn(draws, n_samples):
+    """float64 (n_samples,): how many times each row is in ``draws`` (int
+    (m,), rows drawn with replacement), as np.bincount gives."""
+    counts = np.zeros(n_samples)
+    for i in draws:
+        counts[i] += 1.0
+    return counts
 
 
 class _OutOfBag:
@@ -173,8 +199,7 @@ class _BaseForest(BaseTreeModel):
         without bootstrap. Drawn first from the tree's rng."""
         if not self.bootstrap:
             return np.ones(n_samples)
-        return np.bincount(rng.randint(0, n_samples, n_bootstrap),
-                           minlength=n_samples).astype(np.float64)
+        return _times_drawn(rng.randint(0, n_samples, n_bootstrap), n_samples)
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs);
