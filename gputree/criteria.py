@@ -85,7 +85,12 @@ def fixed_point_exponent(values):
     very same scale. ``k`` is at most 1074, so ``2**-k`` stays representable."""
     if values.size == 0:
         return 0
-    return _exponent_of(max(float(values.max()), -float(values.min())), values.shape[0])
+    return _exponent_of(_largest_magnitude(values), values.shape[0])
+
+
+def _largest_magnitude(values):
+    """max |value| of an array (host float; NaN when it holds one)."""
+    return max(float(values.max()), -float(values.min()))
 
 
 def _exponent_of(largest, n_rows):
@@ -349,11 +354,11 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     """
     n_samples, n_outputs = gradients.shape
     n_values = 2 * n_outputs
-    columns = [column for o in range(n_outputs) for column in (gradients[:, o], hessians[:, o])]
     if xp is np:
         largest = _largest_magnitudes(gradients, hessians)
     else:
-        largest = [max(float(column.max()), -float(column.min())) for column in columns]
+        largest = [_largest_magnitude(column) for o in range(n_outputs)
+                   for column in (gradients[:, o], hessians[:, o])]
     for o in range(n_outputs):
         _check_gradient_range(n_samples * largest[2 * o])
     exponents = np.array([_exponent_of(value, n_samples) for value in largest], dtype=np.int64)

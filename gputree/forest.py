@@ -103,8 +103,9 @@ def counted_statistics(backend, unit, counts):
     weight where the row has the class, and integer weights are their own
     fixed point (inverse scale 1), so the channels are ``unit * counts``
     (exact int64), plus the count channel (1 where counts > 0) unless every
-    count is one: what ``classification_statistics(y, K, counts)`` gives,
-    with one upload (the counts, int32 (n,)) and no host pass over rows."""
+    count is one: what ``classification_statistics(y, K, counts)`` gives;
+    on the CPU in one parallel pass, on a device with one upload (the
+    counts, int32 (n,)) and no host pass over rows."""
     if np.all(counts == 1):
         return unit
     n_samples, n_values = unit.stats.shape

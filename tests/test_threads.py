@@ -80,11 +80,11 @@ def test_gathering_chunks_bound_their_counters():
 def test_histogram_pieces_cover_every_cell_once_and_give_every_thread_work(threads, node_rows):
     node_rows = np.array(node_rows, dtype=np.int64)
     n_features, n_bins = 28, 256
-    plan, blocks = cpu.histogram_pieces(node_rows, n_features, n_bins, threads)
+    plan, blocks, groups_of = cpu.histogram_pieces(node_rows, n_features, n_bins, threads)
     node, block, first, stop, group = plan.T
     for j, rows in enumerate(node_rows):
         mine = plan[node == j]
-        groups = mine.shape[0] // blocks[j]
+        groups = groups_of[j]
         assert mine.shape[0] == groups * blocks[j] >= 1
         # each block's rows are disjoint and cover the node; each block has every group
         spans = sorted({(a, b) for a, b in mine[:, 2:4]})

@@ -342,8 +342,9 @@ def _build_histograms(X_binned, stats, rows, pieces, thread_pieces, thread_first
     built rows zeroed), d = pieces[p, 4] >= 0, else into ``part[-1 - d]``
     (int64 (n_parts, F, n_bins, C) INOUT, zeroed), which :func:`_add_parts`
     adds to hist. Thread t adds pieces
-    ``thread_pieces[thread_first[t]:thread_first[t + 1]]`` (int64). Pieces write disjoint cells: integer sums, the result
-    depends on neither the cut nor the thread count."""
+    ``thread_pieces[thread_first[t]:thread_first[t + 1]]`` (int64). Pieces
+    write disjoint cells: integer sums, the result depends on neither the
+    cut nor the thread count."""
     for t in prange(thread_first.shape[0] - 1):
         for q in range(thread_first[t], thread_first[t + 1]):
             p = thread_pieces[q]
@@ -390,8 +391,9 @@ def histogram_pieces(node_rows, n_features, n_bins, n_threads):
     n_threads``: blocks of rows first, each keeping ``_ROWS_PER_BIN *
     n_bins`` rows, then groups of features (at most ``n_features /
     _GROUP_FEATURES``). Returns int64 (P, 5): per piece its node, block, first
-    row, stop row (within the node) and group, and int64 (n_build,) the
-    blocks of each node; pieces node by node, block by block."""
+    row, stop row (within the node) and group, and int64 (n_build,) arrays
+    of each node's blocks and groups; pieces node by node, block by
+    block."""
     total = int(node_rows.sum())
     target = max(1, -(-total // (_PIECES_PER_THREAD * n_threads)))
     wanted = np.maximum(1, -(-node_rows // target))
@@ -404,7 +406,7 @@ def histogram_pieces(node_rows, n_features, n_bins, n_threads):
     step = -(-node_rows // blocks)[node]
     first = np.minimum(block * step, node_rows[node])
     stop = np.minimum(first + step, node_rows[node])
-    return np.stack([node, block, first, stop, group], axis=1), blocks
+    return np.stack([node, block, first, stop, group], axis=1), blocks, groups
 
 
 def assign_pieces(sizes, n_threads):
@@ -446,9 +448,8 @@ def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
     threads."""
     n_threads, n_features = _plan_threads(), X_binned.shape[1]
     node_rows = np.diff(node_first)
-    plan, blocks = histogram_pieces(node_rows, n_features, hist.shape[2], n_threads)
+    plan, blocks, groups = histogram_pieces(node_rows, n_features, hist.shape[2], n_threads)
     node, block, group = plan[:, 0], plan[:, 1], plan[:, 4]
-    groups = np.bincount(node, minlength=node_rows.size) // blocks
     per_group = -(-n_features // groups)[node]
     extra = blocks - 1                      # private histograms of each node
     part_of_block = np.cumsum(extra) - extra
@@ -461,7 +462,7 @@ def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
     _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, rows,
-                          np.ascontiguousarray(pieces), thread_pieces, thread_first, hist, part)
+                          pieces, thread_pieces, thread_first, hist, part)
     if part.shape[0]:
         split = np.flatnonzero(extra)
         part_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
