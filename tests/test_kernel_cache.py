@@ -70,3 +70,26 @@ def test_the_cpu_kernels_cache_where_numba_cache_dir_says(tmp_path):
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().startswith(str(tmp_path))
+
+
+def test_two_signatures_saved_at_once_keep_their_own_compilations(tmp_path):
+    """Two processes save two signatures of one staged kernel at once: both
+    read the index before either writes, and one writes its data after the
+    other is done. Every signature the index then lists loads its own
+    compilation (numba's numbering gave both the file number 1)."""
+    from numba.core import caching
+    from gputree.backends import cpu
+    keyed = type(cpu._rows_by_node.serial._cache._cache_file)
+    assert keyed is kernel_cache._keyed_class(caching.IndexDataCacheFile)
+    first, second = (keyed(str(tmp_path), "kernel", ("stamp",)) for _ in range(2))
+    second._load_index = lambda: {}              # read before the first saved
+    held = []
+    first._save_data = lambda name, data: held.append((name, data))
+    first.save(("uint8 C",), "code for uint8 C")
+    second.save(("uint16 F",), "code for uint16 F")
+    keyed._save_data(first, *held[0])            # the first's data lands last
+    reader = keyed(str(tmp_path), "kernel", ("stamp",))
+    listed = reader._load_index()
+    assert listed
+    for key in listed:
+        assert reader.load(key) == f"code for {key[0]}"

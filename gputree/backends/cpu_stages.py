@@ -25,6 +25,8 @@ import types
 
 from numba import njit
 
+from .kernel_cache import keyed_data_files
+
 #: work (the callers' unit: about a nanosecond of one thread's time) of a
 #: job that makes parallel kernels worth compiling (about 2 ms) ...
 LARGE_WORK = 1 << 21
@@ -52,7 +54,9 @@ def use_parallel_kernels():
 
 class StagedKernel:
     """A kernel's serial copy and parallel version, each compiled with
-    ``njit(cache=cache, **options)`` on first use."""
+    ``njit(cache=cache, **options)`` on first use, their cached compilations
+    named by signature (kernel_cache.keyed_data_files: a kernel is compiled
+    for several dtypes and memory orders)."""
 
     def __init__(self, function, cache, options):
         self.function, self.cache, self.options = function, cache, options
@@ -60,11 +64,12 @@ class StagedKernel:
     @functools.cached_property
     def serial(self):
         copy = renamed_copy(self.function, f"{self.function.__name__}_serial")
-        return njit(cache=self.cache, **self.options)(copy)
+        return keyed_data_files(njit(cache=self.cache, **self.options)(copy))
 
     @functools.cached_property
     def parallel(self):
-        return njit(parallel=True, cache=self.cache, **self.options)(self.function)
+        return keyed_data_files(njit(parallel=True, cache=self.cache,
+                                     **self.options)(self.function))
 
     def run(self, work, *args):
         """The kernel's result on ``args``, ``work`` the job's work (see the
