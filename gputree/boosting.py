@@ -115,8 +115,10 @@ def take_rows(backend, data, rows):
 
 def take_columns(backend, data, columns):
     """BinnedData restricted to ``columns`` (sorted host int indices)."""
-    return BinnedData(backend.take_columns(data.X_binned, columns), data.n_bins, data.n_bins_non_missing[columns],
-                      data.is_categorical[columns], data.thresholds[columns])
+    counts = data.bin_counts(backend)[columns] if backend.uses_bin_counts else None
+    return BinnedData(backend.take_columns(data.X_binned, columns), data.n_bins,
+                      data.n_bins_non_missing[columns], data.is_categorical[columns],
+                      data.thresholds[columns], counts)
 
 
 def split_rows(n_samples, fraction, rng, strata=None):

@@ -33,6 +33,7 @@ import numpy as np
 from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
 from ._validation import check_target_range
 from .backends import devmath
+from .host_sums import largest_magnitudes
 from .backends.formulas import (  # noqa: F401 - re-exported for callers
     IMPURITY_ENTROPY, IMPURITY_ERROR_RATE, IMPURITY_GINI, IMPURITY_NONE, IMPURITY_POISSON,
     IMPURITY_SQUARED_ERROR, KIND_CLASSIFICATION, KIND_NEWTON, KIND_REGRESSION,
@@ -59,14 +60,17 @@ class Statistics:
     n_classes : int, channels per output for classification, else 1
     totals : int64 (1, n_channels) host array, the column sums of ``stats``
         when the pass that built them also summed them, else None
+    ones_last : bool, the last channel is 1 in every row (a count channel
+        with every weight positive), known without a pass over the rows
     """
 
-    def __init__(self, stats, inv_scale, layout, n_classes, totals=None):
+    def __init__(self, stats, inv_scale, layout, n_classes, totals=None, ones_last=False):
         self.stats = stats
         self.inv_scale = inv_scale
         self.layout = layout
         self.n_classes = n_classes
         self.totals = totals
+        self.ones_last = ones_last
 
     @property
     def n_outputs(self):
@@ -277,36 +281,6 @@ _SUM_CHUNK = 16384
 
 
 @numba.njit(parallel=True, cache=True)
-def _largest_magnitudes(gradients, hessians):
-    """float64 (2K,): per output o the largest |value| of gradients[:, o]
-    and of hessians[:, o] (float64 (n, K) IN), NaN where a column holds
-    one; one parallel pass (max and min are exact: the device's reductions
-    give the same)."""
-    n_samples, n_outputs = gradients.shape
-    n_chunks = (n_samples + _SUM_CHUNK - 1) // _SUM_CHUNK
-    partial = np.zeros((n_chunks, 2 * n_outputs))
-    for chunk in numba.prange(n_chunks):
-        for i in range(chunk * _SUM_CHUNK, min((chunk + 1) * _SUM_CHUNK, n_samples)):
-            for o in range(n_outputs):
-                partial[chunk, 2 * o] = _larger(partial[chunk, 2 * o], abs(gradients[i, o]))
-                partial[chunk, 2 * o + 1] = _larger(partial[chunk, 2 * o + 1],
-                                                    abs(hessians[i, o]))
-    largest = np.zeros(2 * n_outputs)
-    for chunk in range(n_chunks):
-        for c in range(2 * n_outputs):
-            largest[c] = _larger(largest[c], partial[chunk, c])
-    return largest
-
-
-@numba.njit(inline="always")
-def _larger(a, b):
-    """max(a, b), NaN when either is NaN (as numpy's max)."""
-    if a != a or b != b:
-        return math.nan
-    return a if a >= b else b
-
-
-@numba.njit(parallel=True, cache=True)
 def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
     """The host's one pass for newton_statistics: out int64 (n, 2K + 1) OUT,
     per output o ``rint(ldexp(g, exponents[2o]))``, ``rint(ldexp(h,
@@ -355,7 +329,8 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
     n_samples, n_outputs = gradients.shape
     n_values = 2 * n_outputs
     if xp is np:
-        largest = _largest_magnitudes(gradients, hessians)
+        largest = np.stack([largest_magnitudes(gradients), largest_magnitudes(hessians)],
+                           axis=1).ravel()
     else:
         largest = [_largest_magnitude(column) for o in range(n_outputs)
                    for column in (gradients[:, o], hessians[:, o])]
@@ -373,7 +348,9 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np):
                 _scale_into(column[:, None], int(exponents[c]), stats[:, c:c + 1], xp)
     inv = np.concatenate([np.ldexp(1.0, -exponents), [1.0]])
     layout = _layout(NEWTON, [n_outputs, 2, 0, 1], n_values, n_values + 1)
-    return Statistics(stats, inv, layout, 1, totals)
+    # the count channel holds 0s and 1s: all 1 exactly when they sum to n
+    ones_last = totals is not None and int(totals[0, -1]) == n_samples
+    return Statistics(stats, inv, layout, 1, totals, ones_last)
 
 
 def _check_gradient_range(bound):

@@ -10,7 +10,7 @@ is derived in its parent's row, so the memory of a level's histograms is
 reused by the next level instead of being held alongside it.
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,10 +67,24 @@ class BinnedData:
     n_bins_non_missing: np.ndarray  # int32 (n_features,)
     is_categorical: np.ndarray      # uint8 (n_features,)
     thresholds: np.ndarray          # float64 (n_features, max_bins - 1)
+    #: bin_counts once computed (backend array)
+    counts: object = field(default=None, repr=False, compare=False)
 
     @property
     def missing_bin(self):
         return self.n_bins - 1
+
+    def bin_counts(self, backend):
+        """int64 (n_features, n_bins) backend array: the rows in each bin of
+        each feature (the root's histogram of a channel of ones), computed
+        on first use."""
+        if self.counts is None:
+            n_samples = self.X_binned.shape[0]
+            ones = backend.xp.ones((n_samples, 1), dtype=STAT_DTYPE)
+            self.counts = backend.build_histograms(
+                self.X_binned, ones, backend.row_zeros(n_samples, NODE_DTYPE), 0,
+                backend.upload(np.zeros(1, dtype=NODE_DTYPE)), 1, self.n_bins)[0, :, :, 0]
+        return self.counts
 
 
 class _NodeTable:
@@ -270,9 +284,12 @@ class _TreeGrowth:
                                               device["node_to_build"], n_build,
                                               self.data.n_bins, hist)
         else:
+            counts = ({"bin_counts": self.data.bin_counts(backend)}
+                      if level_start == 0 and self.stats.ones_last and backend.uses_bin_counts
+                      else {})
             backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
                                      level_start, device["node_to_build"], n_build,
-                                     self.data.n_bins, out=hist)
+                                     self.data.n_bins, out=hist, **counts)
         if device["built_rows"].size:
             backend.subtract_histograms(hist, device["parent_rows"], hist, device["built_rows"],
                                         device["parent_rows"])

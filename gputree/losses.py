@@ -23,6 +23,7 @@ import numpy as np
 
 from ._dtypes import FLOAT_DTYPE
 from .backends import devmath
+from .host_sums import fixed_point_total, largest_magnitudes
 
 _EPS = np.finfo(FLOAT_DTYPE).eps
 
@@ -63,26 +64,18 @@ def order_free_sum(xp, values):
     (exact in any order), scaled back."""
     if values.size == 0:
         return 0.0
-    largest = float(xp.max(xp.abs(values)))
+    host = xp is np and values.ndim == 1 and values.dtype == np.float64
+    largest = (float(largest_magnitudes(values[:, None])[0]) if host
+               else float(xp.max(xp.abs(values))))
     if largest == 0.0 or not math.isfinite(largest):
         return float(xp.sum(values))  # 0, or inf/nan whatever the order
-    if xp is np and values.ndim == 1:
+    if host:
         shift, first, second = _fixed_point_scale(largest, values.size)
-        total = _fixed_point_total(values, first, second)
+        total = fixed_point_total(values, first, second)
     else:
         fixed, shift = _fixed_point(xp, values, largest)
         total = int(fixed.sum())
     return math.ldexp(float(total), -shift)
-
-
-@numba.njit(cache=True)
-def _fixed_point_total(values, first, second):
-    """The int64 sum of ``rint((v * first) * second)`` over float64 values
-    (n,): :func:`_fixed_point` and its sum in one pass, no temporaries."""
-    total = 0
-    for v in values:
-        total += np.int64(np.rint((v * first) * second))
-    return total
 
 
 def grouped_order_free_sum(xp, values, groups, n_groups):

@@ -216,3 +216,28 @@ def test_newton_statistics_totals_are_the_column_sums_and_ldexp_scaling(n_output
             expected = np.rint(np.ldexp(column, fixed_point_exponent(column))).astype(np.int64)
             np.testing.assert_array_equal(stats.stats[:, c], expected)
     np.testing.assert_array_equal(stats.stats[:, -1], (w > 0).astype(np.int64))
+    assert not stats.ones_last      # some weights are zero: counts 0 there
+    assert newton_statistics(g, h, np.ones(n)).ones_last
+
+
+def test_host_sums_equal_numpy_and_the_device_path():
+    """largest_magnitudes (a maximum over bit patterns) equals numpy's
+    max |value|, NaN for a column with a NaN (whatever its sign), with
+    -0.0, subnormals and infinities; order_free_sum's host pass equals the
+    array-formula (device) path bit for bit, over many chunks."""
+    from gputree.host_sums import largest_magnitudes
+    from gputree.losses import order_free_sum
+    rng = np.random.RandomState(5)
+    values = rng.standard_normal((70_000, 4)) * np.array([1e-310, 1.0, 1e300, 3.0])
+    values[17, 0] = -0.0
+    values[40_000, 2] = -np.inf
+    np.testing.assert_array_equal(largest_magnitudes(values), np.abs(values).max(axis=0))
+    for nan in (np.nan, -np.nan):
+        column = values[:, 1].copy()
+        column[69_999] = nan
+        assert np.isnan(largest_magnitudes(column[:, None])[0])
+    assert largest_magnitudes(np.zeros((0, 2))).tolist() == [0.0, 0.0]
+    assert largest_magnitudes(-np.zeros((5, 1))).tolist() == [0.0]
+    for column in (values[:, 1], values[:, 3] * 1e-5, np.abs(values[:, 1])):
+        assert order_free_sum(np, column) == order_free_sum(_DeviceLikeNumpy(), column)
+        assert order_free_sum(np, column) == order_free_sum(np, column[::-1].copy())

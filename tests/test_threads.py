@@ -141,3 +141,34 @@ def test_fits_are_bit_identical_with_1_2_and_3_threads():
     digests = dict(line.split() for line in result.stdout.split("\n") if line.strip())
     assert sorted(digests) == ["1", "2", "3"]
     assert len(set(digests.values())) == 1, digests
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_root_with_bin_counts_gives_the_reference(backend, monkeypatch, threads):
+    """The root's last channel copied from the bin counts (stats' last
+    channel 1 in every row), the others added: the reference histogram;
+    bin_counts are the counts of a channel of ones, and a level below the
+    root ignores them."""
+    from gputree.grower import BinnedData
+    rng = np.random.RandomState(threads)
+    n, n_features, n_bins = 3000, 5, 40
+    X_binned, stats, _ = _level(rng, n, n_features, n_bins, 1)
+    X_binned = backend.in_binned_order(X_binned)
+    stats[:, 2] = 1
+    monkeypatch.setattr(cpu, "_plan_threads", lambda: threads)
+    monkeypatch.setattr(cpu, "_ROWS_PER_BIN", 1)
+    data = BinnedData(X_binned, n_bins, np.full(n_features, n_bins - 1, np.int32),
+                      np.zeros(n_features, np.uint8), np.zeros((n_features, n_bins - 2)))
+    counts = data.bin_counts(backend)
+    root = np.zeros(n, dtype=np.int32)
+    np.testing.assert_array_equal(counts, [np.bincount(X_binned[:, f], minlength=n_bins)
+                                           for f in range(n_features)])
+    build = np.zeros(1, np.int32)
+    got = backend.build_histograms(X_binned, stats, root, 0, build, 1, n_bins, bin_counts=counts)
+    np.testing.assert_array_equal(got, reference.build_histograms(X_binned, stats, root, 0,
+                                                                  build, 1, n_bins))
+    positions = rng.randint(1, 3, n).astype(np.int32)
+    got = backend.build_histograms(X_binned, stats, positions, 1, np.array([0, -1], np.int32),
+                                   1, n_bins, bin_counts=counts)
+    np.testing.assert_array_equal(got, reference.build_histograms(
+        X_binned, stats, positions, 1, np.array([0, -1], np.int32), 1, n_bins))

@@ -275,17 +275,17 @@ def _prefetch_rows(X_binned, stats, i):
 
 
 @njit(inline="always")
-def _add_rows(X_binned, stats, rows, first, stop, f_first, f_stop, dest, s):
-    """dest[s] INOUT += the histograms (features f_first .. f_stop-1) of
-    rows ``rows[first:stop]`` of X and stats. Two or three channels go in
-    pairs of rows, the rest (and an odd last row) one at a time: two rows'
-    loads and read-modify-writes are independent, so their cache misses
-    overlap. The X and stats rows ``_PREFETCH_AHEAD`` ahead are prefetched.
+def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s):
+    """dest[s] INOUT += the histograms (features f_first .. f_stop-1,
+    channels 0 .. n_add-1) of rows ``rows[first:stop]`` of X and stats. Two
+    or three channels go in pairs of rows, the rest (and an odd last row)
+    one at a time: two rows' loads and read-modify-writes are independent,
+    so their cache misses overlap. The X and stats rows ``_PREFETCH_AHEAD`` ahead are prefetched.
     Cells are indexed, never sliced: numba reference-counts every view."""
-    if stats.shape[1] == 3:
+    if n_add == 3:
         first = _add_row_pairs(X_binned, stats, rows, True, first, stop, f_first, f_stop,
                                dest, s)
-    elif stats.shape[1] == 2:
+    elif n_add == 2:
         first = _add_row_pairs(X_binned, stats, rows, False, first, stop, f_first, f_stop,
                                dest, s)
     for r in range(first, stop):
@@ -294,7 +294,7 @@ def _add_rows(X_binned, stats, rows, first, stop, f_first, f_stop, dest, s):
             _prefetch_rows(X_binned, stats, rows[r + _PREFETCH_AHEAD])
         for f in range(f_first, f_stop):
             b = X_binned[i, _U(f)]
-            for c in range(stats.shape[1]):
+            for c in range(n_add):
                 dest[_U(s), _U(f), b, _U(c)] += stats[i, _U(c)]
 
 
@@ -330,12 +330,14 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
 
 
 @staged
-def _build_histograms(X_binned, stats, rows, pieces, thread_pieces, thread_first, hist, part):
+def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, thread_first, hist,
+                      part):
     """Histograms of pieces of a level's rows, parallel over threads, each
     adding its list of pieces.
 
     X_binned uint8 or uint16 (n, F) IN, best in C order (a row's bins in
-    one cache line); stats int64 (n, C) IN; rows int32 (m,) IN: the rows
+    one cache line); stats int64 (n, C) IN, channels 0 .. n_add-1 added
+    (the others' cells left as they are); rows int32 (m,) IN: the rows
     to add, grouped by node. pieces int64 (P, 5) IN: piece p adds rows
     ``rows[pieces[p, 0]:pieces[p, 1]]``, features pieces[p, 2] ..
     pieces[p, 3]-1, into ``hist[d]`` (int64 (n_hist, F, n_bins, C) INOUT,
@@ -352,7 +354,7 @@ def _build_histograms(X_binned, stats, rows, pieces, thread_pieces, thread_first
                                               pieces[p, 3], pieces[p, 4])
             dest = hist if d >= 0 else part
             s = d if d >= 0 else -1 - d
-            _add_rows(X_binned, stats, rows, first, stop, f_first, f_stop, dest, s)
+            _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s)
 
 
 @staged
@@ -441,11 +443,11 @@ def _plan_threads():
     return numba.get_num_threads()
 
 
-def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
-    """Add the histograms of rows grouped by node (node j: rows
-    ``rows[node_first[j]:node_first[j + 1]]``, hist row built_rows[j],
-    zeroed) into hist, cut by :func:`histogram_pieces` for numba's
-    threads."""
+def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add):
+    """Add the histograms (channels 0 .. n_add-1) of rows grouped by node
+    (node j: rows ``rows[node_first[j]:node_first[j + 1]]``, hist row
+    built_rows[j], zeroed) into hist, cut by :func:`histogram_pieces` for
+    numba's threads."""
     n_threads, n_features = _plan_threads(), X_binned.shape[1]
     node_rows = np.diff(node_first)
     plan, blocks, groups = histogram_pieces(node_rows, n_features, hist.shape[2], n_threads)
@@ -461,7 +463,7 @@ def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist):
     part = np.zeros((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
-    _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, rows,
+    _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
                           pieces, thread_pieces, thread_first, hist, part)
     if part.shape[0]:
         split = np.flatnonzero(extra)
@@ -680,6 +682,10 @@ class CPUBackend(Backend):
     #: a row's bins in one cache line: the histogram pass reads the rows of
     #: one node at a time, scattered over X
     binned_order = "C"
+    #: the root's count channel copied from counts kept per binned X: one
+    #: channel less to add over every row (boosting, 750k x 28 rows, 2
+    #: threads: the root's histograms 14.4 -> 10.3 ms)
+    uses_bin_counts = True
 
     def __init__(self):
         watch_compilation()
@@ -704,14 +710,18 @@ class CPUBackend(Backend):
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
-                         node_to_build, n_build, n_bins, out=None):
+                         node_to_build, n_build, n_bins, out=None, bin_counts=None):
+        """base.build_histograms; ``bin_counts`` (int64 (n_features, n_bins),
+        see :attr:`uses_bin_counts`) when stats' last channel is 1 in every
+        row: at the root that channel's histogram is a copy of it, only the
+        other channels are added."""
         no_move = np.empty(0, np.int32)
         return self.move_and_build_histograms(
             X_binned, positions, (0, no_move, np.empty((0, 1), np.uint32), no_move), stats,
-            level_start, node_to_build, n_build, n_bins, out)
+            level_start, node_to_build, n_build, n_bins, out, bin_counts)
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
-                                  node_to_build, n_build, n_bins, out):
+                                  node_to_build, n_build, n_bins, out, bin_counts=None):
         """One pass over the rows moves them (update_positions' ``moves``)
         and gathers the rows of the nodes to build, grouped by node."""
         hist = out
@@ -721,11 +731,15 @@ class CPUBackend(Backend):
         built = node_to_build >= 0
         built_rows = node_to_build[built].astype(np.int64)
         moves_start, split_feature, split_bitset, left_child = moves
+        n_add = stats.shape[1]
         if (built_rows.size == 1 and built[0] and level_start == 0 and split_feature.size == 0
                 and not positions.any()):
             # the root: every row, in order (no gather)
             rows = np.arange(stats.shape[0], dtype=np.int32)
             node_first = np.array([0, stats.shape[0]], dtype=np.int64)
+            if bin_counts is not None:
+                n_add -= 1
+                hist[built_rows[0], :, :, n_add] = bin_counts
         else:
             build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
@@ -733,7 +747,7 @@ class CPUBackend(Backend):
                 2 * positions.shape[0], X_binned, positions, moves_start, split_feature,
                 split_bitset, left_child, level_start, build_index, built_rows.size,
                 _gather_chunk(positions.shape[0], built_rows.size))
-        _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist)
+        _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add)
         return hist
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
