@@ -596,6 +596,9 @@ def _add_node_values(node_values, positions, out, first_column):
 
 #: work (about ns, cpu_stages' unit) of the split scan per bin
 _SCAN_WORK_PER_BIN = 20
+#: scratch slots of the split scan per thread (each slot's tasks run in
+#: turn on one thread; several per thread balance the load)
+_SCAN_SLOTS_PER_THREAD = 8
 
 #: the scan and the node summary that the two kernels below call: set in
 #: each compiled copy's globals by _split_finder and _summaries_kernel
@@ -604,18 +607,22 @@ _scan = _node_summary = None
 
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
-                 scratch_order, out_gain, out_missing_left, out_bitset, out_left, out_info):
+                 scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
+                 out_bitset, out_left, out_info):
     """The split scan of every (node, feature) (arguments as
-    scan.make_split_scanner; the scan inlined); compiled per criterion by
-    _split_finder."""
+    scan.make_split_scanner; the scan inlined), parallel over the scratch
+    slots, slot s scanning tasks s, s + n_slots, ...; compiled per criterion
+    by _split_finder."""
     n_features = hist.shape[1]
-    for t in prange(hist.shape[0] * n_features):
+    n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
+    for slot in prange(n_slots):
         # int64 as typed before the loop became a parallel region (unsigned
         # there): one signature, compiled once
-        _scan(np.int64(t), hist, n_features, n_bins_non_missing, is_categorical,
-              feature_allowed, missing_bin, layout, inv, params, scratch_sums,
-              scratch_keys, scratch_order, out_gain, out_missing_left,
-              out_bitset, out_left, out_info)
+        for t in range(np.int64(slot), n_tasks, n_slots):
+            _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
+                  is_categorical, feature_allowed, missing_bin, layout, inv, params,
+                  scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
+                  out_gain, out_missing_left, out_bitset, out_left, out_info)
 
 
 def _node_summaries(totals, layout, inv, params, values, impurity):
@@ -634,7 +641,8 @@ def _split_finder(measure, categorical):
     compile smaller than one for everything. Staged, named
     ``_find_splits_<variant>`` (numba's disk cache tells functions apart by
     their qualified names)."""
-    scan = make_split_scanner(_plain_jit, _inline, measure, categorical, _ir_inline)
+    scan = make_split_scanner(_plain_jit, _inline, measure, categorical, _ir_inline,
+                              vector=True)
     variant = f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
     return staged(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
                   cache=_CACHE_SCAN)
@@ -765,7 +773,9 @@ class CPUBackend(Backend):
         n_nodes, n_features, n_bins, n_channels = hist.shape
         any_categorical = bool(is_categorical.any())
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
-        scratch = empty_scratch(np, n_nodes, n_features, n_channels, any_categorical)
+        n_tasks = n_nodes * n_features
+        n_slots = min(n_tasks, _SCAN_SLOTS_PER_THREAD * numba.get_num_threads())
+        scratch = empty_scratch(np, max(n_slots, 1), n_channels, any_categorical, vector=True)
         find_splits = _split_finder(measure_of(layout), any_categorical)
         find_splits.run(n_nodes * n_features * n_bins * _SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout,

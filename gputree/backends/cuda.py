@@ -75,12 +75,15 @@ _CACHE_KERNELS = cache_numba_cuda_kernels(__file__)
 @cuda.jit(cache=_CACHE_KERNELS)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+                 scratch_prefix, scratch_gains,
                  out_gain, out_missing_left, out_bitset, out_left, out_info):
-    """One thread per (node, feature); arguments as scan.make_split_scanner."""
+    """One thread per (node, feature), its scratch slot its own index;
+    arguments as scan.make_split_scanner."""
     t = cuda.grid(1)
     if t < hist.shape[0] * hist.shape[1]:
-        _scan(t, hist, hist.shape[1], n_bins_non_missing, is_categorical, feature_allowed,
+        _scan(t, t, hist, hist.shape[1], n_bins_non_missing, is_categorical, feature_allowed,
               missing_bin, layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+              scratch_prefix, scratch_gains,
               out_gain, out_missing_left, out_bitset, out_left, out_info)
 
 
@@ -223,7 +226,7 @@ class CUDABackend(Backend):
         # categorical scratch for every thread, whatever the features: knowing
         # whether any is categorical would cost a device->host read per level
         outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels)
-        scratch = empty_scratch(self, n_nodes, n_features, n_channels, True)
+        scratch = empty_scratch(self, n_nodes * n_features, n_channels, True)
         blocks = math.ceil(n_nodes * n_features / _SCAN_THREADS_PER_BLOCK)
         _find_splits[blocks, _SCAN_THREADS_PER_BLOCK](
                 hist, n_bins_non_missing, is_categorical, feature_allowed,
@@ -297,5 +300,5 @@ def _scan_bytes_per_thread(n_channels):
     """Bytes of the split scan's outputs and scratch per (node, feature)
     (categorical scratch included, as find_best_splits allocates it)."""
     arrays = (empty_scan_outputs(np, 1, 1, n_channels)
-              + empty_scratch(np, 1, 1, n_channels, True))
+              + empty_scratch(np, 1, n_channels, True))
     return sum(a.nbytes for a in arrays)

@@ -191,14 +191,15 @@ def make_criterion_functions(jit, inline=None, measure=None):
                 result += (s2 - sy * log(mean)) / w
         return result / n_out
 
+    # The per-candidate formulas of boosting's gain are single expressions
+    # (no early return): the CPU scan evaluates them over a block of
+    # candidates in a loop the compiler vectorizes (scan.py); each value is
+    # the same whichever branch-free or branching code computes it.
+
     @inline
     def soft_threshold(g, alpha):
         """sign(g) * max(|g| - alpha, 0): the L1 penalty's shrinkage of G."""
-        if g > alpha:
-            return g - alpha
-        if g < -alpha:
-            return g + alpha
-        return 0.0
+        return g - alpha if g > alpha else (g + alpha if g < -alpha else 0.0)
 
     @inline
     def newton_term(g_sum, h_sum, inv_g, inv_h, reg_lambda, reg_alpha):
@@ -207,9 +208,7 @@ def make_criterion_functions(jit, inline=None, measure=None):
         0); 0 without curvature (no 0/0)."""
         g = soft_threshold(g_sum * inv_g, reg_alpha)
         h = h_sum * inv_h
-        if h + reg_lambda > 0.0:
-            return g * g / (h + reg_lambda)
-        return 0.0
+        return g * g / (h + reg_lambda) if h + reg_lambda > 0.0 else 0.0
 
     @inline
     def newton_score(S, layout, inv, reg_lambda, reg_alpha):
@@ -283,27 +282,38 @@ def make_criterion_functions(jit, inline=None, measure=None):
         return gain
 
     @inline
+    def allowed(count_l, count_r, wl, wr, min_samples, min_weight):
+        """Both children keep min_samples_leaf (``min_samples``),
+        min_weight_leaf / min_child_weight (``min_weight``) and a positive
+        weight."""
+        return ((count_l >= min_samples) & (count_r >= min_samples) & (wl >= min_weight)
+                & (wr >= min_weight) & (wl > 0.0) & (wr > 0.0))
+
+    @inline
     def children_allowed(count_l, count_r, wl, wr, params):
-        """Both children keep min_samples_leaf, min_weight_leaf
-        (min_child_weight) and a positive weight."""
-        if (count_l < params[PARAM_MIN_SAMPLES_LEAF]
-                or count_r < params[PARAM_MIN_SAMPLES_LEAF]):
-            return False
-        if wl < params[PARAM_MIN_WEIGHT_LEAF] or wr < params[PARAM_MIN_WEIGHT_LEAF]:
-            return False
-        return wl > 0.0 and wr > 0.0
+        """:func:`allowed` with the limits read from params."""
+        return allowed(count_l, count_r, wl, wr, params[PARAM_MIN_SAMPLES_LEAF],
+                       params[PARAM_MIN_WEIGHT_LEAF])
+
+    @inline
+    def newton_gain_scalars(lg, lh, ln, rg, rh, rn, parent, inv_g, inv_h, min_samples,
+                            min_weight, reg_lambda, reg_alpha):
+        """newton_gain_one with the scales (inv_g, inv_h) and parameters as
+        scalars."""
+        wl, wr = lh * inv_h, rh * inv_h     # node_weight: the hessian sum
+        gain = 0.5 * (newton_term(lg, lh, inv_g, inv_h, reg_lambda, reg_alpha)
+                      + newton_term(rg, rh, inv_g, inv_h, reg_lambda, reg_alpha) - parent)
+        return (gain if allowed(ln * 1.0, rn * 1.0, wl, wr, min_samples, min_weight)
+                else -math.inf)
 
     @inline
     def newton_gain_one(lg, lh, ln, rg, rh, rn, parent, inv, params):
         """impurity_gain of boosting with one output from the children's
         int64 sums (gradient, hessian, count) as scalars: the same
         operations as impurity_gain on (g, h, n) rows."""
-        wl, wr = lh * inv[1], rh * inv[1]     # node_weight: the hessian sum
-        if not children_allowed(ln * 1.0, rn * 1.0, wl, wr, params):
-            return -math.inf
-        lam, alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
-        return 0.5 * (newton_term(lg, lh, inv[0], inv[1], lam, alpha)
-                      + newton_term(rg, rh, inv[0], inv[1], lam, alpha) - parent)
+        return newton_gain_scalars(lg, lh, ln, rg, rh, rn, parent, inv[0], inv[1],
+                                   params[PARAM_MIN_SAMPLES_LEAF], params[PARAM_MIN_WEIGHT_LEAF],
+                                   params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA])
 
     @inline
     def impurity_gain(L, R, parent, layout, inv, params):
@@ -380,6 +390,7 @@ def make_criterion_functions(jit, inline=None, measure=None):
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
                            impurity=impurity, parent_score=parent_score, split_gain=split_gain,
                            impurity_gain=impurity_gain, newton_gain_one=newton_gain_one,
+                           newton_gain_scalars=newton_gain_scalars,
                            kind_of=kind_of,
                            bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
                            sort_key=sort_key, node_value=node_value)
