@@ -172,3 +172,35 @@ def test_root_with_bin_counts_gives_the_reference(backend, monkeypatch, threads)
                                    1, n_bins, bin_counts=counts)
     np.testing.assert_array_equal(got, reference.build_histograms(
         X_binned, stats, positions, 1, np.array([0, -1], np.int32), 1, n_bins))
+
+
+def test_moves_from_column_copies_give_the_same_models(backend, monkeypatch):
+    """Moves read from column-major copies of binned X (made here for any
+    size; a column-subset copy derived for colsample_bytree) or from X
+    itself: identical models; the copy goes with its X."""
+    import gc
+
+    import gputree
+    rng = np.random.RandomState(3)
+    X = rng.normal(size=(3000, 6))
+    X[rng.rand(*X.shape) < 0.05] = np.nan
+    y = (X[:, 0] + np.nan_to_num(X[:, 1]) ** 2 > 0.5).astype(int)
+
+    def fit():
+        model = gputree.GradientBoostingClassifier(n_estimators=6, max_depth=5,
+                                                   colsample_bytree=0.7, random_state=0)
+        return model.fit(X, y).predict_proba(X)
+
+    monkeypatch.setattr(cpu, "_COLUMN_COPY_VALUES", 1 << 62)
+    without = fit()
+    assert not backend.columns.copies
+    made = []
+    keep = cpu.ColumnCopies._keep
+    monkeypatch.setattr(cpu.ColumnCopies, "_keep",
+                        lambda self, X_binned, copy: made.append(copy.shape)
+                        or keep(self, X_binned, copy))
+    monkeypatch.setattr(cpu, "_COLUMN_COPY_VALUES", 0)
+    np.testing.assert_array_equal(fit(), without)
+    assert (3000, 6) in made and (3000, 4) in made     # the full X and a subset
+    gc.collect()
+    assert not backend.columns.copies

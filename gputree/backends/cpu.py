@@ -23,6 +23,7 @@ import contextlib
 import functools
 import math
 import mmap
+import weakref
 
 import numba
 import numpy as np
@@ -682,6 +683,55 @@ def _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, no
                         tree_columns, out)
 
 
+#: binned X of at least this many values gets a column-major copy for the
+#: moves (ColumnCopies) ...
+_COLUMN_COPY_VALUES = 1 << 22
+#: ... when the copy takes at most this fraction of the free memory
+_COLUMN_COPY_MEMORY = 1 / 8
+
+
+class ColumnCopies:
+    """Column-major (F-order) copies of row-major binned X for the moves: a
+    move reads one bin per row, its node's split feature, and from the copy
+    it streams that column instead of all of X (750k x 28 rows, 2 threads:
+    a depth-8 tree's moves and gathering 10.8 -> 7.4 ms). A copy is made on
+    first use for X of at least _COLUMN_COPY_VALUES values while free memory
+    allows (else the moves read X itself), and kept while X lives (by id; a
+    finalizer drops it with X)."""
+
+    def __init__(self, free_memory_bytes):
+        self.free_memory_bytes = free_memory_bytes
+        self.copies = {}
+
+    def of(self, X_binned):
+        """X_binned's copy, or X_binned (small, F order already, or no room)."""
+        copy = self.copies.get(id(X_binned))
+        if copy is not None or X_binned.flags.f_contiguous:
+            return X_binned if copy is None else copy
+        free = self.free_memory_bytes()
+        if X_binned.size < _COLUMN_COPY_VALUES or (
+                free is not None and X_binned.nbytes > free * _COLUMN_COPY_MEMORY):
+            return X_binned
+        return self._keep(X_binned, np.asfortranarray(X_binned))
+
+    def derive(self, X_binned, columns, subset):
+        """Keep ``subset`` = X_binned[:, columns]'s copy, its columns taken
+        from X_binned's (boosting's colsample_bytree: one transposing copy
+        per fit, then column copies)."""
+        copy = self.of(X_binned)
+        if copy is not X_binned and not subset.flags.f_contiguous:
+            columns_copy = np.empty(subset.shape, dtype=subset.dtype, order="F")
+            for j, f in enumerate(columns):
+                columns_copy[:, j] = copy[:, f]
+            self._keep(subset, columns_copy)
+
+    def _keep(self, X_binned, copy):
+        key = id(X_binned)
+        self.copies[key] = copy
+        weakref.finalize(X_binned, self.copies.pop, key, None)
+        return copy
+
+
 class CPUBackend(Backend):
     """numpy arrays, numba.njit kernels."""
 
@@ -697,6 +747,12 @@ class CPUBackend(Backend):
 
     def __init__(self):
         watch_compilation()
+        self.columns = ColumnCopies(self.free_memory_bytes)
+
+    def take_columns(self, X_binned, columns):
+        subset = super().take_columns(X_binned, columns)
+        self.columns.derive(X_binned, columns, subset)
+        return subset
 
     def zeros(self, shape, dtype):
         """A zeroed array mapped straight from the OS (anonymous mmap): pages
@@ -752,9 +808,9 @@ class CPUBackend(Backend):
             build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
             rows, node_first = _rows_by_node.run(
-                2 * positions.shape[0], X_binned, positions, moves_start, split_feature,
-                split_bitset, left_child, level_start, build_index, built_rows.size,
-                _gather_chunk(positions.shape[0], built_rows.size))
+                2 * positions.shape[0], self.columns.of(X_binned), positions, moves_start,
+                split_feature, split_bitset, left_child, level_start, build_index,
+                built_rows.size, _gather_chunk(positions.shape[0], built_rows.size))
         _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add)
         return hist
 
@@ -784,8 +840,8 @@ class CPUBackend(Backend):
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_bitset, left_child):
-        _update_positions.run(positions.shape[0], X_binned, positions, level_start,
-                              split_feature, split_bitset, left_child)
+        _update_positions.run(positions.shape[0], self.columns.of(X_binned), positions,
+                              level_start, split_feature, split_bitset, left_child)
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
         leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
