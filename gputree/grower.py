@@ -155,7 +155,7 @@ class _TreeGrowth:
     def __init__(self, backend, data, stats, growth, rng, pool):
         self.backend, self.data, self.stats, self.growth = backend, data, stats, growth
         self.rng, self.pool = rng, pool
-        self.positions = backend.row_zeros(data.X_binned.shape[0], NODE_DTYPE)
+        self.positions = pool.row_positions(data.X_binned.shape[0])
         # constant for the whole tree: one copy
         self.constants = backend.upload_many({
             "n_bins_non_missing": data.n_bins_non_missing,
@@ -359,12 +359,20 @@ class HistogramPool:
 
     One pool can serve every tree of a fit (forests and boosting pass theirs
     to :func:`grow_tree`): the array is then allocated, and grows, about once
-    per fit rather than once per tree.
+    per fit rather than once per tree; so are the rows' positions.
     """
 
     def __init__(self, backend):
         self.backend = backend
         self.row_shape = None
+        self.positions = None
+
+    def row_positions(self, n_samples):
+        """Zeroed int32 (n_samples,) positions for the tree starting: one
+        array reused by the pool's trees (a tree's positions serve its
+        caller until the next tree starts)."""
+        self.positions = self.backend.row_zeros(n_samples, NODE_DTYPE, reuse=self.positions)
+        return self.positions
 
     def start_tree(self, row_shape, max_rows):
         """Release every row, for a tree whose histograms have ``row_shape``

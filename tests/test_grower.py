@@ -331,7 +331,8 @@ def test_histograms_of_a_level_reuse_their_parents_rows(backend):
 def test_trees_sharing_a_pool_equal_trees_with_their_own(backend, monkeypatch, reserve):
     """One pool serves trees of different depths and channel counts (rows
     reused and zeroed again; without the up-front reservation, the array
-    grown mid-tree) and they come out as with a pool each."""
+    grown mid-tree; one positions array, zeroed for each tree) and they
+    come out as with a pool each, rows in the same leaves."""
     if not reserve:
         monkeypatch.setattr(grower, "_POOL_RESERVE_BYTES", 0)
     X, y = _regression_data(11, n=600)
@@ -340,12 +341,16 @@ def test_trees_sharing_a_pool_equal_trees_with_their_own(backend, monkeypatch, r
     fits = [dict(y=y, max_depth=2), dict(y=y, w=w, max_depth=7, max_features=2, seed=3),
             dict(y=y_class, criterion="gini", max_depth=4), dict(y=y, w=w, max_depth=5)]
     pool = HistogramPool(backend)
+    held = []
     for fit in fits:
-        shared = _grow(backend, X, pool=pool, **fit)[0]
-        alone = _grow(backend, X, **fit)[0]
+        shared, positions, _ = _grow(backend, X, pool=pool, **fit)
+        held.append(positions)
+        alone, alone_positions, _ = _grow(backend, X, **fit)
+        np.testing.assert_array_equal(positions, alone_positions)
         for name, value in vars(alone).items():
             if isinstance(value, np.ndarray):
                 np.testing.assert_array_equal(getattr(shared, name), value, err_msg=name)
+    assert all(positions is held[0] for positions in held)
 
 
 def test_prediction_leaves_numbas_vectorizer_setting_as_it_was(backend):

@@ -146,9 +146,16 @@ class Backend:
         pool)."""
         return self.xp.zeros(shape, dtype=dtype)
 
-    def row_zeros(self, n_rows, dtype):
+    def row_zeros(self, n_rows, dtype, reuse=None):
         """A zeroed (n_rows,) array with one entry per training row (the
-        grower's positions; a distributed backend keeps it on its workers)."""
+        grower's positions; a distributed backend keeps it on its workers).
+        ``reuse``: an earlier result its holder no longer needs, zeroed in
+        place when it has the shape and dtype (a fresh array's pages are
+        faulted in on first touch: 730 faults per 750k int32 rows)."""
+        if (reuse is not None and reuse.shape == (n_rows,)
+                and reuse.dtype == np.dtype(dtype)):
+            reuse.fill(0)
+            return reuse
         return self.zeros((n_rows,), dtype)
 
     def take_columns(self, X_binned, columns):

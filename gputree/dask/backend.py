@@ -52,7 +52,7 @@ class DistributedBackend(Backend):
     def zeros(self, shape, dtype):
         return np.zeros(shape, dtype=dtype)
 
-    def row_zeros(self, n_rows, dtype):
+    def row_zeros(self, n_rows, dtype, reuse=None):
         parts = self.partitions
         futures = parts.map(_worker_zeros, parts.sizes, dtype=np.dtype(dtype), device=self.device)
         return RemoteRows(parts, futures, (n_rows,), dtype)
