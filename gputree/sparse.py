@@ -49,8 +49,8 @@ def column_reader(X, rows):
         from ._validation import to_numpy
         if rows is None:
             return lambda f: to_numpy(X[:, f]).astype(X_DTYPE)
-        sample = to_numpy(X[rows]).astype(X_DTYPE)
-        return lambda f: sample[:, f]
+        sample = to_numpy(X[rows])      # in X's dtype: columns convert as they are read
+        return lambda f: sample[:, f].astype(X_DTYPE)
     X = check_sparse(X)
     index = None if rows is None else np.full(X.shape[0], -1, dtype=np.int64)
     if index is not None:

@@ -706,11 +706,11 @@ class ColumnCopies:
     def of(self, X_binned):
         """X_binned's copy, or X_binned (small, F order already, or no room)."""
         copy = self.copies.get(id(X_binned))
-        if copy is not None or X_binned.flags.f_contiguous:
+        if copy is not None or X_binned.flags.f_contiguous or (
+                X_binned.size < _COLUMN_COPY_VALUES):
             return X_binned if copy is None else copy
         free = self.free_memory_bytes()
-        if X_binned.size < _COLUMN_COPY_VALUES or (
-                free is not None and X_binned.nbytes > free * _COLUMN_COPY_MEMORY):
+        if free is not None and X_binned.nbytes > free * _COLUMN_COPY_MEMORY:
             return X_binned
         return self._keep(X_binned, np.asfortranarray(X_binned))
 
