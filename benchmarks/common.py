@@ -88,11 +88,18 @@ def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
     """Fit and predict on a few rows, with gputree's serial kernels and
     then its parallel ones (which a small fit does not use): compiles the
     numba kernels the timed runs use (not timed)."""
+    from gputree.backends import cpu
     from gputree.backends.cpu_stages import use_parallel_kernels
     for stage in range(2):
         if stage:
             use_parallel_kernels()
-        make_estimator().fit(X[:rows], y[:rows]).predict(X[:rows])
+        # large fits' moves read column copies of binned X: compile those too
+        saved = cpu._COLUMN_COPY_VALUES
+        cpu._COLUMN_COPY_VALUES = 0 if stage else saved
+        try:
+            make_estimator().fit(X[:rows], y[:rows]).predict(X[:rows])
+        finally:
+            cpu._COLUMN_COPY_VALUES = saved
 
 
 def reset_peak_rss():

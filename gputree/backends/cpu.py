@@ -290,9 +290,9 @@ def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, 
         first = _add_row_pairs(X_binned, stats, rows, False, first, stop, f_first, f_stop,
                                dest, s)
     for r in range(first, stop):
-        i = _U(rows[r])
+        i = _U(rows[_U(r)])
         if r + _PREFETCH_AHEAD < stop:
-            _prefetch_rows(X_binned, stats, rows[r + _PREFETCH_AHEAD])
+            _prefetch_rows(X_binned, stats, rows[_U(r + _PREFETCH_AHEAD)])
         for f in range(f_first, f_stop):
             b = X_binned[i, _U(f)]
             for c in range(n_add):
@@ -309,10 +309,10 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
     last = stop - (stop - first) % 2
     s = _U(s)
     for r in range(first, last, 2):
-        i, j = _U(rows[r]), _U(rows[r + 1])
+        i, j = _U(rows[_U(r)]), _U(rows[_U(r + 1)])
         if r + _PREFETCH_AHEAD + 1 < stop:
-            _prefetch_rows(X_binned, stats, rows[r + _PREFETCH_AHEAD])
-            _prefetch_rows(X_binned, stats, rows[r + _PREFETCH_AHEAD + 1])
+            _prefetch_rows(X_binned, stats, rows[_U(r + _PREFETCH_AHEAD)])
+            _prefetch_rows(X_binned, stats, rows[_U(r + _PREFETCH_AHEAD + 1)])
         g, h = stats[i, 0], stats[i, 1]
         g2, h2 = stats[j, 0], stats[j, 1]
         n = stats[i, 2] if three else g       # (unused without a third channel)
