@@ -136,6 +136,19 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                 best = k
         return best
 
+    @inline
+    def newton_missing_right(T, L, M, n_non_missing, parent, inv, params, best, best_bin,
+                             best_ml):
+        """The boosting scans' last candidate, every non-missing bin left and
+        the missing ones right: (best, best_bin, best_ml) updated, its left
+        sums in L when it wins."""
+        lg, lh, ln = T[0] - M[0], T[1] - M[1], T[2] - M[2]
+        gain = newton_gain_one(lg, lh, ln, T[0] - lg, T[1] - lh, T[2] - ln, parent, inv, params)
+        if gain > best:
+            L[0], L[1], L[2] = lg, lh, ln
+            return gain, n_non_missing - 1, 0
+        return best, best_bin, best_ml
+
     @jit
     def scan_newton_one(H, T, L, M, n_non_missing, has_missing, parent, inv, params):
         """scan_numerical for boosting with one output and no value
@@ -163,12 +176,8 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                     best, best_bin, best_ml = gain, b, ml
                     L[0], L[1], L[2] = lg, lh, ln
         if has_missing:
-            lg, lh, ln = T[0] - M[0], T[1] - M[1], T[2] - M[2]
-            gain = newton_gain_one(lg, lh, ln, T[0] - lg, T[1] - lh, T[2] - ln,
-                                   parent, inv, params)
-            if gain > best:
-                best, best_bin, best_ml = gain, n_non_missing - 1, 0
-                L[0], L[1], L[2] = lg, lh, ln
+            return newton_missing_right(T, L, M, n_non_missing, parent, inv, params,
+                                        best, best_bin, best_ml)
         return best, best_bin, best_ml
 
     @jit
@@ -214,12 +223,8 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                         if ml == 1:
                             L[0], L[1], L[2] = L[0] + M[0], L[1] + M[1], L[2] + M[2]
         if has_missing:
-            lg, lh, ln = T[0] - M[0], T[1] - M[1], T[2] - M[2]
-            gain = newton_gain_one(lg, lh, ln, T[0] - lg, T[1] - lh, T[2] - ln,
-                                   parent, inv, params)
-            if gain > best:
-                best, best_bin, best_ml = gain, n_non_missing - 1, 0
-                L[0], L[1], L[2] = lg, lh, ln
+            return newton_missing_right(T, L, M, n_non_missing, parent, inv, params,
+                                        best, best_bin, best_ml)
         return best, best_bin, best_ml
 
     @inline
