@@ -273,7 +273,7 @@ class _TreeGrowth:
         splits, uploaded), derive the larger siblings in their parents'
         rows."""
         backend, hist = self.backend, self.pool.hist
-        if device["zero_rows"].size:
+        if device["zero_rows"].size and not backend.overwrites_built_rows:
             backend.zero_rows(hist, device["zero_rows"])
         if self.partition:
             moves = (self.partition_start, device["split_feature"], device["split_bitset"],

@@ -9,8 +9,9 @@ A backend exposes an array module ``xp`` and these primitives (arrays in
   n_build, n_bins, out=None)`` -> hist int64 (n_build, n_features, n_bins,
   n_channels); with ``out`` (>= n_build rows, the built ones zeroed) the
   histograms are added into ``out``'s rows ``node_to_build`` and ``out`` is
-  returned; a backend whose ``uses_bin_counts`` is true also takes
-  ``bin_counts=`` at the root when stats' last channel is 1 in every row
+  returned (a backend whose ``overwrites_built_rows`` is true writes those
+  rows whatever they held); a backend whose ``uses_bin_counts`` is true also
+  takes ``bin_counts=`` at the root when stats' last channel is 1 in every row
 * ``subtract_histograms(parent_hist, parent_rows, hist, built_rows,
   derived_rows)``: ``hist[derived] = parent_hist[parent_rows] - hist[built]``;
   also in place (``parent_hist is hist`` and ``derived_rows`` equal to
@@ -64,6 +65,9 @@ class Backend:
     #: whether build_histograms takes ``bin_counts`` (the rows in each bin
     #: of each feature, BinnedData.bin_counts) to save work at the root
     uses_bin_counts = False
+    #: whether build_histograms overwrites the rows it builds in ``out``
+    #: (the caller need not zero them first)
+    overwrites_built_rows = False
 
     def asarray(self, array, dtype=None, order="C"):
         """Move a host (or device) array to this backend."""
