@@ -20,8 +20,11 @@ TASK = dict(n_features=N_FEATURES, n_informative=10, n_redundant=4,
             n_classes=2, random_state=0)
 #: the synthetic regression task, for sklearn.datasets.make_regression
 REGRESSION_TASK = dict(n_features=N_FEATURES, n_informative=10, noise=10.0, random_state=0)
-#: rows used to compile gputree's numba kernels before anything is timed
+#: rows used to compile gputree's numba kernels before anything is timed ...
 WARM_UP_ROWS = 2_000
+#: ... and its parallel ones (jobs big enough to run on them: row blocks of
+#: a node's histogram, moves, leaf-value updates)
+PARALLEL_WARM_UP_ROWS = 20_000
 
 
 def classification_data(n_rows):
@@ -96,8 +99,9 @@ def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
         # large fits' moves read column copies of binned X: compile those too
         saved = cpu._COLUMN_COPY_VALUES
         cpu._COLUMN_COPY_VALUES = 0 if stage else saved
+        n = max(rows, PARALLEL_WARM_UP_ROWS) if stage else rows
         try:
-            make_estimator().fit(X[:rows], y[:rows]).predict(X[:rows])
+            make_estimator().fit(X[:n], y[:n]).predict(X[:n])
         finally:
             cpu._COLUMN_COPY_VALUES = saved
 
