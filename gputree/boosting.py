@@ -318,6 +318,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         progress = Progress(self.n_estimators - self.n_iter_, self.verbose, type(self).__name__)
         pool = HistogramPool(self._backend)
         held = self._held_row_bytes(train, validation)
+        self._spare_stats = None     # a round's statistics array, refilled by the next
         try:
             for it in range(self.n_iter_, self.n_estimators):
                 self._round(it, train, validation, growth, pool, held)
@@ -329,6 +330,7 @@ class _BaseGradientBoosting(BaseTreeModel):
                     break
         finally:
             progress.close()
+            del self._spare_stats
         if self._scores["train"][-1] is None:
             self._scores["train"][-1] = -self._loss.value(self._backend.xp, train.y, train.raw,
                                                           train.w)
@@ -365,8 +367,11 @@ class _BaseGradientBoosting(BaseTreeModel):
         for start, stop in self._groups:
             g_k, h_k = g[:, start:stop], h[:, start:stop]
             treeboost = self.criterion != "newton"
-            stats = newton_statistics(g_k, split_hessians(xp, h_k, w) if treeboost else h_k, w, xp)
+            stats = newton_statistics(g_k, split_hessians(xp, h_k, w) if treeboost else h_k, w, xp,
+                                      out=self._spare_stats)
             tree, positions = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
+            refill = xp is np and self._backend.statistics_refillable
+            self._spare_stats = stats.stats if refill else None
             if treeboost:
                 set_newton_values(xp, tree, positions, g_k, h_k, growth, loss)
             loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)

@@ -218,6 +218,13 @@ def test_newton_statistics_totals_are_the_column_sums_and_ldexp_scaling(n_output
     np.testing.assert_array_equal(stats.stats[:, -1], (w > 0).astype(np.int64))
     assert not stats.ones_last      # some weights are zero: counts 0 there
     assert newton_statistics(g, h, np.ones(n)).ones_last
+    # refilled into an earlier array (boosting's next round), the same rows and sums
+    spare = np.full_like(stats.stats, -7)
+    again = newton_statistics(g, h, w, out=spare)
+    assert again.stats is spare
+    np.testing.assert_array_equal(spare, stats.stats)
+    np.testing.assert_array_equal(again.totals, stats.totals)
+    assert newton_statistics(g, h, w, out=spare[:-1]).stats is not spare   # wrong shape
 
 
 def test_host_sums_equal_numpy_and_the_device_path():

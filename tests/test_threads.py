@@ -178,7 +178,8 @@ def test_root_with_bin_counts_gives_the_reference(backend, monkeypatch, threads)
 def test_moves_from_column_copies_give_the_same_models(backend, monkeypatch):
     """Moves read from column-major copies of binned X (made here for any
     size; a column-subset copy derived for colsample_bytree) or from X
-    itself: identical models; the copy goes with its X."""
+    itself: identical models; what the backend keeps per binned X (copies,
+    row buffers) goes with X."""
     import gc
 
     import gputree
@@ -192,16 +193,22 @@ def test_moves_from_column_copies_give_the_same_models(backend, monkeypatch):
                                                    colsample_bytree=0.7, random_state=0)
         return model.fit(X, y).predict_proba(X)
 
-    monkeypatch.setattr(cpu, "_COLUMN_COPY_VALUES", 1 << 62)
-    without = fit()
-    assert not backend.columns.copies
     made = []
-    keep = cpu.ColumnCopies._keep
-    monkeypatch.setattr(cpu.ColumnCopies, "_keep",
-                        lambda self, X_binned, copy: made.append(copy.shape)
-                        or keep(self, X_binned, copy))
+    columns = cpu.BinnedCache.columns
+
+    def recording(self, X_binned):
+        copy = columns(self, X_binned)
+        if copy is not X_binned:
+            made.append(copy.shape)
+        return copy
+
+    monkeypatch.setattr(cpu.BinnedCache, "columns", recording)
+    monkeypatch.setattr(cpu, "_COLUMN_COPY_VALUES", 1 << 62)
+    kept_before = set(backend.binned.entries)      # other tests' live binned X
+    without = fit()
+    assert not made
     monkeypatch.setattr(cpu, "_COLUMN_COPY_VALUES", 0)
     np.testing.assert_array_equal(fit(), without)
     assert (3000, 6) in made and (3000, 4) in made     # the full X and a subset
     gc.collect()
-    assert not backend.columns.copies
+    assert set(backend.binned.entries) <= kept_before

@@ -215,14 +215,17 @@ def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, lef
 
 @staged
 def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
-                  level_start, build_index, n_build, chunk_rows):
+                  level_start, build_index, n_build, chunk_rows, found, found_node, rows):
     """The rows of the nodes to build, grouped by node (``build_index``
     int32 (n_level,): the node's index among them, or -1), ascending within
-    a node: returns rows int32 (m,) and node_first int64 (n_build + 1,):
-    node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each row
-    first moves as _update_positions would (positions int32 INOUT;
+    a node, into rows int32 (n,) OUT: returns node_first int64 (n_build +
+    1,), node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each
+    row first moves as _update_positions would (positions int32 INOUT;
     moves_start and the split arrays as its level_start and split arrays:
-    empty, no move).
+    empty, no move). found, found_node int32 (n,): scratch (the caller
+    allocates the three (n,) arrays: numpy's large arrays get huge pages,
+    a kernel's own 4 KiB pages, faulted in one by one: 30k faults a tree
+    at 7M rows).
 
     Parallel over chunks of ``chunk_rows`` rows: a first pass moves each
     chunk's rows and lists them with their nodes in place (a branch-free
@@ -230,8 +233,6 @@ def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset,
     (node by node, chunk by chunk), so ``positions`` is read once in full."""
     n_samples = positions.shape[0]
     n_chunks = (n_samples + chunk_rows - 1) // chunk_rows
-    found = np.empty(n_samples, dtype=np.int32)
-    found_node = np.empty(n_samples, dtype=np.int32)
     n_found = np.zeros(n_chunks, dtype=np.int64)
     offsets = np.zeros((n_chunks, n_build), dtype=np.int64)
     for chunk in prange(n_chunks):
@@ -258,14 +259,13 @@ def _rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset,
             offsets[chunk, j] = at
             at += count
         node_first[j + 1] = at
-    rows = np.empty(node_first[n_build], dtype=np.int32)
     for chunk in prange(n_chunks):
         start = chunk * chunk_rows
         for q in range(start, start + n_found[chunk]):
             j = _U(found_node[_U(q)])
             rows[_U(offsets[chunk, j])] = found[_U(q)]
             offsets[chunk, j] += 1
-    return rows, node_first
+    return node_first
 
 
 @njit(inline="always")
@@ -696,52 +696,77 @@ def _walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, no
 
 
 #: binned X of at least this many values gets a column-major copy for the
-#: moves (ColumnCopies) ...
+#: moves (BinnedCache) ...
 _COLUMN_COPY_VALUES = 1 << 22
 #: ... when the copy takes at most this fraction of the free memory
 _COLUMN_COPY_MEMORY = 1 / 8
 
 
-class ColumnCopies:
-    """Column-major (F-order) copies of row-major binned X for the moves: a
-    move reads one bin per row, its node's split feature, and from the copy
-    it streams that column instead of all of X (750k x 28 rows, 2 threads:
-    a depth-8 tree's moves and gathering 10.8 -> 7.4 ms). A copy is made on
-    first use for X of at least _COLUMN_COPY_VALUES values while free memory
-    allows (else the moves read X itself), and kept while X lives (by id; a
-    finalizer drops it with X)."""
+class BinnedCache:
+    """What the CPU backend keeps per binned X while X lives (by id; a
+    finalizer drops it with X):
+
+    * a column-major (F-order) copy for the moves: a move reads one bin per
+      row, its node's split feature, and from the copy it streams that
+      column instead of all of X (750k x 28 rows, 2 threads: a depth-8
+      tree's moves and gathering 10.8 -> 7.4 ms); made on first use for X of
+      at least _COLUMN_COPY_VALUES values while free memory allows (else the
+      moves read X itself);
+    * the moves' int32 (n,) row buffers and the root's identity rows,
+      reused by every level and tree of a fit: fresh large arrays cost their
+      pages, which the OS zeroes and maps on first touch (at 7M rows, a
+      fresh set per level cost more system time than the moves took). A
+      column subset (colsample_bytree) shares its parent's.
+    """
 
     def __init__(self, free_memory_bytes):
         self.free_memory_bytes = free_memory_bytes
-        self.copies = {}
+        self.entries = {}
 
-    def of(self, X_binned):
-        """X_binned's copy, or X_binned (small, F order already, or no room)."""
-        copy = self.copies.get(id(X_binned))
+    def columns(self, X_binned):
+        """X_binned's column-major copy, or X_binned (small, F order
+        already, or no room)."""
+        entry = self._entry(X_binned)
+        copy = entry.get("columns")
         if copy is not None or X_binned.flags.f_contiguous or (
                 X_binned.size < _COLUMN_COPY_VALUES):
             return X_binned if copy is None else copy
         free = self.free_memory_bytes()
         if free is not None and X_binned.nbytes > free * _COLUMN_COPY_MEMORY:
             return X_binned
-        return self._keep(X_binned, np.asfortranarray(X_binned))
+        entry["columns"] = np.asfortranarray(X_binned)
+        return entry["columns"]
+
+    def rows(self, X_binned, name):
+        """int32 (n,) buffer ``name`` of X_binned's rows (contents left from
+        its last use; "identity": 0 .. n-1)."""
+        buffers = self._entry(X_binned)["buffers"]
+        n = X_binned.shape[0]
+        if name not in buffers or buffers[name].shape[0] != n:
+            buffers[name] = (np.arange(n, dtype=np.int32) if name == "identity"
+                             else np.empty(n, dtype=np.int32))
+        return buffers[name]
 
     def derive(self, X_binned, columns, subset):
-        """Keep ``subset`` = X_binned[:, columns]'s copy, its columns taken
-        from X_binned's (boosting's colsample_bytree: one transposing copy
-        per fit, then column copies)."""
-        copy = self.of(X_binned)
+        """``subset`` = X_binned[:, columns] shares X_binned's row buffers
+        and gets its column copy from X_binned's (boosting's
+        colsample_bytree: one transposing copy per fit, then column
+        copies)."""
+        self._entry(subset)["buffers"] = self._entry(X_binned)["buffers"]
+        copy = self.columns(X_binned)
         if copy is not X_binned and not subset.flags.f_contiguous:
             columns_copy = np.empty(subset.shape, dtype=subset.dtype, order="F")
             for j, f in enumerate(columns):
                 columns_copy[:, j] = copy[:, f]
-            self._keep(subset, columns_copy)
+            self._entry(subset)["columns"] = columns_copy
 
-    def _keep(self, X_binned, copy):
+    def _entry(self, X_binned):
         key = id(X_binned)
-        self.copies[key] = copy
-        weakref.finalize(X_binned, self.copies.pop, key, None)
-        return copy
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = {"buffers": {}}
+            weakref.finalize(X_binned, self.entries.pop, key, None)
+        return entry
 
 
 class CPUBackend(Backend):
@@ -761,11 +786,11 @@ class CPUBackend(Backend):
 
     def __init__(self):
         watch_compilation()
-        self.columns = ColumnCopies(self.free_memory_bytes)
+        self.binned = BinnedCache(self.free_memory_bytes)
 
     def take_columns(self, X_binned, columns):
         subset = super().take_columns(X_binned, columns)
-        self.columns.derive(X_binned, columns, subset)
+        self.binned.derive(X_binned, columns, subset)
         return subset
 
     def zeros(self, shape, dtype):
@@ -813,16 +838,20 @@ class CPUBackend(Backend):
         if (built_rows.size == 1 and built[0] and level_start == 0 and split_feature.size == 0
                 and not positions.any()):
             # the root: every row, in order (no gather)
-            rows = np.arange(stats.shape[0], dtype=np.int32)
+            rows = self.binned.rows(X_binned, "identity")
             node_first = np.array([0, stats.shape[0]], dtype=np.int64)
             n_add -= bin_counts is not None
         else:
             build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
-            rows, node_first = _rows_by_node.run(
-                2 * positions.shape[0], self.columns.of(X_binned), positions, moves_start,
-                split_feature, split_bitset, left_child, level_start, build_index,
-                built_rows.size, _gather_chunk(positions.shape[0], built_rows.size))
+            n, cache = positions.shape[0], self.binned
+            rows = cache.rows(X_binned, "rows")
+            node_first = _rows_by_node.run(
+                2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
+                split_bitset, left_child, level_start, build_index, built_rows.size,
+                _gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
+                cache.rows(X_binned, "found_node"), rows)
+            rows = rows[:node_first[-1]]
         _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add)
         if n_add < stats.shape[1]:
             hist[built_rows[0], :, :, n_add] = bin_counts
@@ -854,7 +883,7 @@ class CPUBackend(Backend):
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_bitset, left_child):
-        _update_positions.run(positions.shape[0], self.columns.of(X_binned), positions,
+        _update_positions.run(positions.shape[0], self.binned.columns(X_binned), positions,
                               level_start, split_feature, split_bitset, left_child)
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):

@@ -34,6 +34,8 @@ class DistributedBackend(Backend):
 
     name = "dask"
     xp = np
+    #: _stats_parts sends a statistics array to the workers once, by identity
+    statistics_refillable = False
 
     def __init__(self, partitions, device):
         self.partitions, self.device = partitions, device
