@@ -318,7 +318,8 @@ class _BaseGradientBoosting(BaseTreeModel):
         progress = Progress(self.n_estimators - self.n_iter_, self.verbose, type(self).__name__)
         pool = HistogramPool(self._backend)
         held = self._held_row_bytes(train, validation)
-        self._spare_stats = None     # a round's statistics array, refilled by the next
+        # a round's statistics array and gradients, refilled by the next
+        self._spare_stats = self._spare_gradients = None
         try:
             for it in range(self.n_iter_, self.n_estimators):
                 self._round(it, train, validation, growth, pool, held)
@@ -330,7 +331,7 @@ class _BaseGradientBoosting(BaseTreeModel):
                     break
         finally:
             progress.close()
-            del self._spare_stats
+            del self._spare_stats, self._spare_gradients
         if self._scores["train"][-1] is None:
             self._scores["train"][-1] = -self._loss.value(self._backend.xp, train.y, train.raw,
                                                           train.w)
@@ -360,7 +361,8 @@ class _BaseGradientBoosting(BaseTreeModel):
         w = train.w * self._row_mask(rng, train.w.shape[0]) if self.subsample < 1 else train.w
         unit = self.subsample >= 1 and train.unit_weights
         g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw,
-                                                       None if unit else w)
+                                                       None if unit else w,
+                                                       out=self._spare_gradients)
         if self._scores["train"][-1] is None:
             self._scores["train"][-1] = -weighted_mean(xp, pointwise,
                                                        None if unit else train.w)
@@ -370,7 +372,7 @@ class _BaseGradientBoosting(BaseTreeModel):
             stats = newton_statistics(g_k, split_hessians(xp, h_k, w) if treeboost else h_k, w, xp,
                                       out=self._spare_stats)
             tree, positions = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
-            refill = xp is np and self._backend.statistics_refillable
+            refill = xp is np and backend.statistics_refillable
             self._spare_stats = stats.stats if refill else None
             if treeboost:
                 set_newton_values(xp, tree, positions, g_k, h_k, growth, loss)
@@ -382,6 +384,8 @@ class _BaseGradientBoosting(BaseTreeModel):
                 add_tree_values(backend, validation.data.X_binned, [tree], [start],
                                 validation.raw)
             self._trees.append(tree)
+        if xp is np and backend.statistics_refillable:
+            self._spare_gradients = (g, h, pointwise)
 
     def _row_mask(self, rng, n_samples):
         """float64 (n,) on the device: 1 for round(subsample * n) rows drawn

@@ -68,9 +68,9 @@ class Backend:
     #: whether build_histograms overwrites the rows it builds in ``out``
     #: (the caller need not zero them first)
     overwrites_built_rows = False
-    #: whether a fit may refill a statistics array it gave the backend
-    #: before with the next tree's (a backend that keeps what it was given,
-    #: by identity, says no)
+    #: whether a fit may refill host arrays it gave the backend before (the
+    #: statistics, the gradients they came from) with the next tree's (a
+    #: backend that keeps what it was given, by identity, says no)
     statistics_refillable = True
 
     def asarray(self, array, dtype=None, order="C"):
