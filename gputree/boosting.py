@@ -360,6 +360,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         rng = tree_rng(self._seed, it, _ROUND_STREAM)
         w = train.w * self._row_mask(rng, train.w.shape[0]) if self.subsample < 1 else train.w
         unit = self.subsample >= 1 and train.unit_weights
+        refill = xp is np and backend.statistics_refillable    # host arrays, reused next round
         g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw,
                                                        None if unit else w,
                                                        out=self._spare_gradients)
@@ -372,7 +373,6 @@ class _BaseGradientBoosting(BaseTreeModel):
             stats = newton_statistics(g_k, split_hessians(xp, h_k, w) if treeboost else h_k, w, xp,
                                       out=self._spare_stats)
             tree, positions = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
-            refill = xp is np and backend.statistics_refillable
             self._spare_stats = stats.stats if refill else None
             if treeboost:
                 set_newton_values(xp, tree, positions, g_k, h_k, growth, loss)
@@ -384,7 +384,7 @@ class _BaseGradientBoosting(BaseTreeModel):
                 add_tree_values(backend, validation.data.X_binned, [tree], [start],
                                 validation.raw)
             self._trees.append(tree)
-        if xp is np and backend.statistics_refillable:
+        if refill:
             self._spare_gradients = (g, h, pointwise)
 
     def _row_mask(self, rng, n_samples):

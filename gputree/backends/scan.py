@@ -190,8 +190,8 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         one before) to ``gains`` (rows: missing right, left) in a loop
         without branches (vectorized), then the block's candidates are
         compared in scan_newton_one's order (the first strictly best
-        wins). The same candidates, arithmetic and choice; 2-3x faster on
-        the CPU."""
+        wins). The same candidates, arithmetic and choice; 1.4-1.5x faster
+        a scan on the CPU (boosting, 750k x 28 rows)."""
         best, best_bin, best_ml = -math.inf, -1, 0
         ag, ah, an = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0     # int64 zeros
         inv_g, inv_h = inv[0], inv[1]
