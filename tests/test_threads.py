@@ -28,16 +28,19 @@ def _level(rng, n, n_features, n_bins, n_level):
     return X_binned, stats, positions
 
 
-@pytest.mark.parametrize("threads,chunk", [(1, 16384), (3, 7), (16, 100)])
+@pytest.mark.parametrize("threads,chunk,block,group", [(1, 16384, 1024, 0), (3, 7, 5, 3),
+                                                      (16, 100, 2, 1)])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("n_level", [1, 4])
 @pytest.mark.parametrize("n_bins", [33, 300])
 def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, chunk,
-                                                         order, n_level, n_bins):
+                                                         block, group, order, n_level, n_bins):
     """Pieces planned for 1, 3 or 16 threads (rows cut into blocks of as few
     as n_bins rows, features into groups of 2), rows gathered in chunks of
-    7, 100 or all, on 8- or 16-bit binned X in either order, built into
-    rows of ``out`` that held other values."""
+    7, 100 or all, each piece adding blocks of 1024, 5 or 2 rows in groups
+    of all (the default's cells fit), 3 or 1 features, on 8- or 16-bit
+    binned X in either order, built into rows of ``out`` that held other
+    values."""
     rng = np.random.RandomState(threads * 10 + n_level)
     n, n_features = 1000, 8
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
@@ -46,6 +49,11 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     monkeypatch.setattr(cpu, "_ROW_CHUNK", chunk)
     monkeypatch.setattr(cpu, "_ROWS_PER_BIN", 1)
     monkeypatch.setattr(cpu, "_GROUP_FEATURES", 2)
+    monkeypatch.setattr(cpu, "_BLOCK_ROWS", block)
+    if group:
+        monkeypatch.setattr(cpu, "_GROUP_BYTES", group * n_bins * 3 * 8)
+    assert list(cpu._block_cut(np.empty((1, n_features, n_bins, 3), np.int64))) == [
+        block, group or (1 << 17) // (n_bins * 24)]
     node_to_build = np.full(n_level, -1, dtype=np.int32)
     built = np.arange(0, n_level, 2)
     node_to_build[built] = np.arange(built.size)[::-1] + 1   # rows of a larger array
@@ -144,10 +152,11 @@ def test_fits_are_bit_identical_with_1_2_and_3_threads():
     assert len(set(digests.values())) == 1, digests
 
 
-@pytest.mark.parametrize("threads", [1, 3])
-def test_root_with_bin_counts_gives_the_reference(backend, monkeypatch, threads):
+@pytest.mark.parametrize("threads,block,group", [(1, 1024, 0), (3, 7, 2)])
+def test_root_with_bin_counts_gives_the_reference(backend, monkeypatch, threads, block, group):
     """The root's last channel copied from the bin counts (stats' last
-    channel 1 in every row), the others added: the reference histogram;
+    channel 1 in every row), the others added (in blocks of 1024 or 7 rows,
+    groups of all or 2 features): the reference histogram;
     bin_counts are the counts of a channel of ones, and a level below the
     root ignores them."""
     from gputree.grower import BinnedData
@@ -158,6 +167,9 @@ def test_root_with_bin_counts_gives_the_reference(backend, monkeypatch, threads)
     stats[:, 2] = 1
     monkeypatch.setattr(cpu, "_plan_threads", lambda: threads)
     monkeypatch.setattr(cpu, "_ROWS_PER_BIN", 1)
+    monkeypatch.setattr(cpu, "_BLOCK_ROWS", block)
+    if group:
+        monkeypatch.setattr(cpu, "_GROUP_BYTES", group * n_bins * 3 * 8)
     data = BinnedData(X_binned, n_bins, np.full(n_features, n_bins - 1, np.int32),
                       np.zeros(n_features, np.uint8), np.zeros((n_features, n_bins - 2)))
     counts = data.bin_counts(backend)

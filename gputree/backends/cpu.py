@@ -194,6 +194,32 @@ def _prefetch_row(typingctx, array, row):
     return numba_types.void(array, row), _prefetch_codegen
 
 
+def _add_two_codegen(context, builder, signature, args):
+    """LLVM IR of _add_two: one <2 x i64> load, add and store at the
+    address of dest[s, f, b, 0] (data pointer plus the strides)."""
+    dest = context.make_array(signature.args[0])(context, builder, args[0])
+    i64 = llvm_ir.IntType(64)
+    address = builder.ptrtoint(dest.data, i64)
+    for axis in range(3):
+        address = builder.add(address, builder.mul(
+            builder.extract_value(dest.strides, axis), args[1 + axis]))
+    pair = llvm_ir.VectorType(i64, 2)
+    pointer = builder.inttoptr(address, pair.as_pointer())
+    value = builder.insert_element(llvm_ir.Constant(pair, None), args[4], llvm_ir.Constant(llvm_ir.IntType(32), 0))
+    value = builder.insert_element(value, args[5], llvm_ir.Constant(llvm_ir.IntType(32), 1))
+    builder.store(builder.add(builder.load(pointer, align=8), value), pointer, align=8)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _add_two(typingctx, dest, s, f, b, first, second):
+    """dest[s, f, b, 0:2] INOUT += (first, second): one 16-byte
+    read-modify-write instead of two (dest int64 4-D, channels last and
+    contiguous; s, f, b, first, second int64)."""
+    return numba_types.void(dest, numba_types.int64, numba_types.int64, numba_types.int64,
+                            numba_types.int64, numba_types.int64), _add_two_codegen
+
+
 #: rows ahead of the one being added whose rows of X and of the statistics a
 #: histogram pass prefetches: a node's rows are scattered over X, beyond
 #: what the hardware prefetcher follows (the two deepest levels of a depth-8 fit, 750k rows:
@@ -275,8 +301,26 @@ def _prefetch_rows(X_binned, stats, i):
     _prefetch_row(stats, np.int64(i))
 
 
+
+
 @njit(inline="always")
-def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s):
+def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s, cut):
+    """dest[s] INOUT += the histograms (features f_first .. f_stop-1,
+    channels 0 .. n_add-1) of rows ``rows[first:stop]`` of X and stats:
+    blocks of ``cut[0]`` rows, each added in groups of at most ``cut[1]``
+    features (int64 (2,), :func:`_block_cut`), by :func:`_add_block`."""
+    n_features = f_stop - f_first
+    n_groups = (n_features + cut[1] - 1) // cut[1]
+    for block in range(first, stop, cut[0]):
+        block_stop = min(stop, block + cut[0])
+        for k in range(n_groups):
+            _add_block(X_binned, stats, n_add, rows, block, block_stop,
+                       f_first + n_features * k // n_groups,
+                       f_first + n_features * (k + 1) // n_groups, dest, s)
+
+
+@njit(inline="always")
+def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s):
     """dest[s] INOUT += the histograms (features f_first .. f_stop-1,
     channels 0 .. n_add-1) of rows ``rows[first:stop]`` of X and stats. Two
     or three channels go in pairs of rows, the rest (and an odd last row)
@@ -301,7 +345,7 @@ def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, 
 
 @njit(inline="always")
 def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, dest, s):
-    """_add_rows of channels 0, 1 and (``three``) 2 (boosting's gradient,
+    """_add_block of channels 0, 1 and (``three``) 2 (boosting's gradient,
     hessian and count; two classes' weights), two rows at a time, constant
     channel indices, the rows' values in registers (40% faster than the
     loop over channels, root histograms, 750k rows). Returns the first row
@@ -319,12 +363,10 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
         n2 = stats[j, 2] if three else g2
         for f in range(f_first, f_stop):
             b, b2 = X_binned[i, _U(f)], X_binned[j, _U(f)]
-            dest[s, _U(f), b, 0] += g
-            dest[s, _U(f), b, 1] += h
+            _add_two(dest, np.int64(s), np.int64(f), np.int64(b), g, h)
             if three:
                 dest[s, _U(f), b, 2] += n
-            dest[s, _U(f), b2, 0] += g2
-            dest[s, _U(f), b2, 1] += h2
+            _add_two(dest, np.int64(s), np.int64(f), np.int64(b2), g2, h2)
             if three:
                 dest[s, _U(f), b2, 2] += n2
     return last
@@ -332,7 +374,7 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
 
 @staged
 def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, thread_first, hist,
-                      part):
+                      part, cut):
     """Histograms of pieces of a level's rows, parallel over threads, each
     building its list of pieces.
 
@@ -347,9 +389,10 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
     thread that fills them, a node's cells are in its cache when the adds
     start (a level's histograms outgrow the cache: zeroed beforehand, every
     cell's first add missed it). Thread t builds pieces
-    ``thread_pieces[thread_first[t]:thread_first[t + 1]]`` (int64). Pieces
-    write disjoint cells: integer sums, the result depends on neither the
-    cut nor the thread count."""
+    ``thread_pieces[thread_first[t]:thread_first[t + 1]]`` (int64), each in
+    blocks of rows and groups of features as ``cut`` int64 (2,) IN says
+    (:func:`_block_cut`). Pieces write disjoint cells: integer sums, the
+    result depends on neither the cut nor the thread count."""
     for t in prange(thread_first.shape[0] - 1):
         for q in range(thread_first[t], thread_first[t + 1]):
             p = thread_pieces[q]
@@ -358,7 +401,8 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
             dest = hist if d >= 0 else part
             s = d if d >= 0 else -1 - d
             _zero_cells(dest, s, f_first, f_stop)
-            _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s)
+            _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s,
+                      cut)
 
 
 @njit(inline="always")
@@ -451,6 +495,25 @@ def _least_loaded(sizes, n_threads):
     return thread
 
 
+#: rows per block of a histogram piece, added feature group by feature
+#: group: the block's rows of X and of the statistics stay in the core's
+#: cache between the groups ...
+_BLOCK_ROWS = 1024
+#: ... each group's histogram cells spanning at most this many bytes, near
+#: the core's first-level cache (a row's 28 cells, 255 bins, 3 channels,
+#: span 170 KiB, so that each add misses it; 750k rows, 2 threads: the
+#: root's histograms 1.3x faster, the other levels' 1.1x)
+_GROUP_BYTES = 1 << 17
+
+
+def _block_cut(hist):
+    """int64 (2,): the rows per block and the most features per group that
+    a histogram piece adds at a time into cells like hist's (int64 (n_hist,
+    F, n_bins, C))."""
+    cell_bytes = hist.shape[2] * hist.shape[3] * hist.itemsize
+    return np.array([_BLOCK_ROWS, max(1, _GROUP_BYTES // cell_bytes)], dtype=np.int64)
+
+
 def _plan_threads():
     """The threads a histogram pass plans its pieces for: numba's."""
     return numba.get_num_threads()
@@ -477,7 +540,7 @@ def _histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_a
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
     _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
-                          pieces, thread_pieces, thread_first, hist, part)
+                          pieces, thread_pieces, thread_first, hist, part, _block_cut(hist))
     if part.shape[0]:
         split = np.flatnonzero(extra)
         part_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
