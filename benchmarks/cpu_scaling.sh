@@ -6,7 +6,7 @@
 #
 #   bash benchmarks/cpu_scaling.sh [LOG_DIR] ["16 8 4 2 1"]
 #
-# With 2 threads on a 2-core Xeon VM the three fits took 62, 62 and 69 s
+# With 2 threads on a 2-core Xeon VM the three fits took 54, 59 and 69 s
 # (plus making the data); fewer threads take longer: split long lists of
 # thread counts over several calls where a call's time is limited.
 set -uo pipefail
