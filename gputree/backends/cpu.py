@@ -804,6 +804,18 @@ _COLUMN_COPY_VALUES = 1 << 22
 _COLUMN_COPY_MEMORY = 1 / 8
 
 
+@staged
+def _copy_rows(X, out):
+    """out[:] = X, parallel over blocks of ``_ROW_CHUNK`` rows (X one order,
+    out another: a row-major X into a column-major copy 4-5x faster than
+    numpy's copy, 750k to 7M x 28 rows, 2 threads)."""
+    n_rows = X.shape[0]
+    for block in prange((n_rows + _ROW_CHUNK - 1) // _ROW_CHUNK):
+        for i in range(block * _ROW_CHUNK, min(n_rows, (block + 1) * _ROW_CHUNK)):
+            for f in range(X.shape[1]):
+                out[i, f] = X[i, f]
+
+
 class BinnedCache:
     """What the CPU backend keeps per binned X while X lives (by id; a
     finalizer drops it with X):
@@ -836,8 +848,9 @@ class BinnedCache:
         free = self.free_memory_bytes()
         if free is not None and X_binned.nbytes > free * _COLUMN_COPY_MEMORY:
             return X_binned
-        entry["columns"] = np.asfortranarray(X_binned)
-        return entry["columns"]
+        copy = entry["columns"] = np.empty(X_binned.shape, X_binned.dtype, order="F")
+        _copy_rows.run(X_binned.size, X_binned, copy)
+        return copy
 
     def rows(self, X_binned, name):
         """int32 (n,) buffer ``name`` of X_binned's rows (contents left from
