@@ -339,8 +339,6 @@ def _prefetch_rows(X_binned, stats, i):
     _prefetch_row(stats, np.int64(i))
 
 
-
-
 @njit(inline="always")
 def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s, cut):
     """dest[s] INOUT += the histograms (features f_first .. f_stop-1,
@@ -364,7 +362,8 @@ def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest,
     or three channels go in pairs of rows, the rest (and an odd last row)
     one at a time: two rows' loads and read-modify-writes are independent,
     so their cache misses overlap. The X and stats rows ``_PREFETCH_AHEAD``
-    ahead are prefetched. Cells are indexed, never sliced: numba reference-counts every view."""
+    ahead are prefetched. Cells are indexed, never sliced: numba
+    reference-counts every view."""
     if n_add == 3:
         first = _add_row_pairs(X_binned, stats, rows, True, first, stop, f_first, f_stop,
                                dest, s)
@@ -549,6 +548,9 @@ def _block_cut(hist):
     """int64 (2,): the rows per block and the most features per group that
     a histogram piece adds at a time into cells like hist's (int64 (n_hist,
     F, n_bins, C))."""
+    if hist.strides[-1] != hist.itemsize:
+        raise ValueError("histogram cells must hold their channels contiguously (the adds "
+                         "write a cell's channels as one vector)")
     cell_bytes = hist.shape[2] * hist.shape[3] * hist.itemsize
     return np.array([_BLOCK_ROWS, max(1, _GROUP_BYTES // cell_bytes)], dtype=np.int64)
 
