@@ -41,7 +41,7 @@ class RowPartitions:
         self.client = client
         self.parts = list(parts)
         self.workers = self._holders(self.parts)
-        self.fit_workers = set(client.scheduler_info(n_workers=-1)["workers"])
+        self.fit_workers = _cluster_workers(client)
         if sizes is None:
             sizes = self.gather(self.map(_n_rows, self.parts))
         self.sizes = np.asarray(sizes, dtype=np.int64)
@@ -124,10 +124,22 @@ class RowPartitions:
             raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
 
     def check_workers(self):
-        present = set(self.client.scheduler_info(n_workers=-1)["workers"])
-        gone = sorted(self.fit_workers - present)
+        gone = sorted(self.fit_workers - _cluster_workers(self.client))
         if gone:
             raise _lost_error(f"worker(s) {gone} left the cluster during the fit")
+
+
+def _cluster_workers(client):
+    """The addresses of the workers in the cluster now, asked of the
+    scheduler itself (``client.scheduler_info()`` returns the client's cached
+    identity, which its periodic refresh can replace with one that lists no
+    worker between the fetch and the return)."""
+    return set(client.run_on_scheduler(_scheduler_workers))
+
+
+def _scheduler_workers(dask_scheduler):
+    """Run on the scheduler: its workers' addresses."""
+    return list(dask_scheduler.workers)
 
 
 def _worker_errors():
