@@ -241,21 +241,30 @@ def _cell_vector_codegen(n_lanes):
     return codegen
 
 
+def _cell_vector_typing(dest, n_lanes):
+    """(signature, codegen) of a cell vector add on ``dest``, or None (numba
+    then refuses to compile the call) unless dest is a C-contiguous int64
+    4-D array: the vector covers a cell's channels, which must be adjacent."""
+    if not (isinstance(dest, numba_types.Array) and dest.dtype == numba_types.int64
+            and dest.ndim == 4 and dest.layout == "C"):
+        return None
+    i = numba_types.int64
+    return numba_types.void(dest, *([i] * (3 + n_lanes))), _cell_vector_codegen(n_lanes)
+
+
 @intrinsic
 def _add_two(typingctx, dest, s, f, b, first, second):
     """dest[s, f, b, 0:2] INOUT += (first, second): one 16-byte
-    read-modify-write instead of two (dest int64 4-D, channels last and
-    contiguous; the rest int64)."""
-    i = numba_types.int64
-    return numba_types.void(dest, i, i, i, i, i), _cell_vector_codegen(2)
+    read-modify-write instead of two (dest int64 4-D C-contiguous; the rest
+    int64)."""
+    return _cell_vector_typing(dest, 2)
 
 
 @intrinsic
 def _add_three(typingctx, dest, s, f, b, first, second, third):
     """dest[s, f, b, 0:3] INOUT += (first, second, third): one masked
     32-byte read-modify-write instead of three (as _add_two)."""
-    i = numba_types.int64
-    return numba_types.void(dest, i, i, i, i, i, i), _cell_vector_codegen(3)
+    return _cell_vector_typing(dest, 3)
 
 
 #: rows ahead of the one being added whose rows of X and of the statistics a
@@ -548,9 +557,6 @@ def _block_cut(hist):
     """int64 (2,): the rows per block and the most features per group that
     a histogram piece adds at a time into cells like hist's (int64 (n_hist,
     F, n_bins, C))."""
-    if hist.strides[-1] != hist.itemsize:
-        raise ValueError("histogram cells must hold their channels contiguously (the adds "
-                         "write a cell's channels as one vector)")
     cell_bytes = hist.shape[2] * hist.shape[3] * hist.itemsize
     return np.array([_BLOCK_ROWS, max(1, _GROUP_BYTES // cell_bytes)], dtype=np.int64)
 
