@@ -32,8 +32,8 @@ def _synchronize(backend):
 
 
 def _binned(backend, X):
-    from gputree._training import bin_with
-    from gputree.binning import BinMapper
+    from gputree.data.binned import bin_with
+    from gputree.data.binning import BinMapper
     mapper = BinMapper(MAX_BINS).fit(X)
     return mapper, bin_with(backend, mapper, X)
 
@@ -52,7 +52,7 @@ class Binning(_CachedData):
         reset_peak_rss()
 
     def time_bin_fit(self, cache_dir, rows, device):
-        from gputree.binning import BinMapper
+        from gputree.data.binning import BinMapper
         BinMapper(MAX_BINS).fit(self.X)
 
     def time_map_to_bins(self, cache_dir, rows, device):
@@ -62,7 +62,7 @@ class Binning(_CachedData):
         self._map()
 
     def _map(self):
-        from gputree._training import bin_with
+        from gputree.data.binned import bin_with
         bin_with(self.backend, self.mapper, self.X)
         _synchronize(self.backend)
 

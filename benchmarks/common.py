@@ -62,18 +62,7 @@ def gputree_estimator(name):
     try:
         return getattr(gputree, name)
     except AttributeError:
-        pass
-    module = {"GradientBoostingClassifier": "gputree.boosting",
-              "GradientBoostingRegressor": "gputree.boosting",
-              "RandomForestClassifier": "gputree.forest",
-              "RandomForestRegressor": "gputree.forest"}.get(name)
-    if module is None:
-        raise ImportError(f"gputree has no {name}")
-    import importlib
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ImportError(f"gputree.{name} is not available yet ({exc})") from exc
+        raise ImportError(f"gputree has no {name}") from None
 
 
 def set_threads(n_threads):
@@ -91,19 +80,19 @@ def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
     """Fit and predict on a few rows, with gputree's serial kernels and
     then its parallel ones (which a small fit does not use): compiles the
     numba kernels the timed runs use (not timed)."""
-    from gputree.backends import cpu
-    from gputree.backends.cpu_stages import use_parallel_kernels
+    from gputree.backends.cpu import binned_cache
+    from gputree.backends.cpu.stages import use_parallel_kernels
     for stage in range(2):
         if stage:
             use_parallel_kernels()
         # large fits' moves read column copies of binned X: compile those too
-        saved = cpu._COLUMN_COPY_VALUES
-        cpu._COLUMN_COPY_VALUES = 0 if stage else saved
+        saved = binned_cache._COLUMN_COPY_VALUES
+        binned_cache._COLUMN_COPY_VALUES = 0 if stage else saved
         n = max(rows, PARALLEL_WARM_UP_ROWS) if stage else rows
         try:
             make_estimator().fit(X[:n], y[:n]).predict(X[:n])
         finally:
-            cpu._COLUMN_COPY_VALUES = saved
+            binned_cache._COLUMN_COPY_VALUES = saved
 
 
 def reset_peak_rss():

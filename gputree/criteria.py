@@ -1,7 +1,7 @@
 """Split criteria on the host: the per-row statistics each criterion
 histograms, built once per fit whatever the device.
 
-Statistics are fixed-point int64 (DESIGN.md §4): every channel has a
+Statistics are fixed-point int64 (:mod:`gputree.fixed_point`): every channel has a
 power-of-two scale chosen from the data so that the sum over all rows cannot
 overflow, which makes every histogram sum independent of summation order.
 
@@ -23,7 +23,6 @@ A count channel (1 where a row has positive weight) is appended when the
 weights are not all one; otherwise the weight channel counts rows exactly.
 """
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -31,21 +30,17 @@ import numba
 import numpy as np
 
 from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
-from ._validation import check_target_range
 from .backends import devmath
-from .host_sums import largest_magnitudes
+from .data.validation import check_target_range
+from .fixed_point import (FIXED_POINT_BITS, exponent_of, fixed_point_exponent, largest_magnitudes, max_abs,
+                          scale_into, to_fixed_point, warn_rows_lost)
 from .backends.formulas import (  # noqa: F401 - re-exported for callers
     IMPURITY_ENTROPY, IMPURITY_ERROR_RATE, IMPURITY_GINI, IMPURITY_NONE, IMPURITY_POISSON,
     IMPURITY_SQUARED_ERROR, KIND_CLASSIFICATION, KIND_NEWTON, KIND_REGRESSION,
     LAYOUT_COUNT_CHANNEL, LAYOUT_IMPURITY, LAYOUT_KIND, LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS,
     LAYOUT_PER_OUTPUT, LAYOUT_SIZE, LAYOUT_SPLIT_INFO, LAYOUT_VALUE_OFFSET,
-    LAYOUT_WEIGHT_CHANNEL, PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA,
-    PARAMS_SIZE)
-
-# largest absolute channel total allowed after scaling is 2**61 (2 bits of
-# headroom); the largest scale exponent keeps 2**-k representable
-_FIXED_POINT_BITS = 61
-_MAX_EXPONENT = 1074
+    LAYOUT_WEIGHT_CHANNEL, LAYOUT_MULTIWAY, PARAM_CONSTRAINTS, PARAM_MIN_SAMPLES_LEAF,
+    PARAM_MIN_WEIGHT_LEAF, PARAM_REG_ALPHA, PARAM_REG_LAMBDA, PARAMS_SIZE)
 
 
 class Statistics:
@@ -77,102 +72,6 @@ class Statistics:
         return int(self.layout[LAYOUT_N_OUTPUTS])
 
 
-def fixed_point_exponent(values):
-    """The power of two ``k`` (host int) that scales float columns (n_samples,
-    k) sharing it to fixed point: the largest with ``n_samples * max|value| *
-    2**k <= 2**61``, so no sum of scaled rows can overflow. Found from the
-    binary exponent of the largest magnitude alone (``math.frexp``, exact),
-    so the data's scale is taken out exactly: the same columns times any
-    power of two (within float64's normal range) get the very same integers.
-    A bound from the maximum (exact on every device) rather than from a float
-    sum (whose rounding depends on the summation order) gives every device the
-    very same scale. ``k`` is at most 1074, so ``2**-k`` stays representable."""
-    if values.size == 0:
-        return 0
-    return _exponent_of(_largest_magnitude(values), values.shape[0])
-
-
-def _largest_magnitude(values):
-    """max |value| of an array (host float; NaN when it holds one)."""
-    return max(float(values.max()), -float(values.min()))
-
-
-def _exponent_of(largest, n_rows):
-    """fixed_point_exponent of columns of ``n_rows`` rows whose largest
-    magnitude is ``largest`` (host float)."""
-    if largest == 0.0:
-        return 0
-    _, exponent = math.frexp(largest)           # largest < 2**exponent
-    n_bits = max(int(n_rows) - 1, 0).bit_length()   # n <= 2**n_bits
-    return min(_FIXED_POINT_BITS - exponent - n_bits, _MAX_EXPONENT)
-
-
-def fixed_point_scale(values):
-    """``2.0**fixed_point_exponent(values)`` as a host float (inf beyond
-    float64's range: use the exponent with ``ldexp`` there)."""
-    k = fixed_point_exponent(values)
-    return math.inf if k > 1023 else math.ldexp(1.0, k)
-
-
-def to_fixed_point(values, weights_are_counts=False, xp=np, out=None, name=None):
-    """Scale float columns (n_samples, k) to int64 fixed point.
-
-    All columns in one group share one scale (:func:`fixed_point_exponent`) so
-    that their sums stay comparable; returns (int64 values, inverse scale
-    float64 (k,), a power of two). ``xp`` is the array module of ``values``
-    (numpy, or cupy on a GPU); the inverse scale is always a host array.
-    ``out``: int64 (n_samples, k) to write the values into (columns of a
-    statistics array), else a new array. ``weights_are_counts``: the values
-    are small integers used as they are (scale 1). ``name``: the values are
-    weights so named, and rows whose nonzero weight rounds to zero are
-    reported (:func:`warn_rows_lost`); other values just round.
-    """
-    values = xp.asarray(values, dtype=FLOAT_DTYPE)
-    if out is None:
-        out = xp.empty(values.shape, dtype=STAT_DTYPE)
-    if weights_are_counts:
-        xp.copyto(out, values, casting="unsafe")
-        return out, np.ones(values.shape[1], FLOAT_DTYPE)
-    k = fixed_point_exponent(values)
-    _scale_into(values, k, out, xp)
-    if name is not None:
-        warn_rows_lost(values, out, name, xp)
-    return out, np.full(values.shape[1], math.ldexp(1.0, -k), dtype=FLOAT_DTYPE)
-
-
-def _scale_into(values, exponent, out, xp=np):
-    """out (int64) = rint(values * 2**exponent), with one float temporary
-    (``ldexp``: exact for normal results, whatever the exponent)."""
-    scaled = xp.ldexp(values, exponent)
-    xp.rint(scaled, out=scaled)
-    xp.copyto(out, scaled, casting="unsafe")
-
-
-class PrecisionWarning(UserWarning):
-    """Rows whose nonzero statistic rounds to zero in int64 fixed point:
-    their column's dynamic range is wider than 2**61."""
-
-
-def warn_rows_lost(values, fixed, name, xp=np):
-    """Warn, naming the column and the rows, when nonzero ``values`` (float
-    (n, k)) became zero in ``fixed`` (int64 (n, k)): never a silent loss."""
-    lost = (values != 0) & (fixed == 0)
-    if not bool(lost.any()):
-        return
-    rows = np.flatnonzero(to_host(lost.any(axis=1), xp))
-    warnings.warn(
-        f"{name}: {rows.size} row(s) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} "
-        "round to zero in int64 fixed point (their magnitude is below 2**-61 of the "
-        f"column's largest times n_samples), so they count as zero in this {name}. "
-        "Narrow the range (e.g. clip tiny weights to 0 or rescale the outliers).",
-        PrecisionWarning, stacklevel=4)
-
-
-def to_host(array, xp):
-    """numpy version of an ``xp`` (numpy or cupy) array."""
-    return array if xp is np else xp.asnumpy(array)
-
-
 def _needs_count_channel(sample_weight):
     return not np.all(sample_weight == 1.0)
 
@@ -181,7 +80,7 @@ def _integer_weights(sample_weight):
     """True when the weights are integers whose sum fits the fixed-point
     bound as they are (bootstrap counts): they are then their own fixed
     point, scale 1. Larger integers (1e18) are scaled like any weights."""
-    fits = sample_weight.shape[0] * float(sample_weight.max(initial=0.0)) <= 2.0 ** _FIXED_POINT_BITS
+    fits = sample_weight.shape[0] * float(sample_weight.max(initial=0.0)) <= 2.0 ** FIXED_POINT_BITS
     return fits and bool(np.all(sample_weight == np.round(sample_weight)))
 
 
@@ -335,11 +234,11 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None):
         largest = np.stack([largest_magnitudes(gradients), largest_magnitudes(hessians)],
                            axis=1).ravel()
     else:
-        largest = [_largest_magnitude(column) for o in range(n_outputs)
+        largest = [max_abs(column) for o in range(n_outputs)
                    for column in (gradients[:, o], hessians[:, o])]
     for o in range(n_outputs):
         _check_gradient_range(n_samples * largest[2 * o])
-    exponents = np.array([_exponent_of(value, n_samples) for value in largest], dtype=np.int64)
+    exponents = np.array([exponent_of(value, n_samples) for value in largest], dtype=np.int64)
     totals = None
     if xp is np:
         shape = (n_samples, n_values + 1)
@@ -349,7 +248,7 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None):
         stats, _, _ = _statistics_array(n_samples, n_values, sample_weight, xp, count=True)
         for o in range(n_outputs):
             for c, column in ((2 * o, gradients[:, o]), (2 * o + 1, hessians[:, o])):
-                _scale_into(column[:, None], int(exponents[c]), stats[:, c:c + 1], xp)
+                scale_into(column[:, None], int(exponents[c]), stats[:, c:c + 1], xp)
     inv = np.concatenate([np.ldexp(1.0, -exponents), [1.0]])
     layout = _layout(NEWTON, [n_outputs, 2, 0, 1], n_values, n_values + 1)
     # the count channel holds 0s and 1s: all 1 exactly when they sum to n
@@ -390,10 +289,6 @@ class Criterion:
     split_info: bool
     channels: str
     statistics: Callable
-
-    @property
-    def is_classification(self):
-        return self.kind == KIND_CLASSIFICATION
 
 
 _CLASS_CHANNELS = "w * [y_o == k] for each class k"

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._dtypes import FLOAT_DTYPE
 from .backends.splitset import make_splitset
-from .surrogates import refuse_surrogates
+from .growth.surrogates import refuse_surrogates
 
 _goes_left = make_splitset(numba.njit(inline="always")).goes_left
 

@@ -1,9 +1,13 @@
 """``FittedModel``: the one description of a fitted gputree model that every
-export format reads (JSON files, the scikit-learn ``Tree`` view, plotting):
+export format reads (JSON files, Treelite, text export, plotting, TreeSHAP):
 the estimator's class and parameters, the feature layout (names, categorical
 columns and their category tables), the bin thresholds, the trees
 (:class:`gputree.tree.TreeArrays`) and the estimator's other fitted
 attributes (classes, baseline raw score, tree groups, ...).
+
+Estimator classes that a model can hold register themselves here
+(:func:`register_estimator`): this module and the formats that read it never
+import the estimators.
 
 ``FittedModel.of(estimator)`` reads a fitted estimator;
 ``FittedModel.to_estimator()`` builds a fitted estimator back;
@@ -19,6 +23,10 @@ import numpy as np
 
 from ._dtypes import (BITMAP_WORDS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE,
                       MAX_NON_MISSING_BINS, NODE_DTYPE)
+from .backends import get_backend
+from .data.binning import BinMapper
+from .data.encoder import FeatureEncoder
+from .growth.surrogates import Surrogates
 from .tree import TreeArrays
 
 #: version of the layout of ``to_dict`` (and of the JSON files written from it);
@@ -42,7 +50,7 @@ TREE_FIELDS = {
 #: fields a tree may omit (schema version 3; absent: all zeros)
 OPTIONAL_TREE_FIELDS = {"chain_link": (np.uint8, ())}
 #: dtype and number of axes of every array of a tree's ``surrogates`` object
-#: (schema version 4; :class:`gputree.surrogates.Surrogates`)
+#: (schema version 4; :class:`gputree.growth.surrogates.Surrogates`)
 SURROGATE_FIELDS = {"feature": (FEATURE_DTYPE, 2), "bin": (np.int32, 2), "left_le": (np.uint8, 2),
                     "agreement": (FLOAT_DTYPE, 2), "majority_left": (np.uint8, 1),
                     "sides": (BITSET_DTYPE, 4)}
@@ -52,14 +60,20 @@ class ModelFormatError(ValueError):
     """A model description (dict or file) that gputree cannot load."""
 
 
+#: class name -> estimator class, filled by :func:`register_estimator`
+_ESTIMATORS = {}
+
+
+def register_estimator(cls):
+    """Class decorator: models of ``cls`` can be described, saved and loaded
+    (by its class name)."""
+    _ESTIMATORS[cls.__name__] = cls
+    return cls
+
+
 def estimator_classes():
     """Class name -> estimator class, for every estimator a model can hold."""
-    from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
-    from .forest import RandomForestClassifier, RandomForestRegressor
-    from .tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
-    classes = (DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier,
-               RandomForestRegressor, GradientBoostingClassifier, GradientBoostingRegressor)
-    return {c.__name__: c for c in classes}
+    return dict(_ESTIMATORS)
 
 
 @dataclass
@@ -76,7 +90,7 @@ class FittedModel:
     n_bins_non_missing int32 (n_features,)
     trees          list of TreeArrays (one for a single tree)
     attributes     dict    the estimator's ``_model_attributes`` that it has
-    surrogates     list (one per tree) of gputree.surrogates.Surrogates, or
+    surrogates     list (one per tree) of gputree.growth.surrogates.Surrogates, or
                    None for a model without surrogate splits
     """
 
@@ -113,11 +127,10 @@ class FittedModel:
     def to_estimator(self, device=None):
         """A fitted estimator predicting exactly as the one described;
         ``device`` (default: the saved ``device`` parameter) picks the backend."""
-        from ._training import resolve_backend
-        estimator = estimator_classes()[self.estimator](**self.params)
+        estimator = _ESTIMATORS[self.estimator](**self.params)
         for name, value in self.attributes.items():
             setattr(estimator, name, value)
-        estimator._restore(resolve_backend(device or self.params.get("device", "auto")),
+        estimator._restore(get_backend(device or self.params.get("device", "auto")),
                            self._encoder(), self._bin_mapper(), list(self.trees))
         if self.surrogates is not None:
             estimator.surrogates_ = self.surrogates[0]
@@ -125,7 +138,6 @@ class FittedModel:
 
     def _encoder(self):
         """The fitted FeatureEncoder of this model."""
-        from ._validation import FeatureEncoder
         encoder = FeatureEncoder(self.params.get("categorical_features"))
         encoder.feature_names_in_ = self.feature_names
         encoder.categories_ = {i: _category_index(v) for i, v in self.categories.items()}
@@ -135,7 +147,6 @@ class FittedModel:
 
     def _bin_mapper(self):
         """The fitted BinMapper of this model."""
-        from .binning import BinMapper
         mapper = BinMapper(self.thresholds.shape[1], self.is_categorical.copy())
         mapper.bin_thresholds_ = self.thresholds
         mapper.n_bins_non_missing_ = self.n_bins_non_missing
@@ -235,7 +246,6 @@ def _surrogates(data, where, n_nodes, n_features, max_bins):
     """A Surrogates from a dict of its arrays, checked for dtypes, shapes and
     values that prediction can index: (n_nodes, k) per surrogate, sides
     (n_nodes, k, 2, max_bins // 32 + 1), features in [-1, n_features)."""
-    from .surrogates import Surrogates
     if not isinstance(data, dict) or set(data) != set(SURROGATE_FIELDS):
         raise ModelFormatError(f"{where} must have exactly the fields "
                                f"{sorted(SURROGATE_FIELDS)}.")

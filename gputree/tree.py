@@ -5,7 +5,7 @@ compaction after pruning).
 Nodes are numbered breadth-first; the right child of node ``i`` is always
 ``left_child[i] + 1``. Every split, numerical or categorical, is a bitset over
 bins: a row goes left when the bit of its bin is set. A multiway split (ID3 /
-C4.5, :mod:`gputree.multiway`) on a feature with m categories at the node is
+C4.5, :mod:`gputree.growth.multiway`) on a feature with m categories at the node is
 stored as a chain of m - 1 binary nodes: each link sends one category left
 (to that category's child) and the rest right; the last link's right child
 is the heaviest category's, which also receives missing values and every

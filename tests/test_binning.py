@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
-from gputree.binning import BinMapper
+from gputree.data.binning import BinMapper
 
 
 def _mixed_X(rng, n):

@@ -1,4 +1,4 @@
-"""Gradient boosting (gputree.boosting): the Newton step by hand, monotone
+"""Gradient boosting (gputree.estimators.boosting): the Newton step by hand, monotone
 training loss, agreement with scikit-learn where the algorithms coincide
 (integer features with fewer values than bins, so binning is exact), the
 sampling and regularisation parameters, early stopping's rule, warm start,

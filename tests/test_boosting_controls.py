@@ -1,5 +1,5 @@
-"""Boosting controls (gputree.boosting with gputree.constraints,
-gputree.custom_objective, gputree._threads and the quantile and Huber
+"""Boosting controls (gputree.estimators.boosting with gputree.growth.constraints,
+gputree.estimators.custom_objective, gputree._threads and the quantile and Huber
 losses): reg_alpha against a brute-force minimiser, quantile and Huber
 against scikit-learn's GradientBoostingRegressor, the custom objective
 against scikit-learn's tree, eval_metric scores against staged predictions,

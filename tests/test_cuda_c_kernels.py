@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from gputree._dtypes import BITSET_WORDS, MAX_NARROW_N_BINS, bin_dtype
-from gputree.backends import cuda_kernels
-from gputree.backends.emulator import EmulatorUnavailableError
+from gputree.backends.cuda import c_kernels as cuda_kernels
+from gputree.backends.cuda.emulator import EmulatorUnavailableError
 
 try:
     cuda_kernels.load_module("emulator")

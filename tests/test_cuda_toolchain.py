@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gputree import backends
-from gputree.backends import cuda_compile
+from gputree.backends.cuda import toolchain as cuda_compile
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 import gputree  # noqa: E402
 import gputree.dask as gd  # noqa: E402
 from gputree.dask import partitions  # noqa: E402
-from gputree.binning import BinMapper  # noqa: E402
+from gputree.data.binning import BinMapper  # noqa: E402
 
 N_ROWS = 600
 #: row counts of the partitions of each partitioning (uneven, one of 1 row)

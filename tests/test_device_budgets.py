@@ -18,9 +18,11 @@ import pytest
 from gputree import (DecisionTreeClassifier, DecisionTreeRegressor, GradientBoostingClassifier,
                      GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
 from gputree.backends import get_backend
-from gputree.binning import BinMapper
+from gputree.data.binning import BinMapper
 from gputree.criteria import SQUARED_ERROR, regression_statistics
-from gputree.grower import BinnedData, GrowthParams, grow_tree
+from gputree.data.binned import BinnedData
+from gputree.growth.params import GrowthParams
+from gputree.growth.levelwise import grow_tree
 
 from simulated.datasets import classification, regression
 

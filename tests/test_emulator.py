@@ -1,11 +1,11 @@
-"""The CUDA C emulator itself (gputree.backends.emulator): thread and block
+"""The CUDA C emulator itself (gputree.backends.cuda.emulator): thread and block
 indexing, barriers, static and dynamic shared memory, atomics across blocks
 run on several OS threads, argument checking, and its error messages."""
 import numpy as np
 import pytest
 
-from gputree.backends.emulator import EmulatedModule, EmulatorUnavailableError, expand_includes
-from gputree.backends.emulator import loader
+from gputree.backends.cuda.emulator import EmulatedModule, EmulatorUnavailableError, expand_includes
+from gputree.backends.cuda.emulator import loader
 
 try:
     loader.find_compiler()

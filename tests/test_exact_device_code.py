@@ -37,7 +37,7 @@ def ptx_compiler():
     if config.ENABLE_CUDASIM:
         pytest.skip("numba's CUDA simulator is on in this process (it compiles nothing)")
     try:
-        from gputree.backends.cuda_compile import prepare
+        from gputree.backends.cuda.toolchain import prepare
         prepare()
         from numba import cuda
         import numba.cuda.dispatcher as dispatcher
@@ -79,8 +79,8 @@ def _signatures():
 
 @pytest.mark.parametrize("kernel", sorted(_signatures()))
 def test_numba_cuda_kernels_have_no_fma(ptx_compiler, kernel):
-    from gputree.backends import cuda as cuda_backend
-    ptx = ptx_compiler(getattr(cuda_backend, kernel).py_func, _signatures()[kernel])
+    from gputree.backends.cuda import numba_kernels
+    ptx = ptx_compiler(getattr(numba_kernels, kernel).py_func, _signatures()[kernel])
     assert ".entry" in ptx and len(ptx) > 1000
     assert not FMA.search(ptx), f"{kernel}: fused multiply-add in the PTX"
     assert "__nv_" not in ptx, f"{kernel}: a libdevice call is left in the PTX"
@@ -120,7 +120,7 @@ def test_cuda_c_kernels_compile_without_contraction(tmp_path):
     holds no fma; and those options switch contraction off."""
     from test_nvcc_compile import find_nvcc
 
-    from gputree.backends.cuda_kernels import NVRTC_OPTIONS, kernel_source
+    from gputree.backends.cuda.c_kernels import NVRTC_OPTIONS, kernel_source
     assert "--fmad=false" in NVRTC_OPTIONS
     nvcc = find_nvcc()
     if nvcc is None:

@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 import gputree
 import reference
 from gputree.backends import get_backend
-from gputree.criteria import PrecisionWarning
+from gputree.fixed_point import PrecisionWarning
 
 _PROFILES = {
     "ci": settings(max_examples=6, deadline=None, derandomize=True, print_blob=True,

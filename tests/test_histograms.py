@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
-from gputree.criteria import (GINI, SQUARED_ERROR, classification_statistics, fixed_point_scale,
-                              regression_statistics, to_fixed_point)
+from gputree.criteria import GINI, SQUARED_ERROR, classification_statistics, regression_statistics
+from gputree.fixed_point import fixed_point_scale, to_fixed_point
 
 
 def _level(rng, n, n_features, n_bins, n_level, n_channels=3):

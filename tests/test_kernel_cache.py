@@ -13,15 +13,16 @@ def _locator(dispatcher):
 
 
 def test_cpu_scan_kernels_are_cached_with_a_stamp_over_every_backend_source():
-    from gputree.backends import cpu
+    from gputree.backends.cpu import split_scan
     from gputree.backends.formulas import IMPURITY_GINI, KIND_CLASSIFICATION
-    finder = cpu._split_finder((KIND_CLASSIFICATION, IMPURITY_GINI), False)
+    finder = split_scan.split_finder((KIND_CLASSIFICATION, IMPURITY_GINI), False)
     locator = _locator(finder.serial)
     assert type(locator).__name__.startswith("Gputree")
     assert type(_locator(finder.parallel)) is type(locator)
     sources = kernel_cache.backend_sources()
     names = {os.path.basename(p) for p in sources}
-    assert {"scan.py", "formulas.py", "devmath.py", "base.py", "cpu.py", "cuda.py"} <= names
+    assert {"scan.py", "formulas.py", "devmath.py", "summaries.py", "split_scan.py",
+            "numba_kernels.py"} <= names
     assert locator.get_source_stamp() == tuple(
         (os.stat(p).st_mtime, os.stat(p).st_size) for p in sources)
 
@@ -30,11 +31,12 @@ def test_cuda_kernels_are_cached_with_the_same_stamp():
     from numba import config
     if config.ENABLE_CUDASIM:
         pytest.skip("numba's CUDA simulator compiles (and caches) nothing")
-    from gputree.backends import cuda
-    for kernel in (cuda._find_splits, cuda._node_summaries):
+    from gputree.backends.cuda import numba_kernels
+    for kernel in (numba_kernels._find_splits, numba_kernels._node_summaries):
         locator = _locator(kernel)
         assert type(locator).__name__.startswith("Gputree")
-        assert locator.get_source_stamp() == _locator(cuda._find_splits).get_source_stamp()
+        assert locator.get_source_stamp() == _locator(
+            numba_kernels._find_splits).get_source_stamp()
 
 
 def test_the_stamp_follows_an_edit_of_a_file_the_kernels_compile(tmp_path, monkeypatch):
@@ -62,8 +64,9 @@ def test_the_cpu_kernels_cache_where_numba_cache_dir_says(tmp_path):
     import subprocess
     import sys
     from pathlib import Path
-    code = ("from gputree.backends import cpu\n"
-            "print(cpu._split_finder((0, 0), False).serial._cache._impl._locator._cache_path)\n")
+    code = ("from gputree.backends.cpu import split_scan\n"
+            "print(split_scan.split_finder((0, 0), False).serial._cache._impl._locator."
+            "_cache_path)\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path),
                PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -78,8 +81,8 @@ def test_two_signatures_saved_at_once_keep_their_own_compilations(tmp_path):
     other is done. Every signature the index then lists loads its own
     compilation (numba's numbering gave both the file number 1)."""
     from numba.core import caching
-    from gputree.backends import cpu
-    keyed = type(cpu._rows_by_node.serial._cache._cache_file)
+    from gputree.backends.cpu import partition
+    keyed = type(partition.rows_by_node.serial._cache._cache_file)
     assert keyed is kernel_cache._keyed_class(caching.IndexDataCacheFile)
     first, second = (keyed(str(tmp_path), "kernel", ("stamp",)) for _ in range(2))
     second._load_index = lambda: {}              # read before the first saved

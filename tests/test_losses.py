@@ -1,4 +1,4 @@
-"""Boosting losses (gputree.losses): gradients and hessians against central
+"""Boosting losses (gputree.estimators.losses): gradients and hessians against central
 finite differences of the loss, loss values against scikit-learn's metrics,
 initial raw scores as the best constant, weighted medians against brute
 force, and the inverse links."""
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn import metrics
 
-from gputree.losses import (AbsoluteError, BinaryLogLoss, MultinomialLoss, PoissonLoss,
-                            SquaredError, grouped_weighted_median, make_loss)
+from gputree.estimators.losses import AbsoluteError, BinaryLogLoss, MultinomialLoss, PoissonLoss, SquaredError, make_loss
+from gputree.quantiles import grouped_weighted_median
 
 LOSSES = {
     "binary": BinaryLogLoss(),
@@ -189,7 +189,7 @@ def test_gradients_refilled_into_an_earlier_result_equal_fresh_ones():
     """Boosting hands a round's (g, h, pointwise) back to the next: the
     log-loss refills them (same values as fresh arrays), a mis-shaped one
     is not used, and losses that cannot refill ignore it."""
-    from gputree.losses import make_loss
+    from gputree.estimators.losses import make_loss
     rng = np.random.RandomState(4)
     raw, y = rng.normal(size=(500, 1)), (rng.uniform(size=(500, 1)) < 0.5).astype(float)
     loss = BinaryLogLoss()
@@ -226,7 +226,8 @@ def test_newton_statistics_totals_are_the_column_sums_and_ldexp_scaling(n_output
     (the root's totals): equal to numpy's column sums of those rows, and every
     row equal to rint(ldexp(value, exponent)) (the pass multiplies by 2**k);
     rows cross the pass's chunks, weights of zero give count 0."""
-    from gputree.criteria import fixed_point_exponent, newton_statistics
+    from gputree.fixed_point import fixed_point_exponent
+    from gputree.criteria import newton_statistics
     rng = np.random.RandomState(n_outputs)
     n = 40_000
     g = rng.standard_normal((n, n_outputs)) * 1e-3
@@ -255,8 +256,8 @@ def test_host_sums_equal_numpy_and_the_device_path():
     max |value|, NaN for a column with a NaN (whatever its sign), with
     -0.0, subnormals and infinities; order_free_sum's host pass equals the
     array-formula (device) path bit for bit, over many chunks."""
-    from gputree.host_sums import largest_magnitudes
-    from gputree.losses import order_free_sum
+    from gputree.fixed_point import largest_magnitudes
+    from gputree.fixed_point import order_free_sum
     rng = np.random.RandomState(5)
     values = rng.standard_normal((70_000, 4)) * np.array([1e-310, 1.0, 1e300, 3.0])
     values[17, 0] = -0.0

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gputree
+from gputree._compat import NotFittedError
 from gputree.model import SCHEMA_VERSION, FittedModel, ModelFormatError
 from model_cases import cases, fitted, mixed_data, predictions, surrogate_tree
 
@@ -139,7 +140,7 @@ def test_unsavable_parameter_names_the_fix(tmp_path):
 
 
 def test_unfitted_model_cannot_be_saved(tmp_path):
-    with pytest.raises(gputree.tree_estimators.NotFittedError):
+    with pytest.raises(NotFittedError):
         gputree.DecisionTreeClassifier().save_model(tmp_path / "m.json")
 
 

@@ -1,4 +1,4 @@
-"""Multiway splits (ID3 / C4.5, gputree.multiway) against a plain-numpy ID3 /
+"""Multiway splits (ID3 / C4.5, gputree.growth.multiway) against a plain-numpy ID3 /
 C4.5 on small categorical data, the textbook case of a many-valued ID-like
 feature, and the invariants of prediction, pruning and model files."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from gputree import DecisionTreeClassifier
 from gputree.io.json import load_model, save_model
-from gputree.multiway import AVERAGE_TOLERANCE
+from gputree.growth.multiway import AVERAGE_TOLERANCE
 
 # ------------------------------------------ reference: plain-numpy ID3 / C4.5
 
@@ -234,5 +234,5 @@ def test_export_text_lists_a_multiway_split_child_by_child():
 
 
 def model_text(model):
-    from gputree.export import export_text
+    from gputree.io.text import export_text
     return export_text(model)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gputree.backends.cuda_kernels import KERNEL_FILES, kernel_dir, kernel_source
+from gputree.backends.cuda.c_kernels import KERNEL_FILES, kernel_dir, kernel_source
 
 ARCHS = ("sm_90", "sm_75")
 

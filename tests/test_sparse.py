@@ -5,9 +5,9 @@ import pytest
 import scipy.sparse as sp
 
 import gputree
-from gputree._training import bin_with
+from gputree.data.binned import bin_with
 from gputree.backends import get_backend
-from gputree.binning import BinMapper
+from gputree.data.binning import BinMapper
 
 
 def _sparse_data(seed=0, n=200):

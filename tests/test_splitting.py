@@ -6,10 +6,9 @@ import pytest
 from hypothesis import given, settings
 
 import reference
-from gputree.binning import BinMapper
-from gputree.criteria import (CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA,
-                              classification_statistics, regression_statistics)
-from gputree.grower import GrowthParams
+from gputree.data.binning import BinMapper
+from gputree.criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, classification_statistics, regression_statistics
+from gputree.growth.params import GrowthParams
 
 CRITERIA = list(reference.CRITERIA)
 

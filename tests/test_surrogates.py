@@ -1,4 +1,4 @@
-"""Surrogate splits (gputree.surrogates): every node's ranked surrogates
+"""Surrogate splits (gputree.growth.surrogates): every node's ranked surrogates
 equal a brute-force search on the raw values, a perfect surrogate makes a
 missing split feature harmless, and rows with nothing to go by take the
 majority side."""

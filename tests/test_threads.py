@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import reference
-from gputree.backends import cpu
+from gputree.backends.cpu import binned_cache, histograms, partition
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,14 +45,14 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     n, n_features = 1000, 8
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
     X_binned = np.asarray(X_binned, order=order)
-    monkeypatch.setattr(cpu, "_plan_threads", lambda: threads)
-    monkeypatch.setattr(cpu, "_ROW_CHUNK", chunk)
-    monkeypatch.setattr(cpu, "_ROWS_PER_BIN", 1)
-    monkeypatch.setattr(cpu, "_GROUP_FEATURES", 2)
-    monkeypatch.setattr(cpu, "_BLOCK_ROWS", block)
+    monkeypatch.setattr(histograms, "_plan_threads", lambda: threads)
+    monkeypatch.setattr(partition, "ROW_CHUNK", chunk)
+    monkeypatch.setattr(histograms, "_ROWS_PER_BIN", 1)
+    monkeypatch.setattr(histograms, "_GROUP_FEATURES", 2)
+    monkeypatch.setattr(histograms, "_BLOCK_ROWS", block)
     if group:
-        monkeypatch.setattr(cpu, "_GROUP_BYTES", group * n_bins * 3 * 8)
-    assert list(cpu._block_cut(np.empty((1, n_features, n_bins, 3), np.int64))) == [
+        monkeypatch.setattr(histograms, "_GROUP_BYTES", group * n_bins * 3 * 8)
+    assert list(histograms._block_cut(np.empty((1, n_features, n_bins, 3), np.int64))) == [
         block, group or (1 << 17) // (n_bins * 24)]
     node_to_build = np.full(n_level, -1, dtype=np.int32)
     built = np.arange(0, n_level, 2)
@@ -76,11 +76,11 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
 def test_gathering_chunks_bound_their_counters():
     for n_rows in (1000, 750_000, 7_000_000):
         for n_build in (1, 128, 50_000, 3_000_000):
-            chunk = cpu._gather_chunk(n_rows, n_build)
+            chunk = partition.gather_chunk(n_rows, n_build)
             n_chunks = -(-n_rows // chunk)
-            assert chunk >= cpu._ROW_CHUNK
-            assert n_chunks * n_build <= cpu._MAX_CHUNK_COUNTERS + n_build
-            assert chunk == cpu._ROW_CHUNK or n_chunks * n_build > cpu._MAX_CHUNK_COUNTERS // 2
+            assert chunk >= partition.ROW_CHUNK
+            assert n_chunks * n_build <= partition._MAX_CHUNK_COUNTERS + n_build
+            assert chunk == partition.ROW_CHUNK or n_chunks * n_build > partition._MAX_CHUNK_COUNTERS // 2
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 16, 64])
@@ -89,7 +89,7 @@ def test_gathering_chunks_bound_their_counters():
 def test_histogram_pieces_cover_every_cell_once_and_give_every_thread_work(threads, node_rows):
     node_rows = np.array(node_rows, dtype=np.int64)
     n_features, n_bins = 28, 256
-    plan, blocks, groups_of = cpu.histogram_pieces(node_rows, n_features, n_bins, threads)
+    plan, blocks, groups_of = histograms.histogram_pieces(node_rows, n_features, n_bins, threads)
     node, block, first, stop, group = plan.T
     for j, rows in enumerate(node_rows):
         mine = plan[node == j]
@@ -100,15 +100,15 @@ def test_histogram_pieces_cover_every_cell_once_and_give_every_thread_work(threa
         assert spans[0][0] == 0 and spans[-1][1] == rows
         assert all(spans[k][1] == spans[k + 1][0] for k in range(len(spans) - 1))
         assert sorted(mine[:, 4]) == sorted(list(range(groups)) * blocks[j])
-        assert groups <= n_features // cpu._GROUP_FEATURES
+        assert groups <= n_features // histograms._GROUP_FEATURES
         # an extra block (a private histogram) keeps enough rows per bin
-        assert blocks[j] == 1 or rows // blocks[j] >= cpu._ROWS_PER_BIN * n_bins
+        assert blocks[j] == 1 or rows // blocks[j] >= histograms._ROWS_PER_BIN * n_bins
     # every thread gets a piece whenever the rows allow it
-    most = sum(min(n_features // cpu._GROUP_FEATURES, max(1, r // (cpu._ROWS_PER_BIN * n_bins)))
+    most = sum(min(n_features // histograms._GROUP_FEATURES, max(1, r // (histograms._ROWS_PER_BIN * n_bins)))
                for r in node_rows)
     assert plan.shape[0] >= min(threads, most)
     sizes = (stop - first) * n_features
-    pieces, thread_first = cpu.assign_pieces(sizes, threads)
+    pieces, thread_first = histograms.assign_pieces(sizes, threads)
     assert sorted(pieces) == list(range(plan.shape[0]))
     load = np.array([sizes[pieces[thread_first[t]:thread_first[t + 1]]].sum()
                      for t in range(threads)])
@@ -119,8 +119,8 @@ _FITS = """
 import hashlib, sys
 import numba, numpy as np
 from gputree import DecisionTreeClassifier
-from gputree.boosting import GradientBoostingClassifier
-from gputree.backends import cpu_stages
+from gputree.estimators.boosting import GradientBoostingClassifier
+from gputree.backends.cpu import stages as cpu_stages
 cpu_stages.LARGE_WORK = cpu_stages.PARALLEL_WORK = 0   # every job in parallel
 rng = np.random.RandomState(0)
 X = rng.normal(size=(6000, 10)).astype(np.float32)
@@ -159,17 +159,17 @@ def test_root_with_bin_counts_gives_the_reference(backend, monkeypatch, threads,
     groups of all or 2 features): the reference histogram;
     bin_counts are the counts of a channel of ones, and a level below the
     root ignores them."""
-    from gputree.grower import BinnedData
+    from gputree.data.binned import BinnedData
     rng = np.random.RandomState(threads)
     n, n_features, n_bins = 3000, 5, 40
     X_binned, stats, _ = _level(rng, n, n_features, n_bins, 1)
     X_binned = backend.in_binned_order(X_binned)
     stats[:, 2] = 1
-    monkeypatch.setattr(cpu, "_plan_threads", lambda: threads)
-    monkeypatch.setattr(cpu, "_ROWS_PER_BIN", 1)
-    monkeypatch.setattr(cpu, "_BLOCK_ROWS", block)
+    monkeypatch.setattr(histograms, "_plan_threads", lambda: threads)
+    monkeypatch.setattr(histograms, "_ROWS_PER_BIN", 1)
+    monkeypatch.setattr(histograms, "_BLOCK_ROWS", block)
     if group:
-        monkeypatch.setattr(cpu, "_GROUP_BYTES", group * n_bins * 3 * 8)
+        monkeypatch.setattr(histograms, "_GROUP_BYTES", group * n_bins * 3 * 8)
     data = BinnedData(X_binned, n_bins, np.full(n_features, n_bins - 1, np.int32),
                       np.zeros(n_features, np.uint8), np.zeros((n_features, n_bins - 2)))
     counts = data.bin_counts(backend)
@@ -206,7 +206,7 @@ def test_moves_from_column_copies_give_the_same_models(backend, monkeypatch):
         return model.fit(X, y).predict_proba(X)
 
     made = []
-    columns = cpu.BinnedCache.columns
+    columns = binned_cache.BinnedCache.columns
 
     def recording(self, X_binned):
         copy = columns(self, X_binned)
@@ -214,12 +214,12 @@ def test_moves_from_column_copies_give_the_same_models(backend, monkeypatch):
             made.append(copy.shape)
         return copy
 
-    monkeypatch.setattr(cpu.BinnedCache, "columns", recording)
-    monkeypatch.setattr(cpu, "_COLUMN_COPY_VALUES", 1 << 62)
+    monkeypatch.setattr(binned_cache.BinnedCache, "columns", recording)
+    monkeypatch.setattr(binned_cache, "_COLUMN_COPY_VALUES", 1 << 62)
     kept_before = set(backend.binned.entries)      # other tests' live binned X
     without = fit()
     assert not made
-    monkeypatch.setattr(cpu, "_COLUMN_COPY_VALUES", 0)
+    monkeypatch.setattr(binned_cache, "_COLUMN_COPY_VALUES", 0)
     np.testing.assert_array_equal(fit(), without)
     assert (3000, 6) in made and (3000, 4) in made     # the full X and a subset
     gc.collect()

@@ -6,8 +6,8 @@ import gc
 import numpy as np
 import pytest
 
-from gputree.backends.accounting import AllocationTracker, TransferCounter
-from gputree.backends.transfer import ALIGN, pack_device, pack_host, unpack
+from gputree.backends.cuda.accounting import AllocationTracker, TransferCounter
+from gputree.backends.cuda.transfer import ALIGN, pack_device, pack_host, unpack
 
 
 def _arrays(rng):

@@ -1,4 +1,4 @@
-"""Friedman's TreeBoost (criterion="friedman_mse", gputree.treeboost): the
+"""Friedman's TreeBoost (criterion="friedman_mse", gputree.estimators.treeboost): the
 leaves are Newton steps sum(y - p) / sum(p (1 - p)) computed by hand on a
 3-row example (also the default criterion's leaves with reg_lambda=0), and
 the model equals scikit-learn's GradientBoostingClassifier where the two

@@ -18,7 +18,7 @@ import reference
 from gputree._dtypes import BITSET_WORDS, MAX_CATEGORIES
 from gputree.backends import get_backend
 from gputree.backends.splitset import goes_left, last_left_bin, left_bins, make_splitset
-from gputree.grower import HistogramPool
+from gputree.growth.histogram_pool import HistogramPool
 
 _jit_set = make_splitset(njit)
 

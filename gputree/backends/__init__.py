@@ -3,16 +3,19 @@
 the CPU, with a warning that says why)."""
 import warnings
 
-_VALID_DEVICES = ("auto", "cpu", "cuda", "cuda-sim")
 _cache = {}
 #: why device="auto" could not start the CUDA backend (tried once per process)
 _auto_failure = []
 
 
 def get_backend(device="auto"):
-    """Return the (cached) backend object for ``device``."""
-    if device not in _VALID_DEVICES:
-        raise ValueError(f"device must be one of {_VALID_DEVICES}, got {device!r}.")
+    """Return the (cached) backend object for ``device`` (the estimators'
+    ``device`` parameter), with a clear error for anything else."""
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string ('auto', 'cpu', 'cuda', 'cuda-sim'), got {device!r}.")
+    valid = ("auto",) + tuple(_FACTORIES)
+    if device not in valid:
+        raise ValueError(f"device must be one of {valid}, got {device!r}.")
     if device == "auto":
         device = _auto_device()
     if device not in _cache:
@@ -46,9 +49,20 @@ def cuda_available():
         return False
 
 
-def _create(device):
-    if device == "cpu":
-        from .cpu import CPUBackend
-        return CPUBackend()
+def _cpu():
+    from .cpu import CPUBackend
+    return CPUBackend()
+
+
+def _cuda(simulated):
     from .cuda import create_cuda_backend
-    return create_cuda_backend(simulated=(device == "cuda-sim"))
+    return create_cuda_backend(simulated)
+
+
+#: device name -> factory of its backend (a backend's module is imported on
+#: first use): a new backend is its package plus one entry here
+_FACTORIES = {"cpu": _cpu, "cuda": lambda: _cuda(False), "cuda-sim": lambda: _cuda(True)}
+
+
+def _create(device):
+    return _FACTORIES[device]()

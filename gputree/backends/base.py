@@ -1,59 +1,30 @@
-"""The backend seam: what every device provides to the grower, forests and
-boosting, and the parts shared by all devices.
+"""The backend seam: the abstract :class:`Backend`, every primitive that the
+growers, forests and boosting call identically on every device, declared
+with its arrays' shapes and dtypes, and the parts shared by all devices.
 
-A backend exposes an array module ``xp`` and these primitives (arrays in
-``xp``; shapes and dtypes as in the CPU backend's kernels):
-
-* ``map_to_bins(X, thresholds, is_categorical, missing_bin)`` -> X_binned
-* ``build_histograms(X_binned, stats, positions, level_start, node_to_build,
-  n_build, n_bins, out=None)`` -> hist int64 (n_build, n_features, n_bins,
-  n_channels); with ``out`` (>= n_build rows, the built ones zeroed) the
-  histograms are added into ``out``'s rows ``node_to_build`` and ``out`` is
-  returned (a backend whose ``overwrites_built_rows`` is true writes those
-  rows whatever they held); a backend whose ``uses_bin_counts`` is true also
-  takes ``bin_counts=`` at the root when stats' last channel is 1 in every row
-* ``subtract_histograms(parent_hist, parent_rows, hist, built_rows,
-  derived_rows)``: ``hist[derived] = parent_hist[parent_rows] - hist[built]``;
-  also in place (``parent_hist is hist`` and ``derived_rows`` equal to
-  ``parent_rows``)
-* ``find_best_splits(hist, ...)`` -> :class:`gputree.backends.scan.SplitInfo`
-* ``scan_splits(hist, ...)``: the same scan, unreduced: every (node,
-  feature)'s best split (``scan.empty_scan_outputs``' arrays)
-* ``update_positions(X_binned, positions, level_start, split_feature,
-  split_bitset, left_child)`` (in place)
-* ``move_and_build_histograms(X_binned, positions, moves, stats,
-  level_start, node_to_build, n_build, n_bins, out)``: ``update_positions``
-  with ``moves`` (its last four arguments), then ``build_histograms`` (the
-  base class calls the two; a backend may do both in one pass over the rows)
-* ``predict_leaves(X_binned, node_feature, node_bitset, node_left,
-  tree_roots)`` -> int32 (n_samples, n_trees)
-* ``add_node_values(node_values, positions, out, first_column)``: out float64
-  (n, W) INOUT, ``out[:, first_column:+V] += node_values[positions]`` (the
-  training rows' update from their leaves)
-* ``add_leaf_values(X_binned, node_feature, node_bitset, node_left,
-  tree_roots, node_values, tree_columns, out)``: out float64 (n, W) INOUT,
-  ``out[:, tree_columns[t] + v] += node_values[leaf of tree t, v]``, trees in
-  order (the base class does it through ``predict_leaves``)
-* ``node_summaries(totals, layout, inv, params, n_outputs, n_classes)`` ->
-  (values float64 (n_nodes, n_outputs, n_classes), impurity float64 (n_nodes,))
-
+A backend exposes an array module ``xp``; the arrays its primitives take and
+return are ``xp`` arrays (host numpy arrays where a signature says host).
 Every copy between host and device goes through ``upload`` / ``download``
 (one array) or ``upload_many`` / ``download_many`` (a dict of small arrays in
-one copy); the CPU backend's are no-ops, the CUDA backend counts them.
+one copy); the CPU backend's are no-ops, the CUDA backend counts them. A new
+device is a subclass that implements every abstract method, registered in
+:mod:`gputree.backends` (its ``_FACTORIES``).
 """
+import abc
+
 import numpy as np
 
+from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE
-from .._validation import to_numpy
-from .formulas import make_criterion_functions, specialised
 
 
 #: trees whose leaf ids are held at once by the default add_leaf_values
 _TREES_PER_LAUNCH = 64
 
 
-class Backend:
-    """Shared host<->device helpers; subclasses set ``name``, ``xp``."""
+class Backend(abc.ABC):
+    """What a device provides; subclasses set ``name``, ``xp`` and implement
+    the abstract primitives."""
 
     name = "base"
     xp = np
@@ -73,13 +44,80 @@ class Backend:
     #: backend that keeps what it was given, by identity, says no)
     statistics_refillable = True
 
+    # ------------------------------------------------------- the primitives
+    @abc.abstractmethod
+    def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
+        """Bin codes of X float32/float64 (n, F): thresholds float64 (F, T)
+        padded with +inf, is_categorical uint8 (F,), missing_bin int (NaN
+        and unseen categories go there). Returns ``bin_dtype(missing_bin +
+        1)`` (n, F) in :attr:`binned_order`."""
+
+    @abc.abstractmethod
+    def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
+                         n_bins, out=None):
+        """Per-node histograms of the rows whose node is being built.
+
+        X_binned (n, F) bins IN; stats int64 (n, C) IN; positions int32 (n,)
+        IN, every row's node id; node_to_build int32 (n_level,) IN, the
+        build row of level node ``positions - level_start``, or -1. Returns
+        hist int64 (n_build, F, n_bins, C); with ``out`` (>= n_build rows,
+        the built ones zeroed unless :attr:`overwrites_built_rows`) the
+        histograms are added into ``out``'s rows and ``out`` is returned. A
+        backend whose :attr:`uses_bin_counts` is true also takes
+        ``bin_counts=`` at the root when stats' last channel is 1 in every
+        row."""
+
+    @abc.abstractmethod
+    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
+        """``hist[derived_rows] = parent_hist[parent_rows] - hist[built_rows]``
+        (int64, exact; rows int32 (p,)); also in place (``parent_hist is
+        hist`` and ``derived_rows`` equal to ``parent_rows``)."""
+
+    @abc.abstractmethod
+    def scan_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
+                    layout, inv, params):
+        """Every (node, feature)'s best split, unreduced: the arrays of
+        :func:`gputree.backends.scan.empty_scan_outputs`. hist int64
+        (n_nodes, F, n_bins, C); n_bins_non_missing int32 (F,);
+        is_categorical uint8 (F,); feature_allowed uint8 (n_nodes, F);
+        layout int64 (LAYOUT_SIZE,), inv float64 (C,), params float64
+        (PARAMS_SIZE,) or (n_nodes, PARAMS_SIZE)."""
+
+    @abc.abstractmethod
+    def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+                         missing_bin, layout, inv, params):
+        """The best split of every node (arguments as :meth:`scan_splits`),
+        a :class:`gputree.backends.scan.SplitInfo` of per-node arrays; ties
+        go to the lowest feature, then the lowest bin."""
+
+    @abc.abstractmethod
+    def update_positions(self, X_binned, positions, level_start, split_feature, split_bitset,
+                         left_child):
+        """positions int32 (n,) INOUT: rows of level node k = positions -
+        level_start move to ``left_child[k]`` (+1 when their bin's bit in
+        split_bitset uint32 (n_level, BITSET_WORDS) is clear) where
+        split_feature int32 (n_level,) is >= 0."""
+
+    @abc.abstractmethod
+    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+        """int32 (n, n_trees): every row's leaf in each tree, as ids into the
+        trees' concatenated nodes (node_feature int32 (m,), node_bitset
+        uint32 (m, BITSET_WORDS), node_left int32 (m,), tree_roots int32
+        (n_trees,): :func:`gputree.tree.concatenate_trees`)."""
+
+    @abc.abstractmethod
+    def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
+        """(values float64 (n_nodes, n_outputs, n_classes), impurity float64
+        (n_nodes,)) of nodes with int64 channel totals (n_nodes, C)."""
+
+    # ------------------------------------------ primitives with a default
     def asarray(self, array, dtype=None, order="C"):
         """Move a host (or device) array to this backend."""
         return self.xp.asarray(array, dtype=dtype, order=order)
 
     def to_host(self, array):
         """numpy copy (or the array itself) of a backend array."""
-        return to_numpy(array)
+        return to_host(array)
 
     def upload(self, array, dtype=None, order="C"):
         """A host array on this backend (here: the array itself when it has
@@ -183,21 +221,3 @@ class Backend:
                 self.xp.zeros(n_nodes, dtype=FLOAT_DTYPE))
 
 
-def node_summaries_kernel_body(jit, inline=None, measure=None, entry=None):
-    """Compile ``summary(node, totals, layout, inv, params, OUT values, OUT
-    impurity)``: leaf values (n_nodes, n_outputs, n_classes) and impurity of
-    one node from its int64 channel totals (n_nodes, n_channels); ``inline``
-    and ``measure`` as in make_criterion_functions; ``summary`` itself with
-    ``entry`` (default ``jit``)."""
-    crit = make_criterion_functions(jit, inline, measure)
-    node_value, impurity = crit.node_value, crit.impurity
-
-    @specialised(entry or jit, measure)
-    def summary(node, totals, layout, inv, params, values, impurities):
-        S = totals[node]
-        for o in range(values.shape[1]):
-            for k in range(values.shape[2]):
-                values[node, o, k] = node_value(S, layout, inv, params, o, k)
-        impurities[node] = impurity(S, layout, inv)
-
-    return summary

@@ -184,14 +184,28 @@ def _make_host_loop(function):
 _HOST_LOOPS = {name: _make_host_loop(getattr(host, name)) for name in CODES}
 
 
+#: the device half of :func:`apply` (codes, device array -> device array),
+#: lent by the CUDA backend when it loads (:func:`register_device_apply`)
+_device_apply = []
+
+
+def register_device_apply(function):
+    """Let :func:`apply` compute device arrays with ``function(code,
+    values)`` (the CUDA backend's kernel; any device array :func:`apply`
+    sees comes from a backend that has loaded)."""
+    _device_apply[:] = [function]
+
+
 def apply(name, values):
     """``name`` ("exp", "log", "log2", "log1p") of an array, elementwise,
     with the device-identical functions: numpy arrays on the host, device
     arrays (cupy) by the CUDA backend's kernel. Returns float64, same shape
     and array module as ``values``."""
     if not isinstance(values, (np.ndarray, float, int, list, tuple)):
-        from .cuda import apply_devmath
-        return apply_devmath(CODES[name], values)
+        if not _device_apply:
+            raise TypeError(f"devmath.apply got a {type(values).__name__}, a device array, "
+                            "but no CUDA backend has loaded to compute it.")
+        return _device_apply[0](CODES[name], values)
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty_like(values)
     _HOST_LOOPS[name](values.reshape(-1), out.reshape(-1))

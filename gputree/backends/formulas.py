@@ -20,7 +20,7 @@ entry per criterion, sets them), never on the order of criterion codes:
 * ``LAYOUT_SPLIT_INFO``: 1 when a split's gain is divided by the entropy of
   its partition (C4.5's gain ratio);
 * ``LAYOUT_MULTIWAY``: 1 when categorical features split into one child per
-  category (ID3 / C4.5, :mod:`gputree.multiway`); set by the grower, not the
+  category (ID3 / C4.5, :mod:`gputree.growth.multiway`); set by the grower, not the
   criterion.
 
 Where a criterion's channels sit in a statistics row (the host builds those
@@ -58,7 +58,7 @@ PARAMS_SIZE = 5
 # ``off`` of a tail appended to ``params`` (newton, one output): the monotonic
 # sign of feature f at ``off + f`` (-1, 0, +1), then the value bounds of the
 # node in histogram row r at ``off + n_features + 2 r`` (lower, upper); see
-# gputree.constraints.
+# gputree.growth.constraints.
 
 def specialised(decorator, measure, variant=""):
     """``decorator`` (a jit) applied to functions renamed ``<name>_<tag>``,

@@ -19,7 +19,7 @@ with the same arithmetic. Candidates, in order (the first strictly best wins):
   its information gain over the m-way partition, divided by the partition's
   entropy for gain ratio. ``out_info`` holds every feature's information
   gain (the undivided gain of its best candidate), which C4.5's
-  at-least-average rule needs (:mod:`gputree.multiway`).
+  at-least-average rule needs (:mod:`gputree.growth.multiway`).
 
 Every split is returned as the set of bins that go left (the missing bin
 included; layout in splitset.py), so partitioning and prediction need no

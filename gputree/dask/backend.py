@@ -72,6 +72,23 @@ class DistributedBackend(Backend):
     def zero_rows(self, array, rows):
         self.local.zero_rows(array, rows)
 
+    def scan_splits(self, *args):
+        return self.local.scan_splits(*args)
+
+    def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
+        """Host X binned on the driver (the workers bin their partitions
+        themselves, :mod:`gputree.dask.inputs`)."""
+        return self.local.map_to_bins(X, thresholds, is_categorical, missing_bin)
+
+    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+        """Leaves of host rows on the driver; rows held by the workers are
+        predicted through the fitted model (``to_local()``), not here."""
+        if isinstance(X_binned, RemoteRows):
+            raise NotImplementedError("the distributed backend does not predict rows held by "
+                                      "the workers; predict with the fitted model.")
+        return self.local.predict_leaves(X_binned, node_feature, node_bitset, node_left,
+                                         tree_roots)
+
     def add_node_values(self, node_values, positions, out, first_column):
         self.local.add_node_values(node_values, self.to_host(positions), out, first_column)
 

@@ -22,18 +22,15 @@ import inspect
 
 import numpy as np
 
-from .._validation import to_numpy
+from .._arrays import to_host
 from ..backends import get_backend
-from ..boosting import GradientBoostingClassifier, GradientBoostingRegressor
-from ..forest import RandomForestClassifier, RandomForestRegressor
-from ..tree_estimators import DecisionTreeClassifier, DecisionTreeRegressor
+from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
+                          GradientBoostingClassifier, GradientBoostingRegressor,
+                          RandomForestClassifier, RandomForestRegressor)
+from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
 from .inputs import (bin_partitions, encoded_partitions, fit_encoder, gather_vector,
                      is_dask_collection, is_dask_frame, row_blocks)
-
-#: losses whose leaves are refit to per-leaf medians or quantiles of the rows
-_REFIT_LOSSES = ("absolute_error", "quantile", "huber")
-
 
 def _client(client):
     if client is not None:
@@ -103,7 +100,9 @@ class _DaskEstimator:
         if getattr(self, "early_stopping", False) is not False or fit_params.get("eval_set"):
             raise ValueError("Early stopping (early_stopping, eval_set) is not supported on "
                              "Dask yet; pass early_stopping=False and no eval_set.")
-        if getattr(self, "loss", None) in _REFIT_LOSSES:
+        name = getattr(self, "loss", None)
+        loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
+        if loss is not None and loss.refits_leaves:
             raise ValueError(f"loss={self.loss!r} refits leaves to per-leaf quantiles, which "
                              "is not supported on Dask; use 'squared_error' or fit the "
                              "ordinary estimator.")
@@ -170,7 +169,7 @@ def _predict_part(part, model, method):
     if part.shape[0] == 0:
         width = model.n_classes_ if method == "predict_proba" else None
         return np.empty((0,) if width is None else (0, width))
-    return to_numpy(getattr(model, method)(part))
+    return to_host(getattr(model, method)(part))
 
 
 def _dask_method(name, width):

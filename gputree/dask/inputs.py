@@ -2,7 +2,7 @@
 partition as the one-machine estimator encodes X, learn the bins once for the
 whole collection, bin each partition where it lives.
 
-The bins are those the one-machine :class:`gputree.binning.BinMapper`
+The bins are those the one-machine :class:`gputree.data.binning.BinMapper`
 learns on the concatenated data: the rows that shape them (positive weight)
 and the subsample among them are chosen by global row index with the same
 seeded draw (:meth:`BinMapper.sample_rows`, on the driver: an O(n) index
@@ -14,10 +14,12 @@ the edges with the one-machine functions. At most ``BinMapper.subsample``
 import numpy as np
 
 from .._dtypes import MAX_NON_MISSING_BINS, X_DTYPE, bin_dtype
-from .._training import TrainingInputs
-from .._validation import FeatureEncoder, check_int, check_sample_weight, to_numpy
-from ..binning import BinMapper, category_edges, distinct_codes, quantile_edges, used_rows
-from ..grower import BinnedData
+from .._arrays import to_host
+from ..data.binned import BinnedData
+from ..data.binning import BinMapper, category_edges, distinct_codes, quantile_edges, used_rows
+from ..data.encoder import FeatureEncoder
+from ..data.training import TrainingInputs
+from ..data.validation import check_int, check_sample_weight
 from .backend import DistributedBackend, worker_backend
 from .partitions import RemoteRows, RowPartitions
 
@@ -113,7 +115,7 @@ def _bin_summary(X_float, sampled, used, is_categorical):
     """What one partition tells the driver about its bins: (its sampled
     rows' values, host float64 (k_p, F); per categorical feature f, the
     distinct codes of all rows and of the used rows)."""
-    X = np.asarray(to_numpy(X_float), dtype=X_DTYPE)
+    X = np.asarray(to_host(X_float), dtype=X_DTYPE)
     codes = {f: (distinct_codes(X[:, f]), distinct_codes(X[used, f]))
              for f in np.flatnonzero(is_categorical)}
     return X[sampled], codes

@@ -15,6 +15,8 @@ live on the driver.
 """
 import numpy as np
 
+from .._arrays import to_host
+
 #: seconds between checks that every worker of the fit is still there
 _POLL_SECONDS = 1.0
 
@@ -182,9 +184,8 @@ class RemoteRows:
 
     def gather(self):
         """The whole array on the driver (numpy)."""
-        from .._validation import to_numpy
         parts = self.partitions.gather(self.futures)
-        return np.concatenate([to_numpy(p) for p in parts])
+        return np.concatenate([to_host(p) for p in parts])
 
     def __array__(self, dtype=None, copy=None):
         array = self.gather()

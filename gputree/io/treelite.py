@@ -13,9 +13,9 @@ through exp). Trees with surrogate splits are refused (Treelite has none).
 """
 import numpy as np
 
-from ..export import _left_bins
+from ..backends.splitset import left_bins
 from ..model import FittedModel
-from ..surrogates import refuse_surrogates
+from ..growth.surrogates import refuse_surrogates
 
 
 def to_treelite(estimator):
@@ -26,7 +26,7 @@ def to_treelite(estimator):
     except ImportError as exc:
         raise ImportError("to_treelite needs treelite: pip install 'gputree[treelite]'.") from exc
     model = FittedModel.of(estimator)
-    task = _task(model)
+    task = _task(model, getattr(estimator, "_loss", None))
     builder = treelite.model_builder.ModelBuilder(
         threshold_type="float64", leaf_output_type="float64",
         metadata=treelite.model_builder.Metadata(
@@ -43,15 +43,15 @@ def to_treelite(estimator):
     return builder.commit()
 
 
-def _task(model):
-    """Treelite metadata of the estimator's kind (dict)."""
-    name, attributes, n_trees = model.estimator, model.attributes, len(model.trees)
-    if name.startswith("GradientBoosting"):
+def _task(model, loss):
+    """Treelite metadata of the estimator's kind (dict); ``loss``: a boosting
+    estimator's loss (its ``link`` is the postprocessor), else None."""
+    attributes, n_trees = model.attributes, len(model.trees)
+    if loss is not None:
         baseline = np.asarray(attributes["_baseline"], dtype=np.float64)
         width = model.trees[0].value.shape[1]
         k = baseline.shape[0]
-        post = {"log_loss": "sigmoid" if k == 1 else "softmax",
-                "poisson": "exponential"}.get(model.params["loss"], "identity")
+        post = loss.link
         groups = attributes["_groups"]
         class_id = [-1 if width > 1 else groups[t % len(groups)][0] for t in range(n_trees)]
         return dict(task_type="kBinaryClf" if post == "sigmoid" else
@@ -80,7 +80,7 @@ def _add_tree(builder, tree, model):
             builder.leaf(float(value[0]) if value.size == 1 else value.tolist())
         elif tree.is_categorical[node]:
             seen = model.thresholds[feature, :model.n_bins_non_missing[feature]]
-            going_left = seen[_left_bins(tree, node, seen.shape[0])]
+            going_left = seen[left_bins(tree.bitset[node], seen.shape[0])]
             listed = np.setdiff1d(seen, going_left) if missing_left else going_left
             builder.categorical_test(feature, default_left=missing_left,
                                      category_list=[int(c) for c in listed],

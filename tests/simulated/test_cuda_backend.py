@@ -7,7 +7,7 @@ import pytest
 from gputree import DecisionTreeClassifier
 from gputree.backends import get_backend
 from gputree.criteria import GINI, SQUARED_ERROR, classification_statistics, regression_statistics
-from gputree.grower import GrowthParams
+from gputree.growth.params import GrowthParams
 
 
 def random_histograms(rng, n_nodes, n_features, n_bins, stats):

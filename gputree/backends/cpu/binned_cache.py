@@ -1,0 +1,101 @@
+"""``BinnedCache``: what the CPU backend keeps per binned X while X lives:
+its column-major copy for the moves and the row buffers of a fit."""
+import weakref
+
+import numpy as np
+from numba import prange
+
+from ..kernel_cache import cache_numba_cpu_kernels
+from .partition import ROW_CHUNK
+from .stages import staged
+
+cache_numba_cpu_kernels(__file__)
+
+
+#: binned X of at least this many values gets a column-major copy for the
+#: moves (BinnedCache) ...
+_COLUMN_COPY_VALUES = 1 << 22
+
+
+#: ... when the copy takes at most this fraction of the free memory
+_COLUMN_COPY_MEMORY = 1 / 8
+
+
+@staged
+def _copy_rows(X, out):
+    """out[:] = X, parallel over blocks of ``ROW_CHUNK`` rows (X one order,
+    out another: a row-major X into a column-major copy 4-5x faster than
+    numpy's copy, 750k to 7M x 28 rows, 2 threads)."""
+    n_rows = X.shape[0]
+    for block in prange((n_rows + ROW_CHUNK - 1) // ROW_CHUNK):
+        for i in range(block * ROW_CHUNK, min(n_rows, (block + 1) * ROW_CHUNK)):
+            for f in range(X.shape[1]):
+                out[i, f] = X[i, f]
+
+
+class BinnedCache:
+    """What the CPU backend keeps per binned X while X lives (by id; a
+    finalizer drops it with X):
+
+    * a column-major (F-order) copy for the moves: a move reads one bin per
+      row, its node's split feature, and from the copy it streams that
+      column instead of all of X (750k x 28 rows, 2 threads: a depth-8
+      tree's moves and gathering 10.8 -> 7.4 ms); made on first use for X of
+      at least _COLUMN_COPY_VALUES values while free memory allows (else the
+      moves read X itself);
+    * the moves' int32 (n,) row buffers and the root's identity rows,
+      reused by every level and tree of a fit: fresh large arrays cost their
+      pages, which the OS zeroes and maps on first touch (at 7M rows, a
+      fresh set per level cost more system time than the moves took). A
+      column subset (colsample_bytree) shares its parent's.
+    """
+
+    def __init__(self, free_memory_bytes):
+        self.free_memory_bytes = free_memory_bytes
+        self.entries = {}
+
+    def columns(self, X_binned):
+        """X_binned's column-major copy, or X_binned (small, F order
+        already, or no room)."""
+        entry = self._entry(X_binned)
+        copy = entry.get("columns")
+        if copy is not None or X_binned.flags.f_contiguous or (
+                X_binned.size < _COLUMN_COPY_VALUES):
+            return X_binned if copy is None else copy
+        free = self.free_memory_bytes()
+        if free is not None and X_binned.nbytes > free * _COLUMN_COPY_MEMORY:
+            return X_binned
+        copy = entry["columns"] = np.empty(X_binned.shape, X_binned.dtype, order="F")
+        _copy_rows.run(X_binned.size, X_binned, copy)
+        return copy
+
+    def rows(self, X_binned, name):
+        """int32 (n,) buffer ``name`` of X_binned's rows (contents left from
+        its last use; "identity": 0 .. n-1)."""
+        buffers = self._entry(X_binned)["buffers"]
+        n = X_binned.shape[0]
+        if name not in buffers or buffers[name].shape[0] != n:
+            buffers[name] = (np.arange(n, dtype=np.int32) if name == "identity"
+                             else np.empty(n, dtype=np.int32))
+        return buffers[name]
+
+    def derive(self, X_binned, columns, subset):
+        """``subset`` = X_binned[:, columns] shares X_binned's row buffers
+        and gets its column copy from X_binned's (boosting's
+        colsample_bytree: one transposing copy per fit, then column
+        copies)."""
+        self._entry(subset)["buffers"] = self._entry(X_binned)["buffers"]
+        copy = self.columns(X_binned)
+        if copy is not X_binned and not subset.flags.f_contiguous:
+            columns_copy = np.empty(subset.shape, dtype=subset.dtype, order="F")
+            for j, f in enumerate(columns):
+                columns_copy[:, j] = copy[:, f]
+            self._entry(subset)["columns"] = columns_copy
+
+    def _entry(self, X_binned):
+        key = id(X_binned)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = {"buffers": {}}
+            weakref.finalize(X_binned, self.entries.pop, key, None)
+        return entry

@@ -1,0 +1,101 @@
+"""The CPU partition kernels: rows moved to the children of the nodes that
+split (``update_positions``), and the same pass that also gathers the rows
+of the nodes to build, grouped by node, for the histogram pass."""
+import numpy as np
+from numba import njit, prange
+
+from ..kernel_cache import cache_numba_cpu_kernels
+from .jit import U64, goes_left
+from .stages import staged
+
+cache_numba_cpu_kernels(__file__)
+
+
+#: rows per chunk of the gathering pass, at least ...
+ROW_CHUNK = 16384
+
+
+#: ... and more where chunks x nodes built would pass this many per-chunk
+#: counters (int64; deep trees build up to one node per two rows)
+_MAX_CHUNK_COUNTERS = 1 << 22
+
+
+def gather_chunk(n_rows, n_build):
+    """Rows per chunk of rows_by_node for this level."""
+    return max(ROW_CHUNK, -(-n_rows * n_build // _MAX_CHUNK_COUNTERS))
+
+
+@njit(inline="always")
+def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, left_child):
+    """Row i's position once its node (level-relative k, if it splits) sends
+    it to a child."""
+    p = positions[U64(i)]
+    k = p - level_start
+    if 0 <= k < split_feature.shape[0] and split_feature[U64(k)] >= 0:
+        b = X_binned[U64(i), U64(split_feature[U64(k)])]
+        p = left_child[U64(k)] + (0 if goes_left(split_bitset, k, b) else 1)
+    return p
+
+
+@staged
+def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
+                  level_start, build_index, n_build, chunk_rows, found, found_node, rows):
+    """The rows of the nodes to build, grouped by node (``build_index``
+    int32 (n_level,): the node's index among them, or -1), ascending within
+    a node, into rows int32 (n,) OUT: returns node_first int64 (n_build +
+    1,), node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each
+    row first moves as update_positions would (positions int32 INOUT;
+    moves_start and the split arrays as its level_start and split arrays:
+    empty, no move). found, found_node int32 (n,): scratch (the caller
+    allocates the three (n,) arrays: numpy's large arrays get huge pages,
+    a kernel's own 4 KiB pages, faulted in one by one: 30k faults a tree
+    at 7M rows).
+
+    Parallel over chunks of ``chunk_rows`` rows: a first pass moves each
+    chunk's rows and lists them with their nodes in place (a branch-free
+    store), counting them per node; a second copies them to their offset
+    (node by node, chunk by chunk), so ``positions`` is read once in full."""
+    n_samples = positions.shape[0]
+    n_chunks = (n_samples + chunk_rows - 1) // chunk_rows
+    n_found = np.zeros(n_chunks, dtype=np.int64)
+    offsets = np.zeros((n_chunks, n_build), dtype=np.int64)
+    for chunk in prange(n_chunks):
+        start = chunk * chunk_rows
+        k = start
+        for i in range(start, min(start + chunk_rows, n_samples)):
+            p = _moved(X_binned, positions, i, moves_start, split_feature, split_bitset,
+                       left_child)
+            positions[U64(i)] = p
+            j = -1
+            if level_start <= p < level_start + build_index.shape[0]:
+                j = build_index[U64(p - level_start)]
+            found[U64(k)] = i
+            found_node[U64(k)] = j
+            k += j >= 0
+        n_found[chunk] = k - start
+        for q in range(start, k):
+            offsets[chunk, U64(found_node[U64(q)])] += 1
+    node_first = np.zeros(n_build + 1, dtype=np.int64)
+    for j in range(n_build):        # counts -> offsets: node by node, chunk by chunk
+        at = node_first[j]
+        for chunk in range(n_chunks):
+            count = offsets[chunk, j]
+            offsets[chunk, j] = at
+            at += count
+        node_first[j + 1] = at
+    for chunk in prange(n_chunks):
+        start = chunk * chunk_rows
+        for q in range(start, start + n_found[chunk]):
+            j = U64(found_node[U64(q)])
+            rows[U64(offsets[chunk, j])] = found[U64(q)]
+            offsets[chunk, j] += 1
+    return node_first
+
+
+@staged
+def update_positions(X_binned, positions, level_start, split_feature,
+                      split_bitset, left_child):
+    """positions int32 (n,) INOUT: rows of split nodes move to a child."""
+    for i in prange(positions.shape[0]):
+        positions[U64(i)] = _moved(X_binned, positions, i, level_start, split_feature,
+                                  split_bitset, left_child)

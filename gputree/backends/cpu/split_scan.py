@@ -1,0 +1,84 @@
+"""The CPU split scan and node summaries, compiled per criterion (the
+formulas specialised to it) on first use, so a process compiles only what
+it uses; the scan is the one the CUDA backend runs
+(:mod:`gputree.backends.scan`)."""
+import functools
+
+import numpy as np
+from numba import njit, prange
+
+from ..kernel_cache import cache_numba_cpu_kernels
+from ..scan import make_split_scanner
+from ..summaries import node_summaries_kernel_body
+from .jit import inline_helper, ir_inline, plain_jit
+from .stages import renamed_copy, staged
+
+
+# the scan kernels also compile code from other files: their cache covers them
+_CACHE_SCAN = cache_numba_cpu_kernels(__file__)
+
+
+#: work (about ns, cpu_stages' unit) of the split scan per bin
+SCAN_WORK_PER_BIN = 20
+
+
+#: scratch slots of the split scan per thread (each slot's tasks run in
+#: turn on one thread; several per thread balance the load)
+SCAN_SLOTS_PER_THREAD = 8
+
+
+#: the scan and the node summary that the two kernels below call: set in
+#: each compiled copy's globals by split_finder and summaries_kernel
+_scan = _node_summary = None
+
+
+def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
+                 missing_bin, layout, inv, params, scratch_sums, scratch_keys,
+                 scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
+                 out_bitset, out_left, out_info):
+    """The split scan of every (node, feature) (arguments as
+    scan.make_split_scanner; the scan inlined), parallel over the scratch
+    slots, slot s scanning tasks s, s + n_slots, ...; compiled per criterion
+    by split_finder."""
+    n_features = hist.shape[1]
+    n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
+    for slot in prange(n_slots):
+        # int64 as typed before the loop became a parallel region (unsigned
+        # there): one signature, compiled once
+        for t in range(np.int64(slot), n_tasks, n_slots):
+            _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
+                  is_categorical, feature_allowed, missing_bin, layout, inv, params,
+                  scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
+                  out_gain, out_missing_left, out_bitset, out_left, out_info)
+
+
+def _node_summaries(totals, layout, inv, params, values, impurity):
+    """Leaf values and impurity of every node (base.node_summaries_kernel_body);
+    serial: a few thousand nodes at most, less work than waking threads.
+    Compiled per criterion by summaries_kernel."""
+    for node in range(totals.shape[0]):
+        _node_summary(node, totals, layout, inv, params, values, impurity)
+
+
+@functools.lru_cache(maxsize=None)
+def split_finder(measure, categorical):
+    """find_splits of one criterion measure ((kind, impurity), from
+    formulas.measure_of; with the categorical scan or without), the scan and
+    formulas specialised to it: compiled only for what a process uses, each
+    compile smaller than one for everything. Staged, named
+    ``_find_splits_<variant>`` (numba's disk cache tells functions apart by
+    their qualified names)."""
+    scan = make_split_scanner(plain_jit, inline_helper, measure, categorical, ir_inline,
+                              vector=True)
+    variant = f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
+    return staged(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
+                  cache=_CACHE_SCAN)
+
+
+@functools.lru_cache(maxsize=None)
+def summaries_kernel(measure):
+    """node_summaries of one criterion measure (its formulas specialised)."""
+    summary = node_summaries_kernel_body(plain_jit, inline_helper, measure, ir_inline)
+    name = f"_node_summaries_{measure[0]}_{measure[1]}"
+    return njit(cache=_CACHE_SCAN)(renamed_copy(_node_summaries, name,
+                                                {"_node_summary": summary}))

@@ -1,0 +1,215 @@
+"""``CUDABackend``: the backend primitives on a runtime, "cupy" (a GPU) or
+"emulator" (the CPU), through the CUDA C kernels (:mod:`.c_kernels`) for
+binning, histograms, partition and prediction and the ``numba.cuda``
+kernels (:mod:`.numba_kernels`) for the split scan and node summaries (the
+same scan code the CPU backend runs); and the fit's device memory estimate.
+
+Binned data, statistics, positions and histograms stay on the device for the
+whole fit; every primitive is one launch per level for all nodes of the level;
+the host reads back only the per-level split decisions.
+
+The simulated device (``device="cuda-sim"``) is this same backend with numpy
+arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
+CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
+``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
+"""
+import math
+from collections import Counter
+
+import numpy as np
+
+from ..._arrays import is_device_array, to_host
+from ..._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_DTYPE, bin_dtype
+from ..base import Backend
+from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
+from . import numba_kernels
+from .accounting import AllocationTracker, TransferCounter
+from .c_kernels import get_kernels
+from .numba_kernels import THREADS_PER_BLOCK
+from .transfer import pack_device, pack_host, unpack
+
+
+class CUDABackend(Backend):
+    """The CUDA primitives on a runtime: "cupy" (a GPU) or "emulator" (CPU)."""
+
+    def __init__(self, runtime):
+        self.runtime = runtime
+        self.name = "cuda" if runtime == "cupy" else "cuda-sim"
+        self.kernels = get_kernels(runtime)
+        self.xp = self.kernels.xp
+        self.device_xp = self.xp if runtime == "cupy" else None
+        self.launches = Counter()
+        #: every host<->device copy (see accounting.TransferCounter)
+        self.transfers = TransferCounter()
+        #: bytes held by the arrays allocated through upload/zeros/empty
+        self.memory = AllocationTracker()
+        #: free device memory to assume (bytes) in the simulated device, for tests
+        self.simulated_free_bytes = None
+
+    def _count(self, name):
+        self.launches[name] += 1
+
+    def _on_device(self, array):
+        return self.runtime == "cupy" and is_device_array(array)
+
+    def upload(self, array, dtype=None, order="C"):
+        """A host array copied to the device (counted); a device array as it
+        is (converted on the device where dtype or order differ). On the
+        simulated device every call is a counted copy."""
+        if self._on_device(array):
+            return self.xp.asarray(array, dtype=dtype, order=order)
+        host = np.asarray(array, dtype=dtype, order=order)
+        self.transfers.upload(host.nbytes)
+        return self.memory.track(self.xp.array(host, order=order))
+
+    def asarray(self, array, dtype=None, order="C"):
+        return self.upload(array, dtype=dtype, order=order)
+
+    def download(self, array):
+        """A device array copied to the host (counted; the host waits)."""
+        self.transfers.download(array.nbytes)
+        host = to_host(array)
+        return np.array(host, copy=True) if host is array else host
+
+    def to_host(self, array):
+        return self.download(array)
+
+    def upload_many(self, arrays):
+        """dict name -> host array, on the device with one copy (views of one
+        packed buffer)."""
+        buffer, spec = pack_host(arrays)
+        return unpack(self.upload(buffer), spec)
+
+    def download_many(self, arrays):
+        """dict name -> device array, on the host with one copy (packed on
+        the device first)."""
+        buffer, spec = pack_device(self.xp, arrays)
+        return unpack(self.download(buffer), spec)
+
+    def zeros(self, shape, dtype, order="C"):
+        return self.memory.track(self.xp.zeros(shape, dtype=dtype, order=order))
+
+    def empty(self, shape, dtype, order="C"):
+        return self.memory.track(self.xp.empty(shape, dtype=dtype, order=order))
+
+    def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
+        self._count("map_to_bins")
+        out = self.empty(X.shape, bin_dtype(missing_bin + 1), order="F")
+        return self.kernels.map_to_bins(X, thresholds, is_categorical, missing_bin, out=out)
+
+    def build_histograms(self, X_binned, stats, positions, level_start, node_to_build,
+                         n_build, n_bins, out=None):
+        self._count("build_histograms")
+        return self.kernels.build_histograms(X_binned, stats, positions, level_start,
+                                             node_to_build, n_build, n_bins, out=out)
+
+    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
+        self._count("subtract_histograms")
+        hist[derived_rows] = parent_hist[parent_rows] - hist[built_rows]
+
+    def update_positions(self, X_binned, positions, level_start, split_feature,
+                         split_bitset, left_child):
+        self._count("update_positions")
+        self.kernels.update_positions(X_binned, positions, level_start, split_feature,
+                                      split_bitset, left_child)
+
+    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+        self._count("predict_leaves")
+        return self.kernels.predict_leaves(X_binned, node_feature, node_bitset, node_left,
+                                           tree_roots)
+
+    def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+                         missing_bin, layout, inv, params):
+        self._count("find_best_splits")
+        return best_split_per_node(self.xp, *self._scan(
+            hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
+            layout, inv, params))
+
+    def scan_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+                    missing_bin, layout, inv, params):
+        self._count("scan_splits")
+        return self._scan(hist, n_bins_non_missing, is_categorical, feature_allowed,
+                          missing_bin, layout, inv, params)
+
+    def _scan(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+              missing_bin, layout, inv, params):
+        n_nodes, n_features, _, n_channels = hist.shape
+        # categorical scratch for every thread, whatever the features: knowing
+        # whether any is categorical would cost a device->host read per level
+        outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels)
+        scratch = empty_scratch(self, n_nodes * n_features, n_channels, True)
+        blocks = math.ceil(n_nodes * n_features / THREADS_PER_BLOCK)
+        numba_kernels._find_splits[blocks, THREADS_PER_BLOCK](
+                hist, n_bins_non_missing, is_categorical, feature_allowed,
+                np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
+        return outputs
+
+    def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
+        self._count("node_summaries")
+        values = self.zeros((totals.shape[0], n_outputs, n_classes), FLOAT_DTYPE)
+        impurity = self.zeros(totals.shape[0], FLOAT_DTYPE)
+        blocks = max(1, math.ceil(totals.shape[0] / THREADS_PER_BLOCK))
+        numba_kernels._node_summaries[blocks, THREADS_PER_BLOCK](totals, layout, inv, params,
+                                                        values, impurity)
+        return values, impurity
+
+    def free_memory_bytes(self):
+        """Free device memory (bytes), or None when unknown."""
+        if self.runtime == "cupy":
+            pool = self.xp.get_default_memory_pool()
+            free, _ = self.xp.cuda.runtime.memGetInfo()
+            return free + pool.free_bytes()
+        return self.simulated_free_bytes
+
+    def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                         held_row_bytes=0):
+        """Raise a clear error when a fit cannot fit in device memory; the
+        estimate is kept in ``last_fit_estimate``."""
+        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                                     held_row_bytes)
+        self.last_fit_estimate = needed
+        free = self.free_memory_bytes()
+        if free is not None and needed > free:
+            raise MemoryError(
+                f"This fit needs about {needed / 2**20:.0f} MiB of GPU memory but only "
+                f"{free / 2**20:.0f} MiB are free. Lower max_bins (histogram size grows with "
+                "it), limit max_depth / max_leaf_nodes (nodes per level), train on fewer rows, "
+                "or use device='cpu'.")
+
+
+#: bytes per node and channel of the split records, totals and summaries
+#: kept beside the scan (generous: a few int64/float64 per channel)
+_NODE_RECORD_BYTES = 256
+
+
+def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                        held_row_bytes=0):
+    """Bytes a fit holds on the device at most: binning plus training (the
+    memory pool may keep what binning freed).
+
+    * binning: X as given (at most 8 bytes a value), X as float64 for the
+      kernel, binned X;
+    * training: binned X, int64 statistics, int32 positions and
+      ``held_row_bytes`` per row (what the caller keeps: boosting's targets,
+      raw scores, gradients...); the histogram pool (up to
+      ``max_level_nodes`` rows, twice while it grows); the split scan's
+      outputs and scratch for ``max_level_nodes`` nodes; the per-node
+      summaries and split records.
+    """
+    stat = np.dtype(STAT_DTYPE).itemsize
+    cells = n_samples * n_features
+    code = np.dtype(bin_dtype(n_bins)).itemsize
+    binning = cells * (2 * np.dtype(X_DTYPE).itemsize + code)
+    per_row = (n_features * code + n_channels * stat
+               + np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
+    histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
+    per_node = n_features * _scan_bytes_per_thread(n_channels) + _NODE_RECORD_BYTES * n_channels
+    return binning + n_samples * per_row + histograms + max_level_nodes * per_node
+
+
+def _scan_bytes_per_thread(n_channels):
+    """Bytes of the split scan's outputs and scratch per (node, feature)
+    (categorical scratch included, as find_best_splits allocates it)."""
+    arrays = (empty_scan_outputs(np, 1, 1, n_channels)
+              + empty_scratch(np, 1, n_channels, True))
+    return sum(a.nbytes for a in arrays)

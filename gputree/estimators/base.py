@@ -1,0 +1,160 @@
+"""What every estimator shares: ``BaseTreeModel`` (the encoder and bins
+learned at fit, new X to leaf ids on the fit's backend, saving, exporting,
+pickling, ``n_jobs``) and the tree-shaped parameters resolved to
+:class:`gputree.growth.params.GrowthParams`."""
+import math
+import numbers
+
+import numpy as np
+
+from .._compat import BaseEstimator, NotFittedError
+from .._threads import wrap_threaded_methods
+from ..backends import get_backend
+from ..data.binned import bin_with
+from ..data.training import TrainingInputs, bin_training_data
+from ..data.validation import check_choice, check_float, check_int
+from ..growth.params import GrowthParams
+from ..io.json import save_model
+from ..io.treelite import to_treelite
+from ..model import FittedModel
+from ..tree import concatenate_trees
+
+
+#: max_depth=None: deeper than any tree can grow
+UNLIMITED_DEPTH = 2 ** 31 - 2
+
+
+def resolve_max_features(max_features, n_features):
+    """Number of features tried per node (int >= 1)."""
+    if max_features is None:
+        return n_features
+    if isinstance(max_features, str):
+        check_choice(max_features, "max_features", {"sqrt", "log2"})
+        root = math.sqrt if max_features == "sqrt" else math.log2
+        return max(1, int(root(n_features)))
+    if isinstance(max_features, numbers.Integral) and not isinstance(max_features, bool):
+        return check_int(max_features, "max_features", 1, n_features)
+    if isinstance(max_features, numbers.Real):
+        fraction = check_float(max_features, "max_features", 0.0, 1.0, low_open=True)
+        return max(1, int(fraction * n_features))
+    raise TypeError(f"max_features must be None, 'sqrt', 'log2', an int or a float; got {max_features!r}.")
+
+
+def resolve_count(value, name, n_samples, minimum, fraction_high=1.0):
+    """Absolute sample count from an int or a fraction of n_samples."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return check_int(value, name, minimum)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        fraction = check_float(value, name, 0.0, fraction_high, low_open=True)
+        return max(minimum, int(math.ceil(fraction * n_samples)))
+    raise TypeError(f"{name} must be an int or a float, got {value!r}.")
+
+
+def growth_params(est, n_samples, total_weight, n_features):
+    """GrowthParams from a tree-like estimator's public parameters."""
+    max_depth = check_int(est.max_depth, "max_depth", 1, allow_none=True)
+    max_leaf_nodes = check_int(est.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True)
+    mwfl = check_float(est.min_weight_fraction_leaf, "min_weight_fraction_leaf", 0.0, 0.5)
+    return GrowthParams(
+        max_depth=UNLIMITED_DEPTH if max_depth is None else max_depth,
+        min_samples_split=resolve_count(est.min_samples_split, "min_samples_split", n_samples, 2),
+        min_samples_leaf=resolve_count(est.min_samples_leaf, "min_samples_leaf", n_samples, 1,
+                                       fraction_high=0.5),
+        min_weight_leaf=mwfl * total_weight,
+        min_impurity_decrease=check_float(est.min_impurity_decrease, "min_impurity_decrease", 0.0),
+        max_features=resolve_max_features(est.max_features, n_features),
+        max_leaf_nodes=max_leaf_nodes or 0)
+
+
+class BaseTreeModel(BaseEstimator):
+    """What every fitted tree model shares: the encoder and bins learned at fit,
+    and turning new X into leaf ids on the fit's backend. Every subclass's
+    fit and predict methods run under its ``n_jobs`` (:mod:`gputree._threads`)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        wrap_threaded_methods(cls)
+
+    def _check_fitted(self):
+        if not hasattr(self, "_encoder"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this estimator.")
+
+    def _bin_new_data(self, X):
+        self._check_fitted()
+        return bin_with(self._backend, self._bin_mapper,
+                        self._encoder.transform(X, type(self).__name__,
+                                                self._backend.device_xp))
+
+    def _leaves(self, X, trees=None):
+        """int32 (n_samples, n_trees) leaf ids (host) of X in ``trees``."""
+        data = self._bin_new_data(X)
+        backend = self._backend
+        feature, bitset, left, roots = concatenate_trees(trees or self._trees_for_prediction())
+        leaves = backend.predict_leaves(data.X_binned, backend.asarray(feature),
+                                        backend.asarray(bitset), backend.asarray(left),
+                                        backend.asarray(roots))
+        return backend.to_host(leaves) - roots[None, :]
+
+    def _bin_training_data(self, X, seed, sample_weight):
+        """TrainingInputs of the training X: bins learned with ``seed``, X
+        binned on the backend (:func:`gputree.data.training.bin_training_data`;
+        gputree.dask learns them across a cluster instead)."""
+        inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features, self.device,
+                                      seed, sample_weight)
+        return inputs
+
+    def _store_inputs(self, inputs):
+        self._backend = inputs.backend
+        self._encoder = inputs.encoder
+        self._bin_mapper = inputs.bin_mapper
+        self.n_features_in_ = inputs.encoder.n_features_in_
+        if inputs.encoder.feature_names_in_ is not None:
+            self.feature_names_in_ = inputs.encoder.feature_names_in_
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+
+    #: fitted attributes besides trees and bins that a saved model keeps
+    _model_attributes = ()
+
+    def _restore(self, backend, encoder, mapper, trees):
+        """Become fitted from a loaded model's parts (FittedModel.to_estimator);
+        the ``_model_attributes`` are already set."""
+        self._store_inputs(TrainingInputs(backend, encoder, mapper, None))
+        self._trees = trees
+
+    def _contribution_layout(self):
+        """For TreeSHAP: (trees, first raw-score column of each, scale of
+        their values, baseline float64 (width,)); here the mean of the trees."""
+        trees = list(self._trees_for_prediction())
+        return trees, [0] * len(trees), 1.0 / len(trees), np.zeros(trees[0].value[0].size)
+
+    @property
+    def model_(self):
+        """The :class:`gputree.model.FittedModel` of this fitted estimator."""
+        return FittedModel.of(self)
+
+    def save_model(self, path):
+        """Write the fitted model to ``path`` as versioned JSON (see
+        docs/model_schema.md); ``gputree.load_model(path)`` reads it back."""
+        save_model(self, path)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True       # scipy.sparse X: see gputree.data.adapters
+        return tags
+
+    def to_treelite(self):
+        """The fitted model as a ``treelite.Model`` (see gputree.io.treelite)."""
+        return to_treelite(self)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if "_backend" in state:
+            state["_backend"] = state["_backend"].name
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("_backend"), str):
+            state["_backend"] = get_backend(state["_backend"])
+        self.__dict__.update(state)

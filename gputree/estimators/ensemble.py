@@ -1,0 +1,103 @@
+"""What forests and boosting share: binning the training data once per fit
+(or reusing the bins on a warm start), per-tree random streams, leaf ids and
+leaf values of many trees on the device, storing ``__init__`` parameters, and
+the progress report of long fits (a tqdm bar when tqdm is importable, plain
+lines otherwise).
+"""
+import sys
+
+import numpy as np
+
+from ..data.training import binning_seed, seed_from
+from ..data.validation import check_random_state
+from ..tree import concatenate_trees
+
+
+def set_params_from(estimator, arguments):
+    """Store ``__init__`` arguments (``locals()``) as attributes, unchanged."""
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+def training_data(estimator, X, sample_weight):
+    """(BinnedData of X on the backend, warm). With ``warm_start`` on a
+    fitted ensemble X is binned with the first fit's bins; otherwise a new
+    seed is drawn and new bins are learned and stored on the estimator."""
+    if estimator.warm_start and hasattr(estimator, "_trees"):
+        return estimator._bin_new_data(X), True
+    estimator._seed = seed_from(check_random_state(estimator.random_state))
+    seed = binning_seed(estimator.random_state, estimator._seed)
+    inputs = estimator._bin_training_data(X, seed, sample_weight)
+    estimator._store_inputs(inputs)
+    return inputs.data, False
+
+
+def tree_rng(seed, index, stream=0):
+    """RandomState of tree (or round) ``index`` in random ``stream``: depends
+    only on (seed, stream, index), so warm-started fits draw what one long fit
+    would draw."""
+    return np.random.RandomState([seed, stream, index])
+
+
+def device_leaves(backend, X_binned, trees):
+    """Leaf of every row in every tree, as ids into the trees' concatenated
+    node arrays: int32 (n_samples, n_trees) on the backend (one launch)."""
+    feature, bitset, left, roots = concatenate_trees(trees)
+    return backend.predict_leaves(X_binned, backend.asarray(feature), backend.asarray(bitset),
+                                  backend.asarray(left), backend.asarray(roots))
+
+
+def add_tree_values(backend, X_binned, trees, columns, out):
+    """Add every tree's leaf values to ``out`` (n_samples, W) on the backend,
+    in place and in tree order: tree t adds its (n_nodes, V) values
+    ``t.value.reshape(n_nodes, -1)`` to columns ``columns[t] .. + V`` (host
+    ints). One launch on the CPU; no (n_samples, n_trees) leaf array."""
+    if not trees:
+        return
+    feature, bitset, left, roots = concatenate_trees(trees)
+    values = np.concatenate([t.value.reshape(t.node_count, -1) for t in trees])
+    backend.add_leaf_values(X_binned, backend.asarray(feature), backend.asarray(bitset),
+                            backend.asarray(left), backend.asarray(roots),
+                            backend.asarray(values), np.asarray(columns, dtype=np.int32), out)
+
+
+def stacked_values(backend, trees):
+    """The trees' leaf values concatenated, float64 (total_nodes, n_outputs,
+    n_classes) on the backend; index it with :func:`device_leaves`."""
+    return backend.asarray(np.concatenate([t.value for t in trees]))
+
+
+class Progress:
+    """Progress of ``total`` steps: a tqdm bar with the latest numbers as its
+    postfix, or (without tqdm) a line every tenth of the way. Silent unless
+    ``verbose``."""
+
+    def __init__(self, total, verbose, description):
+        self.verbose, self.total, self.done = bool(verbose), total, 0
+        self.description = description
+        self._bar = None
+        if self.verbose:
+            try:
+                from tqdm.auto import tqdm
+                self._bar = tqdm(total=total, desc=description, file=sys.stderr)
+            except ImportError:
+                pass
+
+    def step(self, **numbers):
+        """One step done; ``numbers`` (name -> float) are shown."""
+        self.done += 1
+        if not self.verbose:
+            return
+        text = {k: f"{v:.5g}" for k, v in numbers.items() if v is not None}
+        if self._bar is not None:
+            self._bar.set_postfix(text, refresh=False)
+            self._bar.update(1)
+        elif self.done == self.total or self.done % max(1, self.total // 10) == 0:
+            shown = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in text.items())
+            print(f"{self.description}: {self.done}/{self.total}"
+                  f"{', ' + shown if shown else ''}", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()

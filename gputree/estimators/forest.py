@@ -1,0 +1,383 @@
+"""Random forests with the scikit-learn API: ``RandomForestClassifier`` and
+``RandomForestRegressor``.
+
+Owns bagging. X is binned once per fit on the backend and every tree is grown
+by :func:`gputree.growth.levelwise.grow_tree` on it. A bootstrap sample is drawn as
+integer counts that become the tree's sample weights (exact in fixed point;
+the statistics' count channel then counts distinct in-bag rows, so
+``min_samples_leaf`` counts rows as scikit-learn does); the random feature
+subset of every node is ``GrowthParams.max_features``, drawn on the host from
+the tree's seeded RandomState. Out-of-bag rows have weight 0 but still reach a
+leaf in the grower's ``positions``, so OOB predictions need no extra pass.
+
+Trees are grown one at a time. Growing the same level of many trees in one
+launch (tree id x node id) is the intended GPU follow-up; it needs the grower
+to take a tree axis.
+"""
+import warnings
+
+import numba
+import numpy as np
+
+from .._arrays import returns_input_kind
+from .._compat import ClassifierMixin, RegressorMixin
+from .._dtypes import STAT_DTYPE
+from ..criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS,
+                        REGRESSION_CRITERIA, Statistics)
+from ..data.validation import check_choice, check_float, check_int, check_sample_weight, check_y
+from ..growth.histogram_pool import HistogramPool
+from ..growth.levelwise import grow_tree
+from ..model import register_estimator
+from .base import BaseTreeModel, growth_params
+from .ensemble import (Progress, add_tree_values, device_leaves, set_params_from,
+                       stacked_values, training_data, tree_rng)
+from .importances import impurity_importances
+from .targets import ClassTargets, RegressionTargets
+from .tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+
+def _device_statistics(backend, targets, weight, counts, cache):
+    """A tree's classification Statistics built on the backend from its
+    bootstrap counts when they are the whole weight (no sample or class
+    weights), else None. The statistics of weight one are uploaded once per
+    fit (kept in ``cache``, a dict of the fit), the counts once per tree."""
+    if (not isinstance(targets, ClassTargets) or weight is not None
+            or targets.factor is not None or targets.per_bootstrap):
+        return None
+    if "unit" not in cache:
+        cache["unit"] = targets.statistics(np.ones(targets.y.shape[0]))
+        cache["unit"].stats = backend.upload(cache["unit"].stats)
+    return counted_statistics(backend, cache["unit"], counts)
+
+
+def counted_statistics(backend, unit, counts):
+    """Classification Statistics of the integer weights ``counts`` (host
+    float64 (n,)), from ``unit``, those of weight one (no count channel;
+    ``unit.stats`` int64 (n, C) on the backend). Class channels are the
+    weight where the row has the class, and integer weights are their own
+    fixed point (inverse scale 1), so the channels are ``unit * counts``
+    (exact int64), plus the count channel (1 where counts > 0) unless every
+    count is one: what ``classification_statistics(y, K, counts)`` gives;
+    on the CPU in one parallel pass, on a device with one upload (the
+    counts, int32 (n,)) and no host pass over rows."""
+    if np.all(counts == 1):
+        return unit
+    n_samples, n_values = unit.stats.shape
+    stats = backend.empty((n_samples, n_values + 1), STAT_DTYPE)
+    if backend.xp is np:
+        _fill_counted(unit.stats, counts, stats)
+    else:
+        device_counts = backend.upload(counts, dtype=np.int32)
+        backend.xp.multiply(unit.stats, device_counts[:, None], out=stats[:, :n_values])
+        stats[:, n_values] = device_counts > 0
+    layout = unit.layout.copy()
+    layout[LAYOUT_COUNT_CHANNEL], layout[LAYOUT_N_CHANNELS] = n_values, n_values + 1
+    return Statistics(stats, np.append(unit.inv_scale, 1.0), layout, unit.n_classes)
+
+
+@numba.njit(parallel=True, cache=True)
+def _fill_counted(unit, counts, out):
+    """counted_statistics' arithmetic in one host pass: out int64 (n, C + 1)
+    OUT = ``unit * counts`` (int64 (n, C) IN, counts float64 (n,) IN, whole
+    numbers) then 1 where counts > 0: the device path's exact products."""
+    n_values = unit.shape[1]
+    for i in numba.prange(unit.shape[0]):
+        count = np.int64(counts[i])
+        for c in range(n_values):
+            out[i, c] = unit[i, c] * count
+        out[i, n_values] = 1 if count > 0 else 0
+
+
+@numba.njit(cache=True)
+def _times_drawn(draws, n_samples):
+    """float64 (n_samples,): how many times each row is in ``draws`` (int
+    (m,), rows drawn with replacement), as np.bincount gives."""
+    counts = np.zeros(n_samples)
+    for i in draws:
+        counts[i] += 1.0
+    return counts
+
+
+class _OutOfBag:
+    """Per row: sum of the leaf values of the trees that left it out, and how
+    many trees did (device arrays)."""
+
+    def __init__(self, backend, shape):
+        self.backend = backend
+        self.total = backend.zeros(shape, np.float64)
+        self.n = backend.zeros(shape[:1], np.float64)
+
+    def add(self, values, leaves, out_of_bag):
+        """values (nodes, n_outputs, n_classes) and leaves (n,) on the device;
+        out_of_bag host bool (n,): the rows the tree's bootstrap left out."""
+        rows = self.backend.asarray(np.flatnonzero(out_of_bag))
+        self.total[rows] += values[leaves[rows]]
+        self.n[rows] += 1.0
+
+    def mean(self):
+        """host (n, n_outputs, n_classes); rows never out of bag get zeros."""
+        n = self.backend.to_host(self.n)
+        if np.any(n == 0):
+            warnings.warn("Some inputs do not have OOB scores. This probably means too few "
+                          "trees were used to compute any reliable OOB estimates.", UserWarning)
+        return self.backend.to_host(self.total) / np.maximum(n, 1)[:, None, None]
+
+
+class _BaseForest(BaseTreeModel):
+    """Bagging of trees grown by the shared grower; subclasses define the
+    targets, OOB scoring and outputs."""
+
+    _criteria = {}
+    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_",
+                         "_value_shape", "_seed", "oob_score_", "oob_decision_function_",
+                         "oob_prediction_")
+
+    def _check_params(self):
+        check_int(self.n_estimators, "n_estimators", 1)
+        check_choice(self.criterion, "criterion", set(self._criteria))
+        if not self.bootstrap and self.oob_score:
+            raise ValueError("Out of bag estimation only available if bootstrap=True.")
+        if not self.bootstrap and self.max_samples is not None:
+            raise ValueError("`max_sample` cannot be set if `bootstrap=False`. Either switch "
+                             "to `bootstrap=True` or set `max_sample=None`.")
+
+    def _n_bootstrap(self, n_samples):
+        if self.max_samples is None:
+            return n_samples
+        if isinstance(self.max_samples, (int, np.integer)) and not isinstance(self.max_samples, bool):
+            return check_int(self.max_samples, "max_samples", 1, n_samples)
+        fraction = check_float(self.max_samples, "max_samples", 0.0, 1.0, low_open=True)
+        return max(1, int(round(fraction * n_samples)))
+
+    def _counts(self, rng, n_samples, n_bootstrap):
+        """float64 (n,) times each row is drawn (with replacement); ones
+        without bootstrap. Drawn first from the tree's rng."""
+        if not self.bootstrap:
+            return np.ones(n_samples)
+        return _times_drawn(rng.randint(0, n_samples, n_bootstrap), n_samples)
+
+    def fit(self, X, y, sample_weight=None):
+        """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs);
+        sample_weight (n_samples,) >= 0. With ``warm_start`` the trees of the
+        previous fit are kept and ``n_estimators - len(trees)`` are added."""
+        self._check_params()
+        data, warm = training_data(self, X, sample_weight)
+        if not warm:
+            self._trees = []
+        n_samples = data.X_binned.shape[0]
+        y = check_y(y, n_samples)
+        # None: all ones, and no (n_samples,) array of them
+        weight = None if sample_weight is None else check_sample_weight(sample_weight, n_samples)
+        targets = self._targets(y, fitting=not warm)
+        self._grow_trees(data, targets, weight, warm)
+        return self
+
+    def _targets(self, y, fitting):
+        """The fit's targets (:mod:`gputree.estimators.targets`); a first fit
+        sets the attributes that describe them, a warm start checks them."""
+        targets = self._make_targets(y)
+        if not fitting:
+            targets.check_same_classes(self)
+            return targets
+        for name, value in targets.attributes().items():
+            setattr(self, name, value)
+        self.n_outputs_ = targets.n_outputs
+        self._value_shape = targets.value_shape
+        return targets
+
+    def _grow_trees(self, data, targets, weight, warm):
+        backend = self._backend
+        n_samples, n_features = data.X_binned.shape
+        n_bootstrap = self._n_bootstrap(n_samples)
+        start = len(self._trees)
+        if self.n_estimators < start:
+            raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
+                             f"len(trees)={start} when warm_start==True.")
+        if warm and self.n_estimators == start:
+            warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
+                          "new trees.", UserWarning)
+        oob = _OutOfBag(backend, (n_samples,) + self._value_shape) if self.oob_score else None
+        if oob is not None and start:
+            self._add_old_trees_oob(oob, data, n_bootstrap)
+        progress = Progress(self.n_estimators - start, self.verbose, type(self).__name__)
+        pool, cache = HistogramPool(backend), {}
+        try:
+            for i in range(start, self.n_estimators):
+                self._trees.append(self._grow_one(i, data, targets, weight, n_bootstrap, oob,
+                                                  pool, cache))
+                progress.step()
+        finally:
+            progress.close()
+        self.max_features_ = growth_params(self, n_samples, 1.0, n_features).max_features
+        if oob is not None:
+            self._set_oob(oob.mean(), targets)
+
+    def _grow_one(self, i, data, targets, weight, n_bootstrap, oob, pool, cache):
+        """Tree ``i`` from its own rng, with its rows' leaves added to ``oob``
+        (None: no OOB estimate); ``pool`` holds its histograms, ``cache``
+        what the fit's trees share on the device."""
+        rng = tree_rng(self._seed, i)
+        stats, growth, out_of_bag = self._bootstrap(rng, data, targets, weight, n_bootstrap,
+                                                    oob is not None, cache)
+        # per row: the statistics of weight one and the bootstrap counts, and
+        # the OOB sums and counts, and a gather of leaf values
+        held = stats.stats.shape[1] * 8 + 4
+        held += 8 * (2 * int(np.prod(self._value_shape)) + 1) if oob is not None else 0
+        tree, positions = grow_tree(self._backend, data, stats, growth, rng, pool, held)
+        if oob is not None:
+            oob.add(self._backend.asarray(tree.value), positions, out_of_bag)
+        return tree
+
+    def _bootstrap(self, rng, data, targets, weight, n_bootstrap, with_oob, cache):
+        """A tree's bootstrap counts, drawn first from its rng, made into its
+        statistics (on the backend) and GrowthParams; the host bool (n,)
+        out-of-bag mask when ``with_oob`` (else None). The (n,) counts and
+        weights are dropped here, before the tree grows."""
+        n_samples, n_features = data.X_binned.shape
+        counts = self._counts(rng, n_samples, n_bootstrap)
+        w = targets.weights(weight, counts)
+        stats = _device_statistics(self._backend, targets, weight, counts, cache)
+        if stats is None:
+            stats = targets.statistics(w)
+            stats.stats = self._backend.upload(stats.stats)
+        growth = growth_params(self, n_samples, w.sum(), n_features)
+        return stats, growth, (counts == 0 if with_oob else None)
+
+    def _add_old_trees_oob(self, oob, data, n_bootstrap):
+        """OOB contributions of trees kept by warm_start (their bootstrap
+        counts are redrawn from their seeds; leaves in one launch)."""
+        n_samples = data.X_binned.shape[0]
+        leaves = device_leaves(self._backend, data.X_binned, self._trees)
+        values = stacked_values(self._backend, self._trees)
+        for i in range(len(self._trees)):
+            counts = self._counts(tree_rng(self._seed, i), n_samples, n_bootstrap)
+            oob.add(values, leaves[:, i], counts == 0)
+
+    def _trees_for_prediction(self):
+        return self._trees
+
+    @property
+    def estimators_(self):
+        """The trees as fitted DecisionTreeClassifier / DecisionTreeRegressor
+        (scikit-learn's ``estimators_``; each ``tree_`` is scikit-learn
+        shaped), sharing the forest's bins and feature layout."""
+        self._check_fitted()
+        return [self._tree_estimator(tree) for tree in self._trees]
+
+    def _tree_estimator(self, tree):
+        names = self._tree_class._get_param_names()
+        estimator = self._tree_class(**{k: v for k, v in self.get_params().items()
+                                        if k in names})
+        for name in estimator._model_attributes:
+            if hasattr(self, name):
+                setattr(estimator, name, getattr(self, name))
+        estimator._restore(self._backend, self._encoder, self._bin_mapper, [tree])
+        return estimator
+
+    def _raw_values(self, X):
+        """Mean over trees of the leaf values, host float64 (n_samples,
+        n_outputs, n_classes): class probabilities or regression means."""
+        data = self._bin_new_data(X)
+        backend = self._backend
+        n_samples = data.X_binned.shape[0]
+        total = backend.xp.zeros((n_samples, int(np.prod(self._value_shape))))
+        add_tree_values(backend, data.X_binned, self._trees, np.zeros(len(self._trees)), total)
+        total = total.reshape((n_samples,) + self._value_shape)
+        return backend.to_host(total / len(self._trees))
+
+    @returns_input_kind
+    def apply(self, X):
+        """Leaf id of every row in every tree, int64 (n_samples, n_estimators)."""
+        return self._leaves(X).astype(np.int64)
+
+    @property
+    def feature_importances_(self):
+        """Mean over trees of their normalised impurity decrease, normalised."""
+        self._check_fitted()
+        per_tree = [impurity_importances(t, self.n_features_in_)
+                    for t in self._trees if t.node_count > 1]
+        if not per_tree:
+            return np.zeros(self.n_features_in_)
+        mean = np.mean(per_tree, axis=0)
+        return mean / mean.sum() if mean.sum() > 0 else mean
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.target_tags.multi_output = True
+        return tags
+
+
+@register_estimator
+class RandomForestClassifier(ClassifierMixin, _BaseForest):
+    """A random forest of classification trees grown level by level on binned
+    features, with scikit-learn's parameters (``criterion`` "gini",
+    "entropy"/"log_loss" or "gain_ratio"; ``max_features="sqrt"``;
+    ``bootstrap``, ``max_samples``, ``oob_score``, ``class_weight`` including
+    "balanced_subsample") plus ``max_bins``, ``categorical_features``,
+    ``device`` and ``n_jobs`` as in :class:`gputree.DecisionTreeClassifier`. Probabilities
+    are the mean of the trees' leaf class fractions.
+    """
+
+    _criteria = CLASSIFICATION_CRITERIA
+    _tree_class = DecisionTreeClassifier
+    predict_proba = DecisionTreeClassifier.predict_proba
+    predict_log_proba = DecisionTreeClassifier.predict_log_proba
+    predict = DecisionTreeClassifier.predict
+    _predict_values = DecisionTreeClassifier._predict_values
+
+    def __init__(self, n_estimators=100, criterion="gini", max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features="sqrt",
+                 max_leaf_nodes=None, min_impurity_decrease=0.0, bootstrap=True,
+                 oob_score=False, random_state=None, verbose=0, warm_start=False,
+                 class_weight=None, max_samples=None, max_bins=255, categorical_features=None,
+                 device="auto", n_jobs=None):
+        set_params_from(self, locals())
+
+    def _make_targets(self, y):
+        return ClassTargets(y, self.class_weight, self.criterion, per_tree=True)
+
+    def _set_oob(self, mean, targets):
+        if self.n_outputs_ == 1:
+            self.oob_decision_function_ = mean[:, 0, :self.n_classes_]
+        else:
+            self.oob_decision_function_ = mean.transpose(0, 2, 1)
+        predicted = np.argmax(mean, axis=2)
+        self.oob_score_ = float(np.mean(predicted == targets.y))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+@register_estimator
+class RandomForestRegressor(RegressorMixin, _BaseForest):
+    """A random forest of regression trees (``criterion`` "squared_error" or
+    "poisson"; ``max_features=1.0``); other parameters as in
+    :class:`RandomForestClassifier`. Predictions are the mean of the trees'
+    leaf means.
+    """
+
+    _criteria = REGRESSION_CRITERIA
+    _tree_class = DecisionTreeRegressor
+    predict = DecisionTreeRegressor.predict
+    _predict_values = DecisionTreeRegressor._predict_values
+
+    def __init__(self, n_estimators=100, criterion="squared_error", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 bootstrap=True, oob_score=False, random_state=None, verbose=0,
+                 warm_start=False, max_samples=None, max_bins=255, categorical_features=None,
+                 device="auto", n_jobs=None):
+        set_params_from(self, locals())
+
+    def _make_targets(self, y):
+        return RegressionTargets(y, REGRESSION_CRITERIA[self.criterion])
+
+    def _set_oob(self, mean, targets):
+        prediction = mean[:, :, 0]
+        self.oob_prediction_ = prediction[:, 0] if self.n_outputs_ == 1 else prediction
+        residual = ((targets.y - prediction) ** 2).sum(axis=0)
+        spread = ((targets.y - targets.y.mean(axis=0)) ** 2).sum(axis=0)
+        self.oob_score_ = float(np.mean(1.0 - residual / np.where(spread > 0, spread, 1.0)))

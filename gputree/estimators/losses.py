@@ -1,0 +1,402 @@
+"""Boosting losses: for each loss the initial raw score, per-row gradients and
+hessians, the loss value, the inverse link (raw score -> prediction, and its
+name, ``link``, for exports) and, for the absolute error, quantile and Huber
+losses, the refit of leaf values to medians or quantiles.
+
+Every array operation goes through ``xp`` (numpy, or cupy on a GPU) so that
+targets, gradients, hessians and raw scores stay on the device across rounds.
+
+Conventions (``K`` = raw outputs: 1, or the number of classes for softmax):
+
+* ``y``   float64 (n_samples, K): the target in the loss's coding (0/1 for
+  the binary log-loss, one-hot for softmax, the value for regression);
+* ``raw`` float64 (n_samples, K): raw scores (log-odds, logits, log-mean...);
+* ``w``   float64 (n_samples,): sample weights (0 for rows left out);
+* gradients ``g = w * dl/draw`` and hessians ``h = w * d2l/draw2`` (the
+  diagonal for softmax), so that :data:`gputree.criteria.NEWTON`'s leaf value
+  ``-G / (H + lambda)`` is the Newton step ``sum(w * residual) / (H + lambda)``
+  (for the log-loss the residual is ``y - p``).
+"""
+import numba
+import numpy as np
+
+from .._dtypes import FLOAT_DTYPE
+from ..backends import devmath
+from ..fixed_point import order_free_sum, weighted_mean
+from ..quantiles import grouped_weighted_median, grouped_weighted_quantile
+
+_EPS = np.finfo(FLOAT_DTYPE).eps
+
+
+def _exp(values):
+    return devmath.apply("exp", values)
+
+
+def _log(values):
+    return devmath.apply("log", values)
+
+
+def _average(xp, values, w):
+    """Weighted mean over rows of (n, K) values -> host float64 (K,)."""
+    total = order_free_sum(xp, w)
+    return np.asarray([order_free_sum(xp, values[:, k] * w) / total
+                       for k in range(values.shape[1])])
+
+
+def _row_sum(xp, values):
+    """Sum over the columns of (n, K) values, left to right on every device
+    (reductions' own orders differ between numpy and cupy): (n, 1)."""
+    total = values[:, 0:1].copy()
+    for k in range(1, values.shape[1]):
+        total += values[:, k:k + 1]
+    return total
+
+
+def _logsumexp(xp, raw):
+    top = raw.max(axis=1, keepdims=True)
+    return (top + _log(_row_sum(xp, _exp(raw - top))))[:, 0]
+
+
+def _softmax(xp, raw):
+    e = _exp(raw - raw.max(axis=1, keepdims=True))
+    return e / _row_sum(xp, e)
+
+
+def _sigmoid(xp, raw, e=None):
+    """1 / (1 + exp(-raw)) without overflow, from ``e = exp(-|raw|)``:
+    exp(min(raw, 0)) / (1 + e)."""
+    e = _exp(-xp.abs(raw)) if e is None else e
+    p = _exp(xp.minimum(raw, 0.0))
+    p /= 1.0 + e
+    return p
+
+
+def _log1p_exp(xp, raw, e=None):
+    """log(1 + exp(raw)) without overflow (equals logaddexp(0, raw))."""
+    e = _exp(-xp.abs(raw)) if e is None else e
+    return xp.maximum(raw, 0.0) + devmath.apply("log1p", e)
+
+
+def _make_log_loss_terms(exp, log1p):
+    @numba.njit(parallel=True, cache=True)
+    def log_loss_terms(raw, y, d1, d2, loss):
+        """The binary log-loss's arithmetic on the host in one pass: raw, y
+        float64 (n, 1) IN; d1 = p - y, d2 = p (1 - p) float64 (n, 1) OUT and
+        loss = log(1 + exp(raw)) - y raw float64 (n,) OUT, p = sigmoid(raw),
+        with devmath's exp and log1p (of e = exp(-|raw|) in (0, 1], the
+        bit-identical log1p_unit), each value rounded as the array formulas
+        of the device path round it."""
+        for i in numba.prange(raw.shape[0]):
+            r = raw[i, 0]
+            e = exp(-abs(r))
+            p = (e if r < 0.0 else 1.0) / (1.0 + e)
+            d1[i, 0] = p - y[i, 0]
+            d2[i, 0] = (1.0 - p) * p
+            loss[i] = (max(r, 0.0) + log1p(e)) - y[i, 0] * r
+
+    return log_loss_terms
+
+
+_log_loss_terms = _make_log_loss_terms(devmath.host.exp, devmath.host.log1p_unit)
+
+
+class Loss:
+    """One boosting loss. Subclasses set ``name`` and implement
+    ``pointwise``, ``_derivatives`` (dl/draw, d2l/draw2 without weights; or
+    ``_derivatives_and_pointwise`` where the two share work), ``init_raw``
+    and ``predict``."""
+
+    name = ""
+    #: the inverse link's name (Treelite's postprocessor names): "identity",
+    #: "sigmoid", "softmax" or "exponential"
+    link = "identity"
+    #: whether :meth:`refit_leaves` replaces the Newton leaf values (from the
+    #: rows' residuals: needs every row of a leaf)
+    refits_leaves = False
+    n_outputs = 1
+    is_classification = False
+
+    def targets(self, xp, y):
+        """Device targets (n, K) from host y (n,) (values or class codes)."""
+        return xp.asarray(np.asarray(y, dtype=FLOAT_DTYPE).reshape(-1, 1))
+
+    def gradients(self, xp, y, raw, w):
+        """(g, h) float64 (n, K): weighted first and second derivatives."""
+        g, h, _ = self.gradients_and_pointwise(xp, y, raw, w)
+        return g, h
+
+    def gradients_and_pointwise(self, xp, y, raw, w, out=None):
+        """(g, h, pointwise loss (n,)) at ``raw``: one call where a loss
+        shares work between them (the log-loss's exponential). ``w`` None
+        means all weights are one (no multiplication). ``out``: the result
+        of an earlier call its caller no longer needs, which a loss may
+        refill (fresh arrays cost their pages: 3 x 56 MB a round at 7M
+        rows)."""
+        d1, d2, pointwise = self._derivatives_and_pointwise(xp, y, raw, out)
+        if w is None:
+            return d1, d2, pointwise
+        return d1 * w[:, None], d2 * w[:, None], pointwise
+
+    def _derivatives_and_pointwise(self, xp, y, raw, out=None):
+        return (*self._derivatives(xp, y, raw), self.pointwise(xp, y, raw))
+
+    def value(self, xp, y, raw, w):
+        """Weighted mean loss (host float)."""
+        return weighted_mean(xp, self.pointwise(xp, y, raw), w)
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        """Replace ``tree.value`` of leaves where the Newton step is not the
+        loss's minimiser (in place); the default keeps Newton values."""
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class BinaryLogLoss(Loss):
+    """l = log(1 + exp(raw)) - y * raw; p = sigmoid(raw); g = p - y, h = p (1 - p)."""
+
+    name = "log_loss"
+    link = "sigmoid"
+    is_classification = True
+
+    def init_raw(self, y, w):
+        p = np.clip(_average(np, y, w), _EPS, 1 - _EPS)
+        return _log(p / (1 - p))
+
+    def pointwise(self, xp, y, raw):
+        return (_log1p_exp(xp, raw) - y * raw)[:, 0]
+
+    def _derivatives_and_pointwise(self, xp, y, raw, out=None):
+        """exp(-|raw|) once for all three; on the host the arithmetic is one
+        numba pass that rounds as the array formulas below, into ``out``
+        when its arrays have the shapes."""
+        if xp is np:
+            shapes = (raw.shape, raw.shape, raw.shape[:1])
+            if out is None or tuple(a.shape for a in out) != shapes:
+                out = np.empty_like(raw), np.empty_like(raw), np.empty(raw.shape[0])
+            _log_loss_terms(raw, y, *out)
+            return out
+        e = _exp(-xp.abs(raw))
+        p = _sigmoid(xp, raw, e)
+        return p - y, (1.0 - p) * p, (_log1p_exp(xp, raw, e) - y * raw)[:, 0]
+
+    def predict(self, xp, raw):
+        """Class probabilities (n, 2)."""
+        p = _sigmoid(xp, raw)
+        return xp.concatenate([1 - p, p], axis=1)
+
+
+class MultinomialLoss(Loss):
+    """Softmax cross-entropy: l = logsumexp(raw) - sum_k y_k raw_k;
+    g_k = p_k - y_k, h_k = p_k (1 - p_k) (the Hessian's diagonal)."""
+
+    name = "log_loss"
+    link = "softmax"
+    is_classification = True
+
+    def __init__(self, n_classes):
+        self.n_outputs = int(n_classes)
+
+    def targets(self, xp, y):
+        codes = np.asarray(y, dtype=np.int64)
+        one_hot = np.zeros((codes.shape[0], self.n_outputs), dtype=FLOAT_DTYPE)
+        one_hot[np.arange(codes.shape[0]), codes] = 1.0
+        return xp.asarray(one_hot)
+
+    def init_raw(self, y, w):
+        """Symmetric logits of the class priors (they sum to zero)."""
+        log_p = _log(np.clip(_average(np, y, w), _EPS, 1 - _EPS))
+        return log_p - log_p.mean()
+
+    def pointwise(self, xp, y, raw):
+        return _logsumexp(xp, raw) - _row_sum(xp, y * raw)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        p = _softmax(xp, raw)
+        return p - y, p * (1 - p)
+
+    def predict(self, xp, raw):
+        return _softmax(xp, raw)
+
+    def __repr__(self):
+        return f"MultinomialLoss(n_classes={self.n_outputs})"
+
+
+class SquaredError(Loss):
+    """l = (y - raw)**2 / 2; g = raw - y, h = 1."""
+
+    name = "squared_error"
+
+    def init_raw(self, y, w):
+        return _average(np, y, w)
+
+    def pointwise(self, xp, y, raw):
+        return (0.5 * (y - raw) ** 2)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        return raw - y, xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+
+class AbsoluteError(Loss):
+    """l = |y - raw|; g = sign(raw - y), h = 1 to grow the tree, then every
+    leaf's value is refit to the weighted median of its residuals."""
+
+    name = "absolute_error"
+    refits_leaves = True
+
+    def init_raw(self, y, w):
+        y = np.asarray(y, dtype=FLOAT_DTYPE)
+        return grouped_weighted_median(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
+                                       np.zeros(y.shape[0], dtype=np.int64), 1)
+
+    def pointwise(self, xp, y, raw):
+        return xp.abs(y - raw)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        return xp.sign(raw - y), xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        _set_leaves(tree, grouped_weighted_median(xp, (y - raw)[:, 0], w, positions,
+                                                  tree.node_count))
+
+
+class PoissonLoss(Loss):
+    """Half Poisson deviance with a log link: l = exp(raw) - y raw + y log y - y;
+    g = exp(raw) - y, h = exp(raw)."""
+
+    name = "poisson"
+    link = "exponential"
+
+    def init_raw(self, y, w):
+        return _log(np.maximum(_average(np, y, w), _EPS))
+
+    def pointwise(self, xp, y, raw):
+        y_log_y = xp.where(y > 0, y * _log(xp.where(y > 0, y, 1.0)), 0.0)
+        return (_exp(raw) - y * raw + y_log_y - y)[:, 0]
+
+    def _derivatives(self, xp, y, raw):
+        mu = _exp(raw)
+        return mu - y, mu
+
+    def predict(self, xp, raw):
+        return _exp(raw)
+
+
+class QuantileLoss(Loss):
+    """Pinball loss of quantile ``alpha``: l = alpha (y - raw) for y > raw,
+    else (1 - alpha) (raw - y); g = -alpha where y >= raw (as scikit-learn),
+    else 1 - alpha; h = 1 to grow the tree, then every leaf is refit to the
+    weighted ``alpha``-quantile of its residuals (the loss's minimiser;
+    scikit-learn's GradientBoostingRegressor does the same)."""
+
+    name = "quantile"
+    refits_leaves = True
+
+    def __init__(self, alpha=0.9):
+        self.alpha = float(alpha)
+
+    def init_raw(self, y, w):
+        y = np.asarray(y, dtype=FLOAT_DTYPE)
+        return grouped_weighted_quantile(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
+                                         np.zeros(y.shape[0], dtype=np.int64), 1, self.alpha)
+
+    def pointwise(self, xp, y, raw):
+        d = (y - raw)[:, 0]
+        return xp.where(d > 0, self.alpha * d, (self.alpha - 1.0) * d)
+
+    def _derivatives(self, xp, y, raw):
+        return xp.where(y >= raw, -self.alpha, 1.0 - self.alpha), xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        _set_leaves(tree, grouped_weighted_quantile(xp, (y - raw)[:, 0], w, positions,
+                                                    tree.node_count, self.alpha))
+
+    def __repr__(self):
+        return f"QuantileLoss(alpha={self.alpha})"
+
+
+class HuberLoss(Loss):
+    """Huber loss as scikit-learn's GradientBoostingRegressor (Friedman's
+    M-regression): every round ``delta`` is the weighted ``alpha``-quantile of
+    |y - raw|; l = (y - raw)**2 / 2 within delta, delta (|y - raw| - delta / 2)
+    beyond; g = raw - y clipped to [-delta, delta], h = 1 to grow the tree,
+    then every leaf is refit by Friedman's one step from the median residual
+    ``m``: m + mean(sign(r - m) min(delta, |r - m|))."""
+
+    name = "huber"
+    refits_leaves = True
+
+    def __init__(self, alpha=0.9):
+        self.alpha = float(alpha)
+        self.delta = np.inf
+
+    def init_raw(self, y, w):
+        y = np.asarray(y, dtype=FLOAT_DTYPE)
+        return grouped_weighted_quantile(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
+                                         np.zeros(y.shape[0], dtype=np.int64), 1, 0.5)
+
+    def gradients_and_pointwise(self, xp, y, raw, w, out=None):
+        """Sets this round's delta from the residuals, then as Loss."""
+        weights = xp.ones(y.shape[0]) if w is None else w
+        self.delta = float(grouped_weighted_quantile(
+            xp, xp.abs(y - raw)[:, 0], weights, xp.zeros(y.shape[0], dtype=np.int64), 1,
+            self.alpha)[0])
+        return super().gradients_and_pointwise(xp, y, raw, w, out)
+
+    def pointwise(self, xp, y, raw):
+        d = xp.abs(y - raw)[:, 0]
+        return xp.where(d <= self.delta, 0.5 * d * d, self.delta * (d - 0.5 * self.delta))
+
+    def _derivatives(self, xp, y, raw):
+        return xp.clip(raw - y, -self.delta, self.delta), xp.ones_like(raw)
+
+    def predict(self, xp, raw):
+        return raw
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        residual = (y - raw)[:, 0]
+        median = grouped_weighted_quantile(xp, residual, w, positions, tree.node_count, 0.5)
+        d = residual - xp.where(xp.isfinite(median), median, 0.0)[positions]
+        step = xp.sign(d) * xp.minimum(self.delta, xp.abs(d))
+        total = xp.bincount(positions, weights=w, minlength=tree.node_count)
+        mean = xp.bincount(positions, weights=w * step, minlength=tree.node_count) / xp.where(
+            total > 0, total, 1.0)
+        _set_leaves(tree, median + mean)
+
+    def __repr__(self):
+        return f"HuberLoss(alpha={self.alpha})"
+
+
+def _set_leaves(tree, values):
+    """tree.value of leaves := values (n_nodes,) where finite (host or device)."""
+    values = values if isinstance(values, np.ndarray) else values.get()
+    leaves = np.flatnonzero(tree.is_leaf & np.isfinite(values))
+    tree.value[leaves, 0, 0] = values[leaves]
+
+
+REGRESSION_LOSSES = {"squared_error": SquaredError, "absolute_error": AbsoluteError,
+                     "poisson": PoissonLoss, "quantile": QuantileLoss, "huber": HuberLoss}
+#: regression losses whose constructor takes ``alpha``
+ALPHA_LOSSES = ("quantile", "huber")
+CLASSIFICATION_LOSSES = ("log_loss",)
+
+
+def make_loss(name, n_classes=None, alpha=None):
+    """The Loss for a loss name; classification needs n_classes (>= 2);
+    ``alpha`` is the quantile of the quantile and Huber losses."""
+    if name in CLASSIFICATION_LOSSES:
+        return BinaryLogLoss() if n_classes == 2 else MultinomialLoss(n_classes)
+    if name in ALPHA_LOSSES:
+        return REGRESSION_LOSSES[name](alpha)
+    return REGRESSION_LOSSES[name]()
+
+

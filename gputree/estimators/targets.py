@@ -1,0 +1,177 @@
+"""Targets as the estimators take them, for single trees and forests alike:
+class labels encoded to indices (one column per output) with their class
+weights (:class:`ClassTargets`), regression targets checked to be finite
+numbers, non-negative with a positive sum for Poisson
+(:class:`RegressionTargets`); each turns a row's weights into the
+criterion's fixed-point statistics."""
+import numpy as np
+
+from ..criteria import (CLASSIFICATION_CRITERIA, POISSON, classification_statistics,
+                        regression_statistics)
+from ..data.validation import check_choice
+
+
+def as_float_targets(y):
+    """Regression targets as float64, with a clear error for non-numbers."""
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"y must hold numbers for regression: {exc}") from exc
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity; targets must be finite.")
+    return y
+
+
+def check_poisson_targets(y):
+    if np.any(y < 0):
+        raise ValueError("Some value(s) of y are negative which is not allowed for "
+                         "Poisson regression (criterion='poisson').")
+    if np.any(y.sum(axis=0) <= 0):
+        raise ValueError("Sum of y is not strictly positive which is necessary for "
+                         "Poisson regression (criterion='poisson').")
+
+
+def encode_labels(y):
+    """(int32 (n_samples, n_outputs) class indices, list of class arrays,
+    list of class counts); rejects continuous targets."""
+    y2 = y.reshape(y.shape[0], -1)
+    if y2.dtype.kind == "f" and np.any(y2 != np.round(y2)):
+        raise ValueError("Unknown label type: continuous. Classification needs discrete "
+                         "labels; use DecisionTreeRegressor for a continuous y.")
+    encoded = np.empty(y2.shape, dtype=np.int32)
+    classes = []
+    for o in range(y2.shape[1]):
+        column = y2[:, o]
+        if column.dtype == object:
+            column = column.astype(str) if any(isinstance(v, str) for v in column) else column
+        values, encoded[:, o] = np.unique(column, return_inverse=True)
+        classes.append(values)
+    return encoded, classes, [len(c) for c in classes]
+
+
+def class_weights(class_weight, y_encoded, classes):
+    """Per-row multiplier (float64 (n_samples,)) from class_weight."""
+    n_samples, n_outputs = y_encoded.shape
+    n_classes = [len(c) for c in classes]
+    factor = np.ones(n_samples)
+    if class_weight is None:
+        return factor
+    specs = class_weight if isinstance(class_weight, list) else [class_weight] * n_outputs
+    if len(specs) != n_outputs:
+        raise ValueError(f"class_weight is a list of {len(specs)} dicts but y has "
+                         f"{n_outputs} outputs; give one dict per output.")
+    for o, spec in enumerate(specs):
+        counts = np.bincount(y_encoded[:, o], minlength=n_classes[o])
+        if isinstance(spec, str):
+            check_choice(spec, "class_weight", {"balanced"})
+            per_class = n_samples / (n_classes[o] * np.maximum(counts, 1))
+        elif isinstance(spec, dict):
+            per_class = np.ones(n_classes[o])
+            known = list(classes[o].tolist())
+            for label, value in spec.items():
+                if label not in known:
+                    raise ValueError(f"class_weight names class {label!r}, which is not "
+                                     f"in y (classes: {known}).")
+                per_class[known.index(label)] = value
+        else:
+            raise TypeError(f"class_weight must be None, 'balanced', a dict or a list of "
+                            f"dicts; got {spec!r}.")
+        factor *= per_class[y_encoded[:, o]]
+    return factor
+
+
+class ClassTargets:
+    """Class labels of one fit: ``y`` int32 (n, n_outputs) class indices,
+    ``classes`` (a list of class arrays, one per output), ``n_classes``, and
+    the per-row factor of ``class_weight`` (None: all ones).
+
+    ``class_weight="balanced_subsample"`` (forests: ``per_tree=True``)
+    weighs the classes of each tree's sample, in :meth:`weights`.
+    """
+
+    def __init__(self, y, class_weight, criterion, per_tree=False):
+        self.y, self.classes, self.n_classes = encode_labels(y)
+        self.criterion = CLASSIFICATION_CRITERIA[criterion]
+        self.per_bootstrap = (per_tree and isinstance(class_weight, str)
+                              and class_weight == "balanced_subsample")
+        self.factor = (None if self.per_bootstrap or class_weight is None
+                       else class_weights(class_weight, self.y, self.classes))
+
+    @property
+    def n_outputs(self):
+        return self.y.shape[1]
+
+    @property
+    def value_shape(self):
+        """(n_outputs, most classes of an output): a node value's shape."""
+        return self.n_outputs, max(self.n_classes)
+
+    def attributes(self):
+        """``classes_`` and ``n_classes_`` (a column vector y is single-output)."""
+        single = len(self.classes) == 1
+        return {"classes_": self.classes[0] if single else self.classes,
+                "n_classes_": self.n_classes[0] if single else self.n_classes}
+
+    def check_same_classes(self, estimator):
+        """Raise unless ``estimator`` (fitted before) has these classes."""
+        previous = [estimator.classes_] if len(self.classes) == 1 else estimator.classes_
+        if len(previous) != len(self.classes) or not all(
+                np.array_equal(a, b) for a, b in zip(previous, self.classes)):
+            raise ValueError("warm_start needs the same classes as the previous fit.")
+
+    def weights(self, weight, counts=None):
+        """float64 (n,) weights of a tree: ``weight`` x ``counts`` (a
+        bootstrap's; None: ones) x the class weights (either None: all ones;
+        both None: ``counts`` itself)."""
+        w = _product(weight, counts)
+        w = w if self.factor is None else w * self.factor
+        if self.per_bootstrap:
+            for o, k in enumerate(self.n_classes):
+                in_bag = np.bincount(self.y[:, o], weights=counts, minlength=k)
+                per_class = np.divide(counts.sum(), k * in_bag, out=np.zeros(k),
+                                      where=in_bag > 0)
+                w = w * per_class[self.y[:, o]]
+        return w
+
+    def statistics(self, w):
+        """The criterion's Statistics of weights ``w`` float64 (n,)."""
+        return classification_statistics(self.y, max(self.n_classes), w, self.criterion)
+
+
+class RegressionTargets:
+    """Float targets of one fit, ``y`` float64 (n, n_outputs), for
+    ``criterion`` (a regression :class:`gputree.criteria.Criterion`)."""
+
+    def __init__(self, y, criterion):
+        y = as_float_targets(y)
+        self.y, self.criterion = y.reshape(y.shape[0], -1), criterion
+        if criterion == POISSON:
+            check_poisson_targets(self.y)
+
+    @property
+    def n_outputs(self):
+        return self.y.shape[1]
+
+    @property
+    def value_shape(self):
+        return self.n_outputs, 1
+
+    def attributes(self):
+        return {}
+
+    def check_same_classes(self, estimator):
+        """Nothing to check: regression has no classes."""
+
+    def weights(self, weight, counts=None):
+        return _product(weight, counts)
+
+    def statistics(self, w):
+        return regression_statistics(self.y, w, self.criterion)
+
+
+def _product(weight, counts):
+    """weight x counts, float64 (n,); either None is all ones (``counts``
+    or ``weight`` itself when the other is None)."""
+    if counts is None:
+        return weight
+    return counts if weight is None else weight * counts

@@ -1,0 +1,343 @@
+"""Single decision trees with the scikit-learn estimator API:
+``DecisionTreeClassifier`` and ``DecisionTreeRegressor``."""
+import numpy as np
+
+from .._arrays import returns_input_kind
+from .._compat import ClassifierMixin, RegressorMixin
+from ..backends import devmath
+from ..criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, SQUARED_ERROR
+from ..data.training import binning_seed, seed_from
+from ..data.validation import check_choice, check_float, check_int, check_random_state, check_y
+from ..explain import with_pred_contrib
+from ..growth.levelwise import grow_tree
+from ..growth.median import grow_absolute_error
+from ..growth.multiway import check_multiway, grow_multiway
+from ..growth.pruning import PRUNING_RISKS, prune, pruning_path
+from ..growth.surrogates import apply_surrogates, fit_surrogates, surrogate_importances
+from ..io.sklearn_tree import SklearnTree
+from ..model import register_estimator
+from ..tree import decision_path_indicator
+from .base import BaseTreeModel, growth_params
+from .importances import impurity_importances, normalised, split_improvements
+from .targets import ClassTargets, RegressionTargets
+
+
+class _BaseDecisionTree(BaseTreeModel):
+    _criteria = {}
+    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_")
+
+    def _restore(self, backend, encoder, mapper, trees):
+        super()._restore(backend, encoder, mapper, trees)
+        del self._trees
+        if len(trees) != 1:
+            raise ValueError(f"a {type(self).__name__} holds one tree, not {len(trees)}.")
+        self._set_tree(trees[0])
+
+    def _set_tree(self, tree):
+        """``tree_``: the TreeArrays seen as scikit-learn's Tree."""
+        n_classes = getattr(self, "n_classes_", [1] * self.n_outputs_)
+        self.tree_ = SklearnTree(tree, self._bin_mapper, n_classes)
+
+    def _check_common_params(self):
+        check_choice(self.criterion, "criterion", set(self._criteria))
+        check_float(self.ccp_alpha, "ccp_alpha", 0.0)
+        check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
+        check_choice(self.missing_strategy, "missing_strategy", {"default", "surrogate"})
+        check_int(self.n_surrogates, "n_surrogates", 0)
+
+    def _ccp_risk(self):
+        """The pruning risk: classifiers' ``ccp_risk``, impurity otherwise."""
+        return getattr(self, "ccp_risk", "impurity")
+
+    def _grower(self):
+        """The function that grows the tree (:func:`gputree.growth.levelwise.grow_tree`)."""
+        return grow_tree
+
+    def _statistics(self, targets, weight):
+        """The Statistics of ``targets`` (:mod:`gputree.estimators.targets`)
+        with the rows' weights float64 (n,)."""
+        return targets.statistics(targets.weights(weight))
+
+    def _fit(self, X, y, sample_weight):
+        self._check_common_params()
+        rng = check_random_state(self.random_state)
+        seed = binning_seed(self.random_state, seed_from(rng))
+        inputs = self._bin_training_data(X, seed, sample_weight)
+        n_samples, n_features = inputs.data.X_binned.shape
+        y = check_y(y, n_samples)
+        weight = inputs.sample_weight
+        targets = self._targets(y)
+        stats = self._statistics(targets, weight)
+        stats.stats = inputs.backend.asarray(stats.stats)
+        growth = growth_params(self, n_samples, weight.sum(), n_features)
+        tree, _ = self._grower()(inputs.backend, inputs.data, stats, growth, rng)
+        tree = prune(tree, self.ccp_alpha, self._ccp_risk())
+        surrogates = None
+        if self.missing_strategy == "surrogate":
+            data = inputs.data
+            surrogates = fit_surrogates(tree, np.asarray(inputs.backend.to_host(data.X_binned)),
+                                        weight, data.n_bins_non_missing, data.is_categorical,
+                                        data.missing_bin, self.n_surrogates)
+        # fitted attributes change together, only once the fit has succeeded
+        self._store_inputs(inputs)
+        for name, value in targets.attributes().items():
+            setattr(self, name, value)
+        self.max_features_ = growth.max_features
+        self.n_outputs_ = stats.n_outputs
+        self._set_tree(tree)
+        self.surrogates_ = surrogates
+        return self
+
+    def _trees_for_prediction(self):
+        return [self.tree_.arrays]
+
+    @returns_input_kind
+    def apply(self, X):
+        """Leaf id (int64 (n_samples,)) of every row."""
+        return self._apply(X)
+
+    def _apply(self, X):
+        if getattr(self, "surrogates_", None) is not None:
+            data = self._bin_new_data(X)
+            return apply_surrogates(self.tree_.arrays, self.surrogates_,
+                                    np.asarray(self._backend.to_host(data.X_binned)),
+                                    data.missing_bin)
+        return self._leaves(X)[:, 0].astype(np.int64)
+
+    def decision_path(self, X):
+        """CSR indicator (n_samples, n_nodes) of the nodes each row passes."""
+        leaves = self._apply(X)
+        return decision_path_indicator(self.tree_.arrays, leaves)
+
+    def get_depth(self):
+        self._check_fitted()
+        return self.tree_.max_depth
+
+    def get_n_leaves(self):
+        self._check_fitted()
+        return self.tree_.n_leaves
+
+    @property
+    def feature_importances_(self):
+        """Normalised total impurity decrease (gain for boosting) per feature."""
+        self._check_fitted()
+        return impurity_importances(self.tree_.arrays, self.n_features_in_)
+
+    @property
+    def surrogate_importances_(self):
+        """Normalised surrogate-aware importance (CART's variable importance,
+        see :func:`gputree.growth.surrogates.surrogate_importances`); needs
+        ``missing_strategy="surrogate"``."""
+        self._check_fitted()
+        if getattr(self, "surrogates_", None) is None:
+            raise AttributeError("surrogate_importances_ needs a tree fitted with "
+                                 "missing_strategy='surrogate'; use feature_importances_.")
+        internal, decrease = split_improvements(self.tree_.arrays)
+        return normalised(surrogate_importances(self.tree_.arrays, self.surrogates_, internal,
+                                                decrease, self.n_features_in_))
+
+    def cost_complexity_pruning_path(self, X, y, sample_weight=None):
+        """Bunch(ccp_alphas, impurities) of the fully grown tree's pruning path."""
+        full = self._clone_unpruned().fit(X, y, sample_weight)
+        alphas, impurities = pruning_path(full.tree_.arrays, self._ccp_risk())
+        try:
+            from sklearn.utils import Bunch
+        except ImportError:  # pragma: no cover
+            from types import SimpleNamespace as Bunch
+        return Bunch(ccp_alphas=alphas, impurities=impurities)
+
+    def _clone_unpruned(self):
+        params = self.get_params()
+        params["ccp_alpha"] = 0.0
+        return type(self)(**params)
+
+    def _raw_values(self, X):
+        """float64 (n_samples, n_outputs, n_classes) leaf values of X."""
+        leaves = self._apply(X)
+        return self.tree_.value[leaves]
+
+
+@register_estimator
+class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
+    """A classification tree grown level by level on binned features.
+
+    Parameters follow scikit-learn's ``DecisionTreeClassifier``; additionally
+    ``criterion="gain_ratio"`` (C4.5), ``max_bins`` (non-missing bins per
+    feature, 2..65535; 16-bit bin codes beyond 255), ``categorical_features`` (indices, names or a boolean
+    mask; pandas ``category`` columns are detected) and ``device`` ("auto",
+    "cpu", "cuda", "cuda-sim"), ``n_jobs`` (CPU threads of fit and predict;
+    never changes results) and ``ccp_risk``: the risk r(t) of cost-complexity
+    pruning, "impurity" (scikit-learn's choice) or "misclassification" (the
+    error rate 1 - max p_k of Breiman et al.'s CART; ``impurities`` of
+    ``cost_complexity_pruning_path`` are then total leaf risks).
+    ``missing_strategy``: "default" (a row missing a split's feature goes the
+    side learned for missing values) or "surrogate" (CART: the first of the
+    split's ``n_surrogates`` ranked surrogate splits whose feature is present,
+    else the majority side; ``surrogates_``, see :mod:`gputree.growth.surrogates`;
+    shown by ``export_text``, saved by ``save_model``, credited by
+    ``surrogate_importances_``).
+    ``multiway=True`` (with ``criterion="entropy"``, ID3, or ``"gain_ratio"``,
+    C4.5): a categorical feature splits a node into one child per category
+    present there, with C4.5's at-least-average-gain rule for gain ratio;
+    unknown categories and missing values go to the heaviest child (see
+    :mod:`gputree.growth.multiway`; ``tree_`` shows each multiway split as a chain of
+    binary nodes, :mod:`gputree.tree`).
+    Missing values (NaN) are supported: each split
+    learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
+    splits of each level until the budget is used (growth stays level-wise).
+    """
+
+    _criteria = CLASSIFICATION_CRITERIA
+
+    def __init__(self, criterion="gini", max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
+                 random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 class_weight=None, ccp_alpha=0.0, max_bins=255,
+                 categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity",
+                 missing_strategy="default", n_surrogates=5, multiway=False):
+        self.criterion = criterion
+        self.multiway = multiway
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.max_features = max_features
+        self.random_state = random_state
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_impurity_decrease = min_impurity_decrease
+        self.class_weight = class_weight
+        self.ccp_alpha = ccp_alpha
+        self.max_bins = max_bins
+        self.categorical_features = categorical_features
+        self.device = device
+        self.n_jobs = n_jobs
+        self.missing_strategy = missing_strategy
+        self.n_surrogates = n_surrogates
+        self.ccp_risk = ccp_risk
+
+    def fit(self, X, y, sample_weight=None):
+        """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs)
+        labels of any type; sample_weight (n_samples,) >= 0."""
+        return self._fit(X, y, sample_weight)
+
+    def _grower(self):
+        if not self.multiway:
+            return grow_tree
+        check_multiway(self)
+        return grow_multiway
+
+    def _targets(self, y):
+        return ClassTargets(y, self.class_weight, self.criterion)
+
+    @returns_input_kind
+    def predict_proba(self, X):
+        """Class probabilities: float64 (n_samples, n_classes), or a list of
+        such arrays (one per output) for multi-output y."""
+        values = self._raw_values(X)
+        if self.n_outputs_ == 1:
+            return values[:, 0, :self.n_classes_]
+        return [values[:, o, :k] for o, k in enumerate(self.n_classes_)]
+
+    @returns_input_kind
+    def predict_log_proba(self, X):
+        proba = self.predict_proba.__wrapped__(self, X)
+        if isinstance(proba, list):
+            return [devmath.apply("log", p) for p in proba]
+        return devmath.apply("log", proba)
+
+    @with_pred_contrib
+    @returns_input_kind
+    def predict(self, X):
+        """Most probable class of every row ((n_samples,) or (n_samples, n_outputs))."""
+        return self._predict_values(self._raw_values(X))
+
+    def _predict_values(self, values):
+        """predict's answer for leaf values float64 (n, n_outputs, n_classes)."""
+        if self.n_outputs_ == 1:
+            return self.classes_[np.argmax(values[:, 0, :self.n_classes_], axis=1)]
+        return np.stack([self.classes_[o][np.argmax(values[:, o, :k], axis=1)]
+                         for o, k in enumerate(self.n_classes_)], axis=1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.target_tags.multi_output = True
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+@register_estimator
+class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
+    """A regression tree grown level by level on binned features.
+
+    Parameters follow scikit-learn's ``DecisionTreeRegressor`` (criteria
+    "squared_error", "poisson" and "absolute_error": weighted-median leaves,
+    splits by an exact search over the node's rows, :mod:`gputree.growth.median`,
+    numerical features only) plus ``max_bins``,
+    ``categorical_features``, ``device``, ``n_jobs``, ``missing_strategy`` and
+    ``n_surrogates`` as in
+    :class:`DecisionTreeClassifier`.
+    """
+
+    #: absolute_error's statistics are squared error's (counts, weights);
+    #: its splits and leaves come from the targets (gputree.growth.median)
+    _criteria = {**REGRESSION_CRITERIA, "absolute_error": SQUARED_ERROR}
+
+    def __init__(self, criterion="squared_error", max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
+                 random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto",
+                 n_jobs=None, missing_strategy="default", n_surrogates=5):
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.max_features = max_features
+        self.random_state = random_state
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_impurity_decrease = min_impurity_decrease
+        self.ccp_alpha = ccp_alpha
+        self.max_bins = max_bins
+        self.categorical_features = categorical_features
+        self.device = device
+        self.n_jobs = n_jobs
+        self.missing_strategy = missing_strategy
+        self.n_surrogates = n_surrogates
+
+    def fit(self, X, y, sample_weight=None):
+        """X (n_samples, n_features); y float (n_samples,) or (n_samples,
+        n_outputs); sample_weight (n_samples,) >= 0."""
+        return self._fit(X, y, sample_weight)
+
+    def _targets(self, y):
+        return RegressionTargets(y, self._criteria[self.criterion])
+
+    def _statistics(self, targets, weight):
+        stats = super()._statistics(targets, weight)
+        if self.criterion == "absolute_error":
+            stats.targets = targets.y
+        return stats
+
+    def _grower(self):
+        if self.criterion == "absolute_error":
+            return grow_absolute_error
+        return super()._grower()
+
+    @with_pred_contrib
+    @returns_input_kind
+    def predict(self, X):
+        """float64 (n_samples,) or (n_samples, n_outputs)."""
+        return self._predict_values(self._raw_values(X))
+
+    def _predict_values(self, values):
+        """predict's answer for leaf values float64 (n, n_outputs, 1)."""
+        return values[:, 0, 0] if self.n_outputs_ == 1 else values[:, :, 0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.target_tags.multi_output = True
+        return tags
+
+

@@ -1,0 +1,248 @@
+"""Fixed point: the order-free arithmetic behind "the same answer
+everywhere". Float values are scaled by a power of two chosen from their
+largest magnitude alone (exact, the same on every device) and rounded to
+int64, so that any sum of them is exact in any order: per-row statistics
+(:func:`to_fixed_point`, one scale per group of columns, the bound
+:func:`fixed_point_exponent`) and order-free sums and means of float arrays
+on any device (:func:`order_free_sum`, :func:`grouped_order_free_sum`,
+:func:`weighted_mean`).
+
+Two scale rules live here, both from the largest magnitude and the row
+count: the statistics' (:func:`fixed_point_exponent`, from the binary
+exponents of the two) and the order-free sums' (:func:`summable_scale`,
+from the binary exponent of their product, one bit finer at most). They are
+kept apart because merging them would change the rounding, and so the
+models, of fits made before.
+
+The host passes (largest magnitude, fixed-point total) are parallel numba
+passes over chunks of rows whose partial results combine exactly (max, int64
+sums), so the result depends on neither the chunking nor the thread count.
+The largest magnitude is an integer maximum over the values' bit patterns
+with the sign bit cleared: for floats that are not NaN that order is the
+order of their magnitudes, and every NaN pattern lies above infinity's, so a
+column holding a NaN gives a NaN (as numpy's max does), with no branch in
+the loop (it vectorizes).
+"""
+import math
+import warnings
+
+import numba
+import numpy as np
+
+from ._arrays import to_host
+from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
+
+#: rows per task of a pass
+_CHUNK = 16384
+#: every bit of a float64 but its sign
+_MAGNITUDE_BITS = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+
+
+@numba.njit(parallel=True, cache=True)
+def _largest_bits(bits):
+    """int64 (K,): per column of ``bits`` int64 (n, K) (float64 bit
+    patterns) IN the largest pattern with the sign bit cleared."""
+    n_rows, n_columns = bits.shape
+    n_chunks = (n_rows + _CHUNK - 1) // _CHUNK
+    partial = np.zeros((n_chunks, n_columns), dtype=np.int64)
+    for chunk in numba.prange(n_chunks):
+        for c in range(n_columns):
+            largest = np.int64(0)
+            for i in range(chunk * _CHUNK, min((chunk + 1) * _CHUNK, n_rows)):
+                largest = max(largest, bits[i, c] & _MAGNITUDE_BITS)
+            partial[chunk, c] = largest
+    out = np.zeros(n_columns, dtype=np.int64)
+    for chunk in range(n_chunks):
+        for c in range(n_columns):
+            out[c] = max(out[c], partial[chunk, c])
+    return out
+
+
+def largest_magnitudes(values):
+    """float64 (K,): the largest |value| of each column of ``values`` float64
+    (n, K) (0 for no rows; NaN where a column holds a NaN)."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
+    return _largest_bits(bits).view(np.float64)
+
+
+@numba.njit(parallel=True, cache=True)
+def fixed_point_total(values, first, second):
+    """The int64 sum of ``rint((v * first) * second)`` over ``values``
+    float64 (n,) IN (first and second: the two exact factors of a fixed-point
+    scale that keeps every partial sum in range): per chunk, then the chunks
+    in order (exact in any order)."""
+    n_chunks = (values.shape[0] + _CHUNK - 1) // _CHUNK
+    partial = np.zeros(n_chunks, dtype=np.int64)
+    for chunk in numba.prange(n_chunks):
+        total = np.int64(0)
+        for i in range(chunk * _CHUNK, min((chunk + 1) * _CHUNK, values.shape[0])):
+            total += np.int64(np.rint((values[i] * first) * second))
+        partial[chunk] = total
+    total = np.int64(0)
+    for chunk in range(n_chunks):
+        total += partial[chunk]
+    return total
+
+
+# largest absolute channel total allowed after scaling is 2**61 (2 bits of
+# headroom); the largest scale exponent keeps 2**-k representable
+FIXED_POINT_BITS = 61
+
+
+_MAX_EXPONENT = 1074
+
+
+def fixed_point_exponent(values):
+    """The power of two ``k`` (host int) that scales float columns (n_samples,
+    k) sharing it to fixed point: the largest with ``n_samples * max|value| *
+    2**k <= 2**61``, so no sum of scaled rows can overflow. Found from the
+    binary exponent of the largest magnitude alone (``math.frexp``, exact),
+    so the data's scale is taken out exactly: the same columns times any
+    power of two (within float64's normal range) get the very same integers.
+    A bound from the maximum (exact on every device) rather than from a float
+    sum (whose rounding depends on the summation order) gives every device the
+    very same scale. ``k`` is at most 1074, so ``2**-k`` stays representable."""
+    if values.size == 0:
+        return 0
+    return exponent_of(max_abs(values), values.shape[0])
+
+
+def max_abs(values):
+    """max |value| of an array (host float; NaN when it holds one)."""
+    return max(float(values.max()), -float(values.min()))
+
+
+def exponent_of(largest, n_rows):
+    """fixed_point_exponent of columns of ``n_rows`` rows whose largest
+    magnitude is ``largest`` (host float)."""
+    if largest == 0.0:
+        return 0
+    _, exponent = math.frexp(largest)           # largest < 2**exponent
+    n_bits = max(int(n_rows) - 1, 0).bit_length()   # n <= 2**n_bits
+    return min(FIXED_POINT_BITS - exponent - n_bits, _MAX_EXPONENT)
+
+
+def fixed_point_scale(values):
+    """``2.0**fixed_point_exponent(values)`` as a host float (inf beyond
+    float64's range: use the exponent with ``ldexp`` there)."""
+    k = fixed_point_exponent(values)
+    return math.inf if k > 1023 else math.ldexp(1.0, k)
+
+
+def to_fixed_point(values, weights_are_counts=False, xp=np, out=None, name=None):
+    """Scale float columns (n_samples, k) to int64 fixed point.
+
+    All columns in one group share one scale (:func:`fixed_point_exponent`) so
+    that their sums stay comparable; returns (int64 values, inverse scale
+    float64 (k,), a power of two). ``xp`` is the array module of ``values``
+    (numpy, or cupy on a GPU); the inverse scale is always a host array.
+    ``out``: int64 (n_samples, k) to write the values into (columns of a
+    statistics array), else a new array. ``weights_are_counts``: the values
+    are small integers used as they are (scale 1). ``name``: the values are
+    weights so named, and rows whose nonzero weight rounds to zero are
+    reported (:func:`warn_rows_lost`); other values just round.
+    """
+    values = xp.asarray(values, dtype=FLOAT_DTYPE)
+    if out is None:
+        out = xp.empty(values.shape, dtype=STAT_DTYPE)
+    if weights_are_counts:
+        xp.copyto(out, values, casting="unsafe")
+        return out, np.ones(values.shape[1], FLOAT_DTYPE)
+    k = fixed_point_exponent(values)
+    scale_into(values, k, out, xp)
+    if name is not None:
+        warn_rows_lost(values, out, name, xp)
+    return out, np.full(values.shape[1], math.ldexp(1.0, -k), dtype=FLOAT_DTYPE)
+
+
+def scale_into(values, exponent, out, xp=np):
+    """out (int64) = rint(values * 2**exponent), with one float temporary
+    (``ldexp``: exact for normal results, whatever the exponent)."""
+    scaled = xp.ldexp(values, exponent)
+    xp.rint(scaled, out=scaled)
+    xp.copyto(out, scaled, casting="unsafe")
+
+
+class PrecisionWarning(UserWarning):
+    """Rows whose nonzero statistic rounds to zero in int64 fixed point:
+    their column's dynamic range is wider than 2**61."""
+
+
+def warn_rows_lost(values, fixed, name, xp=np):
+    """Warn, naming the column and the rows, when nonzero ``values`` (float
+    (n, k)) became zero in ``fixed`` (int64 (n, k)): never a silent loss."""
+    lost = (values != 0) & (fixed == 0)
+    if not bool(lost.any()):
+        return
+    rows = np.flatnonzero(to_host(lost.any(axis=1)))
+    warnings.warn(
+        f"{name}: {rows.size} row(s) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} "
+        "round to zero in int64 fixed point (their magnitude is below 2**-61 of the "
+        f"column's largest times n_samples), so they count as zero in this {name}. "
+        "Narrow the range (e.g. clip tiny weights to 0 or rescale the outliers).",
+        PrecisionWarning, stacklevel=4)
+
+
+def to_summable(xp, values, largest=None):
+    """(int64 rint(values * 2**shift), shift) with the largest power-of-two
+    scale that keeps any sum of the values below 2**61 in magnitude; values
+    finite and not all zero (``largest``: their largest magnitude, when the
+    caller has it). Sums of the result are exact in any order."""
+    if largest is None:
+        largest = float(xp.max(xp.abs(values)))
+    shift, first, second = summable_scale(largest, values.size)
+    return xp.rint((values * first) * second).astype(np.int64), shift
+
+
+def summable_scale(largest, size):
+    """(shift, first, second): the power of two that keeps the fixed-point sum
+    of ``size`` values of magnitude at most ``largest`` below 2**61, and the
+    two factors whose product is 2**shift (two exact steps: 2**shift alone
+    may overflow)."""
+    shift = 61 - math.frexp(largest * size)[1]
+    half = shift // 2
+    return shift, math.ldexp(1.0, half), math.ldexp(1.0, shift - half)
+
+
+def order_free_sum(xp, values):
+    """Sum of float64 ``values`` as a host float that does not depend on the
+    summation order (so not on the device, its reduction tree or the thread
+    count): the values in fixed point (:func:`to_summable`), summed as int64
+    (exact in any order), scaled back."""
+    if values.size == 0:
+        return 0.0
+    host = xp is np and values.ndim == 1 and values.dtype == np.float64
+    largest = (float(largest_magnitudes(values[:, None])[0]) if host
+               else float(xp.max(xp.abs(values))))
+    if largest == 0.0 or not math.isfinite(largest):
+        return float(xp.sum(values))  # 0, or inf/nan whatever the order
+    if host:
+        shift, first, second = summable_scale(largest, values.size)
+        total = fixed_point_total(values, first, second)
+    else:
+        fixed, shift = to_summable(xp, values, largest)
+        total = int(fixed.sum())
+    return math.ldexp(float(total), -shift)
+
+
+def grouped_order_free_sum(xp, values, groups, n_groups):
+    """float64 (n_groups,) sums of ``values`` (n,) within each group (int
+    (n,) in [0, n_groups)), in fixed point as :func:`order_free_sum`: the
+    same on every device."""
+    largest = float(xp.max(xp.abs(values))) if values.size else 0.0
+    if largest == 0.0:
+        return xp.zeros(n_groups, dtype=FLOAT_DTYPE)
+    fixed, shift = to_summable(xp, values, largest)
+    cumulative = xp.concatenate([xp.zeros(1, dtype=np.int64),
+                                 xp.cumsum(fixed[xp.argsort(groups)])])
+    end = xp.cumsum(xp.bincount(groups, minlength=n_groups))
+    start = xp.concatenate([xp.zeros(1, dtype=end.dtype), end[:-1]])
+    return (cumulative[end] - cumulative[start]).astype(FLOAT_DTYPE) * math.ldexp(1.0, -shift)
+
+
+def weighted_mean(xp, values, w):
+    """sum(values * w) / sum(w) as a host float (w None: all ones), the same
+    on every device (:func:`order_free_sum`)."""
+    if w is None:
+        return order_free_sum(xp, values) / values.shape[0]
+    return order_free_sum(xp, values * w) / order_free_sum(xp, w)

@@ -1,0 +1,302 @@
+"""Level-wise tree growth: orchestration of the backend primitives.
+
+Per level: one histogram pass for the nodes that must be built (the smaller
+child of each split; the larger sibling is ``parent - smaller``), one split
+scan for all candidate nodes, one partition pass that moves rows to their
+child. The grower handles per-node arrays only; it never loops over samples.
+
+Histograms live in the rows of a
+:class:`gputree.growth.histogram_pool.HistogramPool`; a larger sibling's is
+derived in its parent's row, so the memory of a level's histograms is reused
+by the next level instead of being held alongside it. Which nodes split and
+how the finished tree is assembled is :mod:`gputree.growth.policy`, shared
+with the other growers.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._dtypes import NODE_DTYPE
+from .histogram_pool import HistogramPool
+from .policy import (NodeTable, accept_splits, counts_and_weights, feature_mask, finish_tree,
+                     no_splits, splittable)
+
+
+def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
+    """Grow one tree.
+
+    backend : Backend;  data : BinnedData;  stats : criteria.Statistics with
+    ``stats.stats`` already on the backend; growth : GrowthParams;
+    rng : numpy RandomState for per-node feature subsets; pool :
+    HistogramPool shared by the trees of a fit (None: one for this tree);
+    held_row_bytes : device bytes per row the caller keeps during the fit
+    (for the memory check).
+    Returns (TreeArrays, positions) where positions int32 (n_samples,) on the
+    backend holds every row's leaf id.
+    """
+    n_samples, n_features = data.X_binned.shape
+    max_level_nodes = _max_level_nodes(n_samples, growth)
+    backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
+                             max_level_nodes, held_row_bytes)
+    if pool is None:
+        pool = HistogramPool(backend)
+    pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_level_nodes)
+    return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
+
+
+class _TreeGrowth:
+    """The growth of one tree, level by level.
+
+    The host keeps the bookkeeping (node table, pool rows, random feature
+    subsets, which candidates split); the device keeps the rows and does the
+    work. Copies between them do not depend on the number of nodes: per level
+    one packed upload (the level's plan, with the previous level's splits for
+    the partition) and one packed download (every candidate's best split and
+    its children's impurity); per tree one upload of the tree's constants,
+    one download of the root's totals, one upload and one download to
+    summarise the nodes at the end, and one upload for the last partition.
+    """
+
+    def __init__(self, backend, data, stats, growth, rng, pool):
+        self.backend, self.data, self.stats, self.growth = backend, data, stats, growth
+        self.rng, self.pool = rng, pool
+        self.positions = pool.row_positions(data.X_binned.shape[0])
+        # constant for the whole tree: one copy
+        self.constants = backend.upload_many({
+            "n_bins_non_missing": data.n_bins_non_missing,
+            "is_categorical": data.is_categorical, "layout": stats.layout,
+            "inv": stats.inv_scale, "params": growth.criterion_params()})
+        self.partition = {}      # host arrays of splits not yet applied to positions
+        self.partition_start = 0
+        # monotonic / interaction constraints: bounds and path features per node
+        self.constrained = (growth.constraints.start_tree() if growth.constraints is not None
+                            else None)
+
+    def criterion_inputs(self):
+        """(layout, inv, params) on the backend."""
+        return tuple(self.constants[k] for k in ("layout", "inv", "params"))
+
+    def run(self):
+        """(TreeArrays, positions int32 (n_samples,) on the backend)."""
+        growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
+        root_totals, impurity = self._root()
+        table = NodeTable(root_totals[0])
+        level_start, n_level, previous, n_leaves = 0, 1, None, 1
+        for depth in range(growth.max_depth + 1):
+            level_totals = table.totals_all()[level_start:level_start + n_level]
+            candidates = splittable(level_totals, impurity, depth, growth, layout, inv)
+            if candidates.size == 0:
+                table.record_level(*no_splits(n_level))
+                break
+            hist_row, found = self._scan_level(level_start, level_totals, candidates, previous)
+            accept = accept_splits(found["gain"], level_totals[candidates], growth, layout,
+                                    inv, root_totals[0], n_leaves)
+            n_leaves += int(accept.sum())
+            split_nodes = candidates[accept]
+            self._record_level(table, found, accept, split_nodes, level_start, n_level)
+            if split_nodes.size == 0:
+                break
+            impurity = found["child_impurity"].reshape(-1, 2)[accept].ravel()
+            table.add_children(level_start + split_nodes, found["left_sums"][accept], depth + 1)
+            if self.constrained is not None:
+                self.constrained.add_children(level_start + split_nodes,
+                                              found["feature"][accept],
+                                              self._values(table.totals[-1]).reshape(-1, 2))
+            previous = _PreviousLevel(hist_row, split_nodes)
+            level_start, n_level = level_start + n_level, 2 * split_nodes.size
+        # the loop always ends by a break: at max_depth no node is splittable
+        self._apply_partition()
+        tree = finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
+        if self.constrained is not None:
+            self.constrained.clip_values(tree.value)
+        return tree, self.positions
+
+    def _values(self, totals):
+        """float64 (n_nodes,) output 0's value of nodes with host int64 ``totals``."""
+        values, _ = self.backend.node_summaries(self.backend.upload(totals),
+                                                *self.criterion_inputs(),
+                                                self.stats.n_outputs, self.stats.n_classes)
+        return self.backend.download_many({"values": values})["values"][:, 0, 0]
+
+    def _root(self):
+        """Host totals int64 (1, n_channels) and impurity float64 (1,) of the
+        root, with one download."""
+        stats, backend = self.stats.stats, self.backend
+        totals = self.stats.totals       # summed where the statistics were built, or:
+        if totals is None:
+            # int64 column sums (exact in any order); one column at a time is 5x
+            # faster in numpy than a reduction over axis 0 of the row-major array
+            totals = backend.xp.stack([stats[:, c].sum()
+                                       for c in range(stats.shape[1])])[None, :]
+        _, impurity = backend.node_summaries(totals, *self.criterion_inputs(),
+                                             self.stats.n_outputs, self.stats.n_classes)
+        root = backend.download_many({"totals": totals, "impurity": impurity})
+        return root["totals"], root["impurity"]
+
+    def _scan_level(self, level_start, level_totals, candidates, previous):
+        """Histograms and split scan of a level with one upload and one
+        download: (hist_row int32 (n_level,), host dict of the candidates'
+        best splits, see :meth:`_found`)."""
+        layout, inv = self.stats.layout, self.stats.inv_scale
+        count, _ = counts_and_weights(level_totals, layout, inv)
+        hist_row, hist_nodes, plan = _plan_histograms(level_totals.shape[0], candidates, count,
+                                                      previous, self.pool)
+        rows = hist_row[candidates]
+        plan.update(self.partition, rows=rows, totals=level_totals[candidates],
+                    zero_rows=self.pool.rows_to_zero(),
+                    allowed=_scan_mask(self.rng, hist_nodes, candidates, rows,
+                                       self.data.X_binned.shape[1], self.growth.max_features))
+        if self.constrained is not None:
+            plan["allowed"][rows] &= self.constrained.allowed(level_start + candidates)
+            plan["scan_params"] = self.constrained.level_params(
+                self.growth.criterion_params(), level_start + candidates, rows,
+                plan["allowed"].shape[0])
+        n_build = int(plan["node_to_build"].max()) + 1
+        device = self.backend.upload_many(plan)
+        self._build(level_start, n_build, device)
+        scan_params = device.get("scan_params", self.constants["params"])
+        split = self.backend.find_best_splits(
+            self.pool.hist[:plan["allowed"].shape[0]], self.constants["n_bins_non_missing"],
+            self.constants["is_categorical"], device["allowed"], self.data.missing_bin,
+            self.constants["layout"], self.constants["inv"], scan_params)
+        return hist_row, self.backend.download_many(self._found(split, device))
+
+    def _apply_partition(self):
+        """Move the rows of the recorded splits' nodes to their children
+        (after the last level; before, :meth:`_build` moves them)."""
+        if not self.partition:
+            return
+        device = self.backend.upload_many(self.partition)
+        self.backend.update_positions(self.data.X_binned, self.positions, self.partition_start,
+                                      device["split_feature"], device["split_bitset"],
+                                      device["left_child"])
+        self.partition = {}
+
+    def _build(self, level_start, n_build, device):
+        """Zero the reused pool rows, apply the recorded splits to positions
+        and build the planned histograms (``device``: the plan with the
+        splits, uploaded), derive the larger siblings in their parents'
+        rows."""
+        backend, hist = self.backend, self.pool.hist
+        if device["zero_rows"].size and not backend.overwrites_built_rows:
+            backend.zero_rows(hist, device["zero_rows"])
+        if self.partition:
+            moves = (self.partition_start, device["split_feature"], device["split_bitset"],
+                     device["left_child"])
+            self.partition = {}
+            backend.move_and_build_histograms(self.data.X_binned, self.positions, moves,
+                                              self.stats.stats, level_start,
+                                              device["node_to_build"], n_build,
+                                              self.data.n_bins, hist)
+        else:
+            counts = ({"bin_counts": self.data.bin_counts(backend)}
+                      if level_start == 0 and self.stats.ones_last and backend.uses_bin_counts
+                      else {})
+            backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
+                                     level_start, device["node_to_build"], n_build,
+                                     self.data.n_bins, out=hist, **counts)
+        if device["built_rows"].size:
+            backend.subtract_histograms(hist, device["parent_rows"], hist, device["built_rows"],
+                                        device["parent_rows"])
+
+    def _found(self, split, device):
+        """What the host needs about the candidates (backend arrays, in the
+        order of ``device["rows"]``): gain float64 (k,), feature int32 (k,),
+        bitset uint32 (k, BITSET_WORDS), missing_left uint8 (k,), left_sums
+        int64 (k, n_channels) and child_impurity float64 (2k,), the (left,
+        right) children's impurity (both the node itself where no split is
+        valid)."""
+        xp, rows, totals = self.backend.xp, device["rows"], device["totals"]
+        gain, left = split.gain[rows], split.left_sums[rows]
+        valid = xp.isfinite(gain)[:, None]
+        children = xp.stack([xp.where(valid, left, totals),
+                             xp.where(valid, totals - left, totals)], axis=1)
+        _, impurity = self.backend.node_summaries(children.reshape(-1, totals.shape[1]),
+                                                  *self.criterion_inputs(),
+                                                  self.stats.n_outputs, self.stats.n_classes)
+        return {"gain": gain, "feature": split.feature[rows], "bitset": split.bitset[rows],
+                "missing_left": split.missing_left[rows], "left_sums": left,
+                "child_impurity": impurity}
+
+    def _record_level(self, table, found, accept, split_nodes, level_start, n_level):
+        """Store the level's splits in the node table and keep them for the
+        next partition."""
+        feature, bitset, node_gain, missing_left = no_splits(n_level)
+        feature[split_nodes] = found["feature"][accept]
+        bitset[split_nodes] = found["bitset"][accept]
+        node_gain[split_nodes] = found["gain"][accept]
+        missing_left[split_nodes] = found["missing_left"][accept]
+        table.record_level(feature, bitset, node_gain, missing_left)
+        if split_nodes.size:
+            left_child = np.full(n_level, -1, dtype=NODE_DTYPE)
+            left_child[split_nodes] = level_start + n_level + 2 * np.arange(split_nodes.size)
+            self.partition = {"split_feature": feature, "split_bitset": bitset,
+                              "left_child": left_child}
+            self.partition_start = level_start
+
+
+def _max_level_nodes(n_samples, growth):
+    """Upper bound on the nodes of one level (for memory estimates)."""
+    by_depth = 2 ** min(growth.max_depth, 40)
+    by_rows = max(1, n_samples // max(1, growth.min_samples_leaf))
+    by_leaves = growth.max_leaf_nodes or by_rows
+    return int(min(by_depth, by_rows, by_leaves))
+
+
+@dataclass
+class _PreviousLevel:
+    hist_row: np.ndarray       # int32 (n_level,): pool row of each node's histogram, or -1
+    split_nodes: np.ndarray    # previous-level-relative nodes that split, in order
+
+
+def _scan_mask(rng, hist_nodes, candidates, rows, n_features, max_features):
+    """uint8 (max(rows) + 1, n_features): which (histogram row, feature)
+    pairs the split scan tries. Feature subsets are drawn for every node
+    that owns a histogram (``hist_nodes``, ascending), so the random stream
+    does not depend on the pool's row order; only candidates' rows (``rows``)
+    are scanned, the other rows are all zeros and cost the scan nothing."""
+    drawn = feature_mask(rng, hist_nodes.size, n_features, max_features)
+    mask = np.zeros((int(rows.max()) + 1, n_features), dtype=np.uint8)
+    mask[rows] = drawn[np.searchsorted(hist_nodes, candidates)]
+    return mask
+
+
+def _plan_histograms(n_level, candidates, count, previous, pool):
+    """Host plan of a level's histograms in the pool: (hist_row int32
+    (n_level,), the pool row of each node or -1; hist_nodes int64, ascending
+    level-relative nodes that own a row: the candidates and the built
+    children; dict of int32 arrays node_to_build (n_level,), the build row of
+    each node or -1, and built_rows, parent_rows (n_derived,): each derived
+    sibling is ``parent - built`` in its parent's row).
+
+    Level nodes come in sibling pairs (2j, 2j+1) whose parent is
+    ``previous.split_nodes[j]`` (``previous`` None: the root, built alone).
+    For each pair with a candidate, one histogram pass builds the child with
+    fewer rows into a new row; a candidate sibling is then parent - built, in
+    the parent's row. Rows of previous-level nodes that no child derives from
+    are released first.
+    """
+    if previous is None:
+        hist_row = pool.take(1)
+        none = np.empty(0, dtype=NODE_DTYPE)
+        return hist_row, np.zeros(1, dtype=np.int64), {
+            "node_to_build": hist_row.copy(), "built_rows": none, "parent_rows": none}
+    pairs = np.unique(candidates // 2)
+    left, right = 2 * pairs, 2 * pairs + 1
+    left_smaller = count[left] <= count[right]
+    smaller = np.where(left_smaller, left, right)
+    larger = np.where(left_smaller, right, left)
+    owns = np.zeros(n_level, dtype=bool)
+    owns[candidates] = True
+    derive = owns[larger]
+    owns[smaller] = True
+    parent_rows = previous.hist_row[previous.split_nodes[pairs[derive]]]
+    pool.keep_only(parent_rows)
+    hist_row = np.full(n_level, -1, dtype=NODE_DTYPE)
+    hist_row[smaller] = pool.take(smaller.size)
+    plan = {"node_to_build": hist_row.copy(), "built_rows": hist_row[smaller[derive]],
+            "parent_rows": parent_rows.astype(NODE_DTYPE)}
+    hist_row[larger[derive]] = parent_rows
+    return hist_row, np.flatnonzero(owns), plan
+
+

@@ -1,0 +1,179 @@
+"""What every grower shares about nodes and splits, on the host and per node
+(never per row): the node table of a growing tree, which nodes may still
+split and which splits are accepted (minimum sizes, impurity decrease,
+``max_leaf_nodes``), the random feature subset of a node, and the assembly
+of the finished :class:`gputree.tree.TreeArrays`."""
+import numpy as np
+
+from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from ..backends.splitset import last_left_bin
+from ..criteria import (IMPURITY_SQUARED_ERROR, KIND_CLASSIFICATION, KIND_NEWTON,
+                        LAYOUT_COUNT_CHANNEL, LAYOUT_IMPURITY, LAYOUT_KIND, LAYOUT_N_OUTPUTS,
+                        LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL)
+from ..tree import TreeArrays
+
+
+#: relative tolerance of "pure" and of min_impurity_decrease, in units of
+#: the node's own statistics (:func:`impurity_unit`), never absolute
+_PURE = np.finfo(np.float64).eps
+
+
+class NodeTable:
+    """Host-side growing arrays describing every node created so far."""
+
+    def __init__(self, root_totals):
+        self.totals = [np.asarray(root_totals, dtype=STAT_DTYPE)[None, :]]
+        self.depth = [np.zeros(1, dtype=np.int32)]
+        self.parent = [np.full(1, -1, dtype=NODE_DTYPE)]
+        self.feature, self.bitset, self.gain, self.missing_left = [], [], [], []
+
+    def add_children(self, parents, left_totals, depth):
+        right_totals = self.totals_all()[parents] - left_totals
+        pairs = np.stack([left_totals, right_totals], axis=1).reshape(-1, left_totals.shape[1])
+        self.totals.append(pairs)
+        self.depth.append(np.full(pairs.shape[0], depth, dtype=np.int32))
+        self.parent.append(np.repeat(parents, 2).astype(NODE_DTYPE))
+
+    def record_level(self, feature, bitset, gain, missing_left):
+        self.feature.append(feature)
+        self.bitset.append(bitset)
+        self.gain.append(gain)
+        self.missing_left.append(missing_left)
+
+    def totals_all(self):
+        return np.concatenate(self.totals)
+
+    @property
+    def n_nodes(self):
+        return sum(t.shape[0] for t in self.totals)
+
+
+def no_splits(n_level):
+    return (np.full(n_level, -1, dtype=np.int32),
+            np.zeros((n_level, BITSET_WORDS), dtype=BITSET_DTYPE),
+            np.zeros(n_level, dtype=FLOAT_DTYPE), np.zeros(n_level, dtype=np.uint8))
+
+
+def counts_and_weights(totals, layout, inv):
+    """Per-node (count, weight) float64 from int64 totals (host, vectorised)."""
+    if layout[LAYOUT_KIND] == KIND_NEWTON:
+        h = totals[:, 1:2 * layout[LAYOUT_N_OUTPUTS]:2] * inv[1:2 * layout[LAYOUT_N_OUTPUTS]:2]
+        weight = h.min(axis=1)
+    elif layout[LAYOUT_WEIGHT_CHANNEL] >= 0:
+        c = layout[LAYOUT_WEIGHT_CHANNEL]
+        weight = totals[:, c] * inv[c]
+    else:
+        weight = totals[:, :layout[LAYOUT_PER_OUTPUT]].sum(axis=1) * inv[0]
+    c = layout[LAYOUT_COUNT_CHANNEL]
+    count = totals[:, c].astype(FLOAT_DTYPE) if c >= 0 else weight
+    return count, weight
+
+
+def splittable(totals, impurity, depth, growth, layout, inv):
+    """Level-relative indices of nodes that may still split (int64)."""
+    if depth >= growth.max_depth:
+        return np.empty(0, dtype=np.int64)
+    count, weight = counts_and_weights(totals, layout, inv)
+    ok = ((count >= growth.min_samples_split)
+          & (count >= 2 * growth.min_samples_leaf)
+          & (weight >= 2 * growth.min_weight_leaf))
+    if layout[LAYOUT_KIND] != KIND_NEWTON:
+        ok &= impurity > _PURE * impurity_unit(totals, layout, inv)
+    return np.flatnonzero(ok)
+
+
+def impurity_unit(totals, layout, inv):
+    """float64 (n_nodes,): the size of a node's impurity's terms, so that
+    tolerances scale with the data: 1 for classification (impurities are
+    unitless), the mean of w*y**2 for squared error (its impurity is a
+    difference of such terms), the mean of |w*y| + |w*y*log y| for poisson."""
+    if layout[LAYOUT_KIND] == KIND_CLASSIFICATION:
+        return np.ones(totals.shape[0], dtype=FLOAT_DTYPE)
+    off, n_out = layout[LAYOUT_VALUE_OFFSET], layout[LAYOUT_N_OUTPUTS]
+    _, weight = counts_and_weights(totals, layout, inv)
+    sums = np.abs(totals[:, off:off + 2 * n_out] * inv[off:off + 2 * n_out])
+    squared = layout[LAYOUT_IMPURITY] == IMPURITY_SQUARED_ERROR
+    terms = sums[:, 1::2] if squared else sums[:, 0::2] + sums[:, 1::2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(weight > 0, terms.sum(axis=1) / (weight * n_out), 0.0)
+
+
+def accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
+    """Which candidates split: valid gain, min_impurity_decrease (weighted as
+    scikit-learn does) or gamma, then the max_leaf_nodes budget by weighted
+    impurity decrease."""
+    valid = np.isfinite(gain)
+    # budget priority: what the split removes from the whole tree's impurity
+    # (node gain weighted by the node's weight share, as scikit-learn's
+    # best-first growth ranks splits); newton gains are loss reductions already
+    decrease = np.where(valid, gain, 0.0)
+    if layout[LAYOUT_KIND] == KIND_NEWTON:
+        valid &= gain > growth.min_split_gain
+    else:
+        _, weight = counts_and_weights(totals, layout, inv)
+        _, root_weight = counts_and_weights(root_totals[None, :], layout, inv)
+        share = weight / root_weight[0]
+        decrease = decrease * share
+        tolerance = _PURE * impurity_unit(totals, layout, inv) * share
+        valid &= decrease + tolerance >= growth.min_impurity_decrease
+    if growth.max_leaf_nodes:
+        budget = max(growth.max_leaf_nodes - n_leaves, 0)
+        order = np.argsort(-np.where(valid, decrease, -np.inf), kind="stable")
+        keep = np.zeros_like(valid)
+        keep[order[:budget]] = True
+        valid &= keep
+    return valid
+
+
+def feature_mask(rng, n_nodes, n_features, max_features):
+    """uint8 (n_nodes, n_features): the random feature subset of each node."""
+    if not max_features or max_features >= n_features:
+        return np.ones((n_nodes, n_features), dtype=np.uint8)
+    ranks = rng.random_sample((n_nodes, n_features)).argsort(axis=1)
+    mask = np.zeros((n_nodes, n_features), dtype=np.uint8)
+    np.put_along_axis(mask, ranks[:, :max_features], 1, axis=1)
+    return mask
+
+
+def finish_tree(backend, table, data, stats, criterion_inputs):
+    """Assemble TreeArrays (host) from the node table; leaf values and
+    impurity from the nodes' totals with one upload and one download
+    (``criterion_inputs``: layout, inv, params on the backend)."""
+    totals = table.totals_all()
+    n_nodes = totals.shape[0]
+    values, impurity = backend.node_summaries(backend.upload(totals), *criterion_inputs,
+                                              stats.n_outputs, stats.n_classes)
+    summaries = backend.download_many({"values": values, "impurity": impurity})
+    feature = np.concatenate(table.feature)[:n_nodes]
+    bitset = np.concatenate(table.bitset)[:n_nodes]
+    parent = np.concatenate(table.parent)
+    left_child = np.full(n_nodes, -1, dtype=NODE_DTYPE)
+    # children are created in pairs, in the order their parents split
+    first_children = np.flatnonzero(parent >= 0)[::2]
+    left_child[parent[first_children]] = first_children
+    internal = np.flatnonzero(feature >= 0)
+    count, weight = counts_and_weights(totals, stats.layout, stats.inv_scale)
+    is_categorical = np.zeros(n_nodes, dtype=np.uint8)
+    is_categorical[internal] = data.is_categorical[feature[internal]]
+    return TreeArrays(
+        feature=feature.astype(np.int32), bitset=bitset, left_child=left_child,
+        threshold=real_thresholds(feature, bitset, is_categorical, data),
+        missing_left=np.concatenate(table.missing_left)[:n_nodes],
+        is_categorical=is_categorical,
+        value=summaries["values"], impurity=summaries["impurity"],
+        n_node_samples=np.rint(count).astype(np.int64),
+        weighted_n_node_samples=weight.astype(FLOAT_DTYPE),
+        gain=np.concatenate(table.gain)[:n_nodes],
+        depth=np.concatenate(table.depth), parent=parent)
+
+
+def real_thresholds(feature, bitset, is_categorical, data):
+    """float64 (n_nodes,): x <= threshold goes left for numerical splits;
+    NaN for leaves and categorical splits."""
+    threshold = np.full(feature.shape[0], np.nan, dtype=FLOAT_DTYPE)
+    numerical = np.flatnonzero((feature >= 0) & (is_categorical == 0))
+    if numerical.size:
+        last_bin = last_left_bin(bitset[numerical], data.missing_bin)
+        padded = np.concatenate([data.thresholds, np.full((data.thresholds.shape[0], 1), np.inf)], axis=1)
+        threshold[numerical] = padded[feature[numerical], last_bin]
+    return threshold
