@@ -24,6 +24,13 @@ from ..tree import concatenate_trees
 UNLIMITED_DEPTH = 2 ** 31 - 2
 
 
+def set_params_from(estimator, arguments):
+    """Store ``__init__`` arguments (``locals()``) as attributes, unchanged."""
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
 def resolve_max_features(max_features, n_features):
     """Number of features tried per node (int >= 1)."""
     if max_features is None:

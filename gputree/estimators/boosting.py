@@ -42,9 +42,9 @@ from ..growth.histogram_pool import HistogramPool
 from ..growth.levelwise import grow_tree
 from ..growth.params import GrowthParams
 from ..model import register_estimator
-from .base import UNLIMITED_DEPTH, BaseTreeModel
+from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
-from .ensemble import Progress, add_tree_values, set_params_from, training_data, tree_rng
+from .ensemble import Progress, add_tree_values, training_data, tree_rng
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .targets import as_float_targets, check_poisson_targets, class_weights, encode_labels
 from .treeboost import BOOSTING_CRITERIA, set_newton_values, weight_hessians

@@ -1,7 +1,6 @@
 """What forests and boosting share: binning the training data once per fit
 (or reusing the bins on a warm start), per-tree random streams, leaf ids and
-leaf values of many trees on the device, storing ``__init__`` parameters, and
-the progress report of long fits (a tqdm bar when tqdm is importable, plain
+leaf values of many trees on the device, and the progress report of long fits (a tqdm bar when tqdm is importable, plain
 lines otherwise).
 """
 import sys
@@ -11,13 +10,6 @@ import numpy as np
 from ..data.training import binning_seed, seed_from
 from ..data.validation import check_random_state
 from ..tree import concatenate_trees
-
-
-def set_params_from(estimator, arguments):
-    """Store ``__init__`` arguments (``locals()``) as attributes, unchanged."""
-    for name, value in arguments.items():
-        if name not in ("self", "__class__"):
-            setattr(estimator, name, value)
 
 
 def training_data(estimator, X, sample_weight):

@@ -28,9 +28,9 @@ from ..data.validation import check_choice, check_float, check_int, check_sample
 from ..growth.histogram_pool import HistogramPool
 from ..growth.levelwise import grow_tree
 from ..model import register_estimator
-from .base import BaseTreeModel, growth_params
-from .ensemble import (Progress, add_tree_values, device_leaves, set_params_from,
-                       stacked_values, training_data, tree_rng)
+from .base import BaseTreeModel, growth_params, set_params_from
+from .ensemble import (Progress, add_tree_values, device_leaves, stacked_values,
+                       training_data, tree_rng)
 from .importances import impurity_importances
 from .targets import ClassTargets, RegressionTargets
 from .tree import DecisionTreeClassifier, DecisionTreeRegressor

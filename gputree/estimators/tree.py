@@ -17,7 +17,7 @@ from ..growth.surrogates import apply_surrogates, fit_surrogates, surrogate_impo
 from ..io.sklearn_tree import SklearnTree
 from ..model import register_estimator
 from ..tree import decision_path_indicator
-from .base import BaseTreeModel, growth_params
+from .base import BaseTreeModel, growth_params, set_params_from
 from .importances import impurity_importances, normalised, split_improvements
 from .targets import ClassTargets, RegressionTargets
 
@@ -195,25 +195,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
                  categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity",
                  missing_strategy="default", n_surrogates=5, multiway=False):
-        self.criterion = criterion
-        self.multiway = multiway
-        self.max_depth = max_depth
-        self.min_samples_split = min_samples_split
-        self.min_samples_leaf = min_samples_leaf
-        self.min_weight_fraction_leaf = min_weight_fraction_leaf
-        self.max_features = max_features
-        self.random_state = random_state
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_impurity_decrease = min_impurity_decrease
-        self.class_weight = class_weight
-        self.ccp_alpha = ccp_alpha
-        self.max_bins = max_bins
-        self.categorical_features = categorical_features
-        self.device = device
-        self.n_jobs = n_jobs
-        self.missing_strategy = missing_strategy
-        self.n_surrogates = n_surrogates
-        self.ccp_risk = ccp_risk
+        set_params_from(self, locals())
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y (n_samples,) or (n_samples, n_outputs)
@@ -288,22 +270,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto",
                  n_jobs=None, missing_strategy="default", n_surrogates=5):
-        self.criterion = criterion
-        self.max_depth = max_depth
-        self.min_samples_split = min_samples_split
-        self.min_samples_leaf = min_samples_leaf
-        self.min_weight_fraction_leaf = min_weight_fraction_leaf
-        self.max_features = max_features
-        self.random_state = random_state
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_impurity_decrease = min_impurity_decrease
-        self.ccp_alpha = ccp_alpha
-        self.max_bins = max_bins
-        self.categorical_features = categorical_features
-        self.device = device
-        self.n_jobs = n_jobs
-        self.missing_strategy = missing_strategy
-        self.n_surrogates = n_surrogates
+        set_params_from(self, locals())
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y float (n_samples,) or (n_samples,
