@@ -4,13 +4,13 @@ to their nodes (:mod:`.partition`), histograms (:mod:`.histograms`), the
 split scan and node summaries (:mod:`.split_scan`), prediction
 (:mod:`.predict`); what it keeps per binned X (:mod:`.binned_cache`).
 
-Loops are parallel over rows (binning, partition, prediction) or, for
-histograms, over threads each adding its list of pieces of the level's
+Loops are cut into parts over rows (binning, partition, prediction) or,
+for histograms, over threads each adding its list of pieces of the level's
 work; no two threads ever write the same cell, and histogram cells are
 int64 fixed-point sums, so results are the same for any cut and thread
-count and equal the CUDA backend's bit for bit. Every parallel kernel is
-staged (:mod:`.stages`): serial until a process runs a large job, so that a
-small fit compiles no parallel kernel.
+count and equal the CUDA backend's bit for bit. Every such kernel is
+compiled once and run in parts on gputree's threads (:mod:`.threaded`):
+small and large jobs share its compiled code.
 """
 import math
 import mmap
@@ -21,7 +21,8 @@ import numpy as np
 from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
 from ..base import Backend
 from ..compile_notice import watch_compilation
-from ..formulas import measure_of
+from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
+                        measure_of)
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
 from . import binning, histograms, partition, predict, split_scan
 from .binned_cache import BinnedCache
@@ -105,7 +106,7 @@ class CPUBackend(Backend):
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
             n, cache = positions.shape[0], self.binned
             rows = cache.rows(X_binned, "rows")
-            node_first = partition.rows_by_node.run(
+            node_first = partition.rows_by_node(
                 2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
                 split_bitset, left_child, level_start, build_index, built_rows.size,
                 partition.gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
@@ -135,7 +136,10 @@ class CPUBackend(Backend):
         n_tasks = n_nodes * n_features
         n_slots = min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * numba.get_num_threads())
         scratch = empty_scratch(np, max(n_slots, 1), n_channels, any_categorical, vector=True)
-        find_splits = split_scan.split_finder(measure_of(layout), any_categorical)
+        measure = measure_of(layout)
+        newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
+                      and int(params[PARAM_CONSTRAINTS]) == 0)
+        find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
         find_splits.run(n_nodes * n_features * n_bins * split_scan.SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout,
                         inv, params, *scratch, *outputs)
