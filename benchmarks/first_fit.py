@@ -304,7 +304,7 @@ def main():
         print(json.dumps(CHILDREN[spec["kind"]](spec)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("parts", nargs="*", default=list(PARTS), choices=list(PARTS))
+    parser.add_argument("parts", nargs="*", help=f"some of {', '.join(PARTS)} (default: all)")
     parser.add_argument("--estimators", nargs="+", default=list(ESTIMATORS),
                         choices=list(ESTIMATORS))
     parser.add_argument("--rows", type=int, default=300_000)
@@ -313,6 +313,10 @@ def main():
                         help='JSON settings added to every estimator of "first", '
                              'e.g. \'{"max_bins": 1023}\'')
     args = parser.parse_args()
+    args.parts = args.parts or list(PARTS)
+    unknown = set(args.parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
     import numba
     import numpy
     print(f"# {sys.executable}: Python {sys.version.split()[0]}, numpy {numpy.__version__}, "
