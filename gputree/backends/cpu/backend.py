@@ -20,7 +20,6 @@ import numpy as np
 
 from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
 from ..base import Backend
-from ..compile_notice import watch_compilation
 from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
                         measure_of)
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
@@ -44,7 +43,6 @@ class CPUBackend(Backend):
     overwrites_built_rows = True
 
     def __init__(self):
-        watch_compilation()
         self.binned = BinnedCache(self.free_memory_bytes)
 
     def take_columns(self, X_binned, columns):
