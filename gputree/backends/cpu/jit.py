@@ -58,13 +58,6 @@ def inline_helper(function):
 ir_inline = njit(inline="always")
 
 
-#: (first, stop) of part ``part`` of ``n_parts`` of range(n), in kernels
-part_bounds = part_bounds_jit
-
-
-goes_left = make_splitset(ir_inline).goes_left
-
-
 #: helpers smaller than this (bytes of CPython bytecode) are inlined in numba's IR
 _IR_INLINE_BYTES = 160
 
@@ -73,3 +66,10 @@ _IR_INLINE_BYTES = 160
 # indices around (a compare and a select per index), which cost 10% of a
 # histogram pass and a third of a prediction.
 U64 = np.uint64
+
+
+#: (first, stop) of part ``part`` of ``n_parts`` of range(n), uint64, in kernels
+part_bounds = part_bounds_jit
+
+
+goes_left = make_splitset(ir_inline).goes_left
