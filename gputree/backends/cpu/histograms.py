@@ -10,6 +10,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
 from .intrinsics import add_three, add_two, prefetch_row
 from .jit import U64, part_bounds
@@ -211,26 +212,25 @@ def assign_pieces(sizes, n_threads):
     the thread with the least work so far (ties: the lowest). Returns
     (thread_pieces, thread_first) int64 as _build_histograms takes them."""
     order = np.argsort(-sizes, kind="stable")
-    thread = _least_loaded(sizes[order], n_threads)
+    thread = np.empty(sizes.shape[0], dtype=np.int64)
+    _least_loaded(sizes[order], np.zeros(n_threads, dtype=np.int64), thread)
     by_thread = np.argsort(thread, kind="stable")
     thread_first = np.searchsorted(thread[by_thread], np.arange(n_threads + 1))
     return order[by_thread].astype(np.int64), thread_first.astype(np.int64)
 
 
-@njit(cache=True)
-def _least_loaded(sizes, n_threads):
-    """int64 (P,): the thread of each piece (sizes int64 (P,)), in order,
-    each to the thread with the least work so far (the lowest on ties)."""
-    load = np.zeros(n_threads, dtype=np.int64)
-    thread = np.empty(sizes.shape[0], dtype=np.int64)
+@kernel_jit()
+def _least_loaded(sizes, load, thread):
+    """thread int64 (P,) OUT: the thread of each piece (sizes int64 (P,)
+    IN), in order, each to the thread with the least work so far (the
+    lowest on ties); load int64 (n_threads,) INOUT, zeros."""
     for p in range(sizes.shape[0]):
         best = 0
-        for t in range(1, n_threads):
+        for t in range(1, load.shape[0]):
             if load[t] < load[best]:
                 best = t
         thread[p] = best
         load[best] += sizes[p] + 1
-    return thread
 
 
 #: rows per block of a histogram piece, added feature group by feature

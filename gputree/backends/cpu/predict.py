@@ -7,7 +7,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from ..._threads import parts_for, run_parts
+from ..._threads import kernel_jit, parts_for, run_parts
 from ..kernel_cache import cache_numba_cpu_kernels
 from .jit import U64, goes_left, part_bounds
 from .threaded import threaded
@@ -18,33 +18,41 @@ cache_numba_cpu_kernels(__file__)
 _PREDICT_BLOCK = 64
 
 
-@njit(cache=True)
 def _walk_arrays(node_feature, node_bitset, node_left, tree_roots):
     """Trees (as ``predict_leaves`` takes them) rewritten so that one step is
     the same for every node: a leaf gets feature 0, an all-ones bitset and
     ``next = itself + 1`` (it goes "left" to itself); an internal node gets
     ``next = left + 1``, so the child is ``next - goes_left``. Also returns
-    each tree's depth (int32 (n_trees,)): the number of steps to take.
-    Children follow their parent (BFS numbering), so one forward pass per
-    tree finds every node's depth."""
+    each tree's depth (int32 (n_trees,)): the number of steps to take."""
     feature = np.maximum(node_feature, 0)
     bitset = node_bitset.copy()
     step_next = np.empty(node_left.shape[0], dtype=np.int32)
-    depth = np.zeros(node_left.shape[0], dtype=np.int32)
     tree_depth = np.zeros(tree_roots.shape[0], dtype=np.int32)
+    _fill_walk_arrays(node_feature, node_left, tree_roots, bitset, step_next,
+                      np.zeros(node_left.shape[0], dtype=np.int32), tree_depth)
+    return feature, bitset, step_next, tree_depth
+
+
+@kernel_jit()
+def _fill_walk_arrays(node_feature, node_left, tree_roots, bitset, step_next, depth,
+                      tree_depth):
+    """_walk_arrays' pass: bitset INOUT (leaves' rows set to all ones),
+    step_next OUT, depth and tree_depth int32 INOUT (zeros). Children follow
+    their parent (BFS numbering), so one forward pass per tree finds every
+    node's depth."""
     for t in range(tree_roots.shape[0]):
         stop = tree_roots[t + 1] if t + 1 < tree_roots.shape[0] else node_left.shape[0]
         depth[tree_roots[t]] = 0
         for node in range(tree_roots[t], stop):
             if node_feature[node] < 0:
                 step_next[node] = node + 1
-                bitset[node, :] = np.uint32(0xFFFFFFFF)
+                for w in range(bitset.shape[1]):
+                    bitset[node, w] = np.uint32(0xFFFFFFFF)
                 tree_depth[t] = max(tree_depth[t], depth[node])
             else:
                 step_next[node] = node_left[node] + 1
                 depth[node_left[node]] = depth[node] + 1
                 depth[node_left[node] + 1] = depth[node] + 1
-    return feature, bitset, step_next, tree_depth
 
 
 @njit(inline="always")
