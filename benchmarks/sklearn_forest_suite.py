@@ -21,8 +21,12 @@ import inspect
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
+
+# the gputree of this checkout, not an installed one
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 #: scikit-learn name -> gputree attribute that replaces it
 SUBSTITUTES = {
