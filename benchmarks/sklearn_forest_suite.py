@@ -13,9 +13,14 @@ gputree means moving its name from ``NOT_PROVIDED`` to ``SUBSTITUTES``.
     python benchmarks/sklearn_forest_suite.py            # counts and failing ids
     python benchmarks/sklearn_forest_suite.py -x -k oob  # extra pytest arguments
 
-``KNOWN_FAILURES`` lists the tests expected to fail, with why (they test
-scikit-learn's private helpers); the script exits 1 when any other test
-fails, so it can serve as a check.
+The deselection also drops the 7 unparametrised tests that use only
+ExtraTrees* or RandomTreesEmbedding (they would pass with scikit-learn's own
+classes, testing nothing of gputree's): 162 of the 332 tests remain.
+
+``KNOWN_FAILURES`` lists the tests expected to fail, with why (all but one
+use scikit-learn's private helpers); the script exits 1 when any other test
+fails, so it can serve as a check. It takes minutes (one absolute-error test
+grows 200 deep trees level by level).
 """
 import inspect
 import os
@@ -37,8 +42,23 @@ SUBSTITUTES = {
 #: scikit-learn forests without a gputree counterpart: their tests are deselected
 NOT_PROVIDED = ("ExtraTreesClassifier", "ExtraTreesRegressor", "RandomTreesEmbedding")
 
-#: test-id prefixes that fail by design, and why (see the README)
-KNOWN_FAILURES = {}
+#: test-id prefixes expected to fail, and why (see the README)
+KNOWN_FAILURES = {
+    "test_validate_y_class_weight": "calls scikit-learn's private "
+                                    "BaseForest._validate_y_class_weight",
+    "test_class_weights_forest": "reads scikit-learn's private _sample_weight attribute",
+    "test_oob_not_computed_twice": "patches scikit-learn's private "
+                                   "_set_oob_score_and_attributes",
+    "test_forest_multioutput_integral_regression_target":
+        "redraws the OOB rows with scikit-learn's private _generate_unsampled_indices "
+        "(its bootstrap stream)",
+    "test_backend_respected": "counts joblib backend calls; gputree fits with numba threads",
+    "test_mse_criterion_object_segfault_smoke_test":
+        "passes scikit-learn's private Cython criterion sklearn.tree._criterion.MSE",
+    "test_forest_regressor_oob[True-X0-y0-0.7-":
+        "OOB R^2 0.683 < 0.7 on 250 rows: histogram thresholds sit at the low end of a "
+        "node's gap between values, scikit-learn's at its middle (README)",
+}
 
 
 def substitute():

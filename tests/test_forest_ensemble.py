@@ -288,3 +288,43 @@ def test_sparse_y_gets_scikit_learns_error():
         with pytest.raises(ValueError, match="sparse multilabel-indicator for y is not "
                                              r"supported.*y.toarray\(\)"):
             forest.fit(X, scipy.sparse.csr_matrix(np.c_[y, y]))
+
+
+def test_without_scikit_learn_score_counts_a_row_when_all_outputs_are_right():
+    """gputree's stand-in ``score`` (no scikit-learn installed) is on the OOB
+    estimate's scale too."""
+    code = """
+import sys
+sys.modules["sklearn"] = None                 # as if scikit-learn were not installed
+import numpy as np
+from gputree import RandomForestClassifier
+rng = np.random.RandomState(0)
+X = rng.normal(size=(200, 4))
+Y = np.c_[X[:, 0] > 0, X[:, 1] + rng.normal(size=200) > 0].astype(int)
+forest = RandomForestClassifier(n_estimators=5, max_depth=2, device="cpu").fit(X, Y)
+rows = np.all(forest.predict(X) == Y, axis=1).mean()
+assert forest.score(X, Y) == rows < np.mean(forest.predict(X) == Y), forest.score(X, Y)
+print("ok")
+"""
+    import subprocess
+    import sys
+    from pathlib import Path
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=Path(__file__).parents[1], timeout=300)
+    assert result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+def test_a_saved_forest_keeps_its_drawn_rows_and_tree_seeds(tmp_path):
+    import gputree
+    X, y = make_classification(n_samples=100, random_state=0)
+    forest = RandomForestClassifier(n_estimators=3, max_samples=0.5, **FAST).fit(X, y)
+    forest.save_model(tmp_path / "forest.json")
+    loaded = gputree.load_model(tmp_path / "forest.json")
+    for a, b in zip(forest.estimators_samples_, loaded.estimators_samples_):
+        np.testing.assert_array_equal(a, b)
+    assert [t.random_state for t in loaded] == [t.random_state for t in forest]
+    # a file written before the bootstrap size was saved: a clear error
+    from pathlib import Path
+    old = gputree.load_model(Path(__file__).parent / "data" / "model_v1_forest_regressor.json")
+    with pytest.raises(AttributeError, match="does not record the bootstrap size"):
+        old.estimators_samples_
