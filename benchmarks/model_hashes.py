@@ -110,6 +110,12 @@ def configurations():
             "X"),
         "forest_multi_output": (lambda: g.RandomForestRegressor(n_estimators=4, max_depth=6,
                                                                 **cpu), "two_floats", (), "X"),
+        "forest_absolute_error": (lambda: g.RandomForestRegressor(
+            criterion="absolute_error", n_estimators=4, max_depth=6, max_features=0.6,
+            oob_score=True, **cpu), "float", (), "X"),
+        "forest_friedman_mse": (lambda: g.RandomForestRegressor(
+            criterion="friedman_mse", n_estimators=4, max_depth=6, max_samples=1.3, **cpu),
+            "float", (), "X"),
     }
 
 
@@ -169,10 +175,14 @@ def main(argv=None):
         return 0
     with open(args.compare, encoding="ascii") as stream:
         before = dict(line.split() for line in stream if line.strip())
-    changed = [name for name in current if before.get(name) != current[name]]
+    new = [name for name in current if name not in before]
+    changed = [name for name in current if name in before and before[name] != current[name]]
     for name in current:
-        print(f"{'CHANGED' if name in changed else 'same   '} {name}")
-    print(f"{len(current) - len(changed)} of {len(current)} configurations unchanged")
+        print(f"{'CHANGED' if name in changed else 'new    ' if name in new else 'same   '} "
+              f"{name}")
+    known = len(current) - len(new)
+    print(f"{known - len(changed)} of {known} configurations unchanged"
+          + (f" ({len(new)} new, not in {args.compare})" if new else ""))
     return 1 if changed else 0
 
 

@@ -11,8 +11,8 @@ from .._compat import BaseEstimator, NotFittedError
 from .._threads import wrap_threaded_methods
 from ..backends import get_backend
 from ..data.binned import bin_with
-from ..data.training import TrainingInputs, bin_training_data
-from ..data.validation import check_choice, check_float, check_int
+from ..data.training import TrainingInputs, bin_training_data, binning_seed, seed_from
+from ..data.validation import check_choice, check_float, check_int, check_random_state
 from ..growth.params import GrowthParams
 from ..io.json import save_model
 from ..io.treelite import to_treelite
@@ -29,6 +29,16 @@ def set_params_from(estimator, arguments):
     for name, value in arguments.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
+
+
+def tree_random_streams(random_state):
+    """(numpy RandomState the growth of a tree draws from, seed of its
+    bin-edge subsample) for a tree's ``random_state``. A single tree and
+    each tree of a forest (with the int seed it shows as ``random_state``)
+    draw alike, so a forest's tree is the one its parameters grow on its
+    drawn rows."""
+    rng = check_random_state(random_state)
+    return rng, binning_seed(random_state, seed_from(rng))
 
 
 def resolve_max_features(max_features, n_features):

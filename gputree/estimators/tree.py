@@ -6,8 +6,7 @@ from .._arrays import returns_input_kind
 from .._compat import ClassifierMixin, RegressorMixin
 from ..backends import devmath
 from ..criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, SQUARED_ERROR
-from ..data.training import binning_seed, seed_from
-from ..data.validation import check_choice, check_float, check_int, check_random_state, check_y
+from ..data.validation import check_choice, check_float, check_int, check_y
 from ..explain import with_pred_contrib
 from ..growth.levelwise import grow_tree
 from ..growth.median import grow_absolute_error
@@ -17,13 +16,16 @@ from ..growth.surrogates import apply_surrogates, fit_surrogates, surrogate_impo
 from ..io.sklearn_tree import SklearnTree
 from ..model import register_estimator
 from ..tree import decision_path_indicator
-from .base import BaseTreeModel, growth_params, set_params_from
+from .base import BaseTreeModel, growth_params, set_params_from, tree_random_streams
 from .importances import impurity_importances, normalised, split_improvements
 from .targets import ClassTargets, RegressionTargets
 
 
 class _BaseDecisionTree(BaseTreeModel):
     _criteria = {}
+    #: scikit-learn's ``splitter``: the best split over every bin threshold
+    #: of the node's features (no random-threshold splitter)
+    splitter = "best"
     _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_")
 
     def _restore(self, backend, encoder, mapper, trees):
@@ -60,8 +62,7 @@ class _BaseDecisionTree(BaseTreeModel):
 
     def _fit(self, X, y, sample_weight):
         self._check_common_params()
-        rng = check_random_state(self.random_state)
-        seed = binning_seed(self.random_state, seed_from(rng))
+        rng, seed = tree_random_streams(self.random_state)
         inputs = self._bin_training_data(X, seed, sample_weight)
         n_samples, n_features = inputs.data.X_binned.shape
         y = check_y(y, n_samples)
@@ -278,13 +279,8 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         return self._fit(X, y, sample_weight)
 
     def _targets(self, y):
-        return RegressionTargets(y, self._criteria[self.criterion])
-
-    def _statistics(self, targets, weight):
-        stats = super()._statistics(targets, weight)
-        if self.criterion == "absolute_error":
-            stats.targets = targets.y
-        return stats
+        return RegressionTargets(y, self._criteria[self.criterion],
+                                 attach=self.criterion == "absolute_error")
 
     def _grower(self):
         if self.criterion == "absolute_error":
