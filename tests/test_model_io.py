@@ -9,6 +9,7 @@ import pytest
 
 import gputree
 from gputree._compat import NotFittedError
+from gputree.io.json import content_digest
 from gputree.model import SCHEMA_VERSION, FittedModel, ModelFormatError
 from model_cases import cases, fitted, mixed_data, predictions, surrogate_tree
 
@@ -64,8 +65,11 @@ def _saved(tmp_path, name="tree_classifier"):
 
 
 def _load_dict(tmp_path, data):
+    """Load ``data`` (an edited model file) with its digest made to match,
+    so that the reader's checks of the content are what is tested."""
+    data = {k: v for k, v in data.items() if k != "digest"}
     path = tmp_path / "edited.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps({**data, "digest": content_digest(data)}))
     return gputree.load_model(path)
 
 
@@ -105,19 +109,37 @@ def test_child_outside_the_tree_is_rejected_before_prediction(tmp_path):
     tree = description["trees"][0]
     tree["left_child"] = tree["left_child"].copy()
     tree["left_child"][0] = tree["left_child"].shape[0] + 5
-    with pytest.raises(ModelFormatError, match="node 0 has an invalid"):
+    with pytest.raises(ModelFormatError, match=r"trees\[0\]\.left_child\[0\] is not a node after"):
         FittedModel.from_dict(description)
 
 
-@pytest.mark.parametrize("name,attribute,value", [
-    ("boosting_multiclass", "_groups", [[0, 1], [1, 2], [2, 4]]),
-    ("boosting_binary", "_baseline", np.zeros(2)),
-    ("forest_classifier", "n_classes_", 5)])
-def test_values_that_do_not_fit_the_outputs_are_rejected(name, attribute, value):
+@pytest.mark.parametrize("name,attribute,value,message", [
+    ("boosting_multiclass", "_groups", [[0, 1], [1, 2], [2, 4]], "must split the 3 raw-score"),
+    ("boosting_binary", "_baseline", np.zeros(2), "must split the 2 raw-score"),
+    ("forest_classifier", "n_classes_", 5, "classes_ and n_classes_ must hold"),
+    ("boosting_multiclass", "n_iter_", 3, "12 trees do not make n_iter_ = 3 rounds"),
+    ("boosting_multiclass", "n_classes_", 2, r"classes_ \(an array of labels\) and n_classes_"),
+    ("forest_regressor", "_value_shape", (1, 2), r"_value_shape is \(1, 2\); expected \(1, 1\)"),
+    ("forest_classifier", "max_features_", 4, "max_features_ is 4 but the model has 3 features"),
+    ("tree_regressor", "classes_", np.arange(2), "unknown key 'classes_'")])
+def test_values_that_do_not_fit_the_outputs_are_rejected(name, attribute, value, message):
     model, _ = fitted(name)
     description = model.model_.to_dict()
     description["attributes"][attribute] = value
-    with pytest.raises(ModelFormatError, match="value shapes do not match"):
+    with pytest.raises(ModelFormatError, match=message):
+        FittedModel.from_dict(description)
+
+
+@pytest.mark.parametrize("name,width", [("tree_classifier", 2), ("forest_regressor", 2),
+                                        ("boosting_binary", 3)])
+def test_tree_values_of_another_width_are_rejected(name, width):
+    model, _ = fitted(name)
+    description = model.model_.to_dict()
+    tree = description["trees"][-1]
+    tree["value"] = np.zeros(tree["value"].shape[:2] + (width,))
+    last = len(description["trees"]) - 1
+    with pytest.raises(ModelFormatError, match=rf"trees\[{last}\]\.value has shape "
+                                               rf"\(\d+, 1, {width}\);.* need \(nodes, 1, "):
         FittedModel.from_dict(description)
 
 
@@ -147,7 +169,7 @@ def test_unfitted_model_cannot_be_saved(tmp_path):
 def test_surrogate_tree_round_trip_predicts_bit_identically(tmp_path):
     model, X_test = surrogate_tree()
     model.save_model(tmp_path / "m.json")
-    assert json.loads((tmp_path / "m.json").read_text())["schema_version"] == 4
+    assert json.loads((tmp_path / "m.json").read_text())["schema_version"] == SCHEMA_VERSION
     loaded = gputree.load_model(tmp_path / "m.json")
     for name in ("feature", "bin", "left_le", "agreement", "majority_left", "sides"):
         _same_bits([getattr(model.surrogates_, name)], [getattr(loaded.surrogates_, name)])
@@ -179,7 +201,7 @@ def _edit_surrogates(description, name, value):
      "surrogates.feature holds a value out of range"),
     (lambda d, s: _edit_surrogates(d, "agreement", np.full_like(s["agreement"], np.nan)),
      "surrogates.agreement holds a value out of range"),
-    (lambda d, s: (d["trees"][0]["surrogates"].pop("bin"), d)[1], "exactly the fields"),
+    (lambda d, s: (d["trees"][0]["surrogates"].pop("bin"), d)[1], "lacks the key 'bin'"),
     (lambda d, s: dict(d, schema_version=3), "surrogates needs schema_version >= 4"),
     (lambda d, s: (d["trees"][0].pop("surrogates"), d)[1], "holds no surrogates"),
 ])

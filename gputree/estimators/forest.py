@@ -27,12 +27,12 @@ from ..criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_N_
 from ..data.validation import check_choice, check_float, check_int, check_sample_weight, check_y
 from ..growth.histogram_pool import HistogramPool
 from ..growth.levelwise import grow_tree
-from ..model import register_estimator
+from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
 from .base import BaseTreeModel, growth_params, set_params_from
 from .ensemble import (Progress, add_tree_values, device_leaves, stacked_values,
                        training_data, tree_rng)
 from .importances import impurity_importances
-from .targets import ClassTargets, RegressionTargets
+from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets
 from .tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 
@@ -128,9 +128,10 @@ class _BaseForest(BaseTreeModel):
     targets, OOB scoring and outputs."""
 
     _criteria = {}
-    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_",
-                         "_value_shape", "_seed", "oob_score_", "oob_decision_function_",
-                         "oob_prediction_")
+    _model_kind = "forest"
+    _model_attributes = {"n_outputs_": saved_int(1), "max_features_": saved_int(1),
+                         "_value_shape": saved_ints(2, low=1), "_seed": saved_int(0),
+                         "oob_score_": saved_number(optional=True)}
 
     def _check_params(self):
         check_int(self.n_estimators, "n_estimators", 1)
@@ -321,6 +322,8 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
 
     _criteria = CLASSIFICATION_CRITERIA
     _tree_class = DecisionTreeClassifier
+    _model_attributes = {**CLASS_ATTRIBUTES, **_BaseForest._model_attributes,
+                         "oob_decision_function_": saved_floats((2, 3), optional=True)}
     predict_proba = DecisionTreeClassifier.predict_proba
     predict_log_proba = DecisionTreeClassifier.predict_log_proba
     predict = DecisionTreeClassifier.predict
@@ -360,6 +363,8 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
     """
 
     _criteria = REGRESSION_CRITERIA
+    _model_attributes = {**_BaseForest._model_attributes,
+                         "oob_prediction_": saved_floats((1, 2), optional=True)}
     _tree_class = DecisionTreeRegressor
     predict = DecisionTreeRegressor.predict
     _predict_values = DecisionTreeRegressor._predict_values
