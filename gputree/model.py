@@ -25,12 +25,12 @@ description.
 import difflib
 import numbers
 from dataclasses import dataclass, fields
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ._dtypes import (BITMAP_WORDS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE,
-                      MAX_NON_MISSING_BINS, NODE_DTYPE)
+from ._dtypes import (BITMAP_BINS, BITMAP_WORDS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE,
+                      FLOAT_DTYPE, MAX_NON_MISSING_BINS, NODE_DTYPE)
 from ._threads import resolve_n_jobs
 from .backends import DEVICES, get_backend
 from .data.binning import BinMapper
@@ -297,7 +297,8 @@ class FittedModel:
         raw_trees = data["trees"]
         if not isinstance(raw_trees, list) or not raw_trees:
             raise ModelFormatError("'trees' must be a non-empty list of trees.")
-        trees = [_tree(_upgrade_tree(_without_surrogates(t), version), f"trees[{i}]", n_features)
+        layout = BinLayout(is_cat, thresholds, n_non_missing)
+        trees = [_tree(_upgrade_tree(_without_surrogates(t), version), f"trees[{i}]", layout)
                  for i, t in enumerate(raw_trees)]
         surrogates = _all_surrogates(estimator, version, raw_trees, trees[0].node_count,
                                      n_features, thresholds.shape[1])
@@ -528,10 +529,19 @@ def _upgrade_tree(data, version):
     return {**data, "bitset": wide}
 
 
-def _tree(data, where, n_features):
+class BinLayout(NamedTuple):
+    """The features' bins, as a tree's splits are checked against them."""
+
+    is_categorical: np.ndarray      # bool (n_features,)
+    thresholds: np.ndarray          # float64 (n_features, max_bins)
+    n_bins_non_missing: np.ndarray  # int32 (n_features,)
+
+
+def _tree(data, where, layout):
     """A TreeArrays from a dict of its fields, checked for dtypes, shapes and
-    the structure and values prediction, decision paths and explanations
-    read (:func:`_check_structure`, :func:`_check_node_values`)."""
+    the structure, splits and values that prediction, decision paths,
+    explanations and exports read (:func:`_check_structure`,
+    :func:`_check_splits`, :func:`_check_node_values`)."""
     if not isinstance(data, dict):
         raise ModelFormatError(f"{where} must be an object, got {_kind(data)}.")
     _exact_keys(data, TREE_FIELDS, where, OPTIONAL_TREE_FIELDS)
@@ -548,7 +558,8 @@ def _tree(data, where, n_features):
                                    f"({n_nodes}{''.join(f', {t}' for t in trailing or ())}"
                                    f"{', ...' if trailing is None else ''}).")
     tree = TreeArrays(**data)
-    _check_structure(tree, where, n_features)
+    _check_structure(tree, where, layout.is_categorical.shape[0])
+    _check_splits(tree, where, layout)
     _check_node_values(tree, where)
     return tree
 
@@ -586,6 +597,62 @@ def _check_structure(tree, where, n_features):
         expected[left[level]] = expected[left[level] + 1] = expected[level] + 1
     _first_bad(f"{where}.depth", tree.depth != expected,
                "disagrees with left_child (the root's depth is 0)")
+
+
+def _check_splits(tree, where, layout):
+    """Every split as gputree writes them, so that exports (text, Treelite,
+    ``tree_``) describe what prediction does: categorical exactly on the
+    categorical features; bitsets sending left only bins that values fall in
+    (the feature's non-missing bins, and the missing bin exactly when
+    ``missing_left``), a numerical split's left bins 0 .. t (t after 255 in
+    word 8) with ``threshold`` that bin's upper threshold, NaN for a
+    categorical split (whose bins, at most 255, are in words 0 .. 7)."""
+    nodes = np.flatnonzero(tree.left_child >= 0)
+    f = tree.feature[nodes].astype(np.int64)
+    max_bins = layout.thresholds.shape[1]
+    categorical = layout.is_categorical[f]
+    at = np.zeros(tree.node_count, dtype=bool)
+
+    def refuse(field, bad, what):
+        at[:] = False
+        at[nodes[bad]] = True
+        _first_bad(f"{where}.{field}", at, what)
+
+    refuse("is_categorical", tree.is_categorical[nodes] != categorical,
+           "disagrees with features.is_categorical of the node's feature")
+    bitset = tree.bitset[nodes].astype(np.int64)
+    bits = np.unpackbits(np.ascontiguousarray(tree.bitset[nodes, :BITMAP_WORDS])
+                         .astype("<u4").view(np.uint8), axis=1, bitorder="little")
+    n_real = np.minimum(layout.n_bins_non_missing[f], BITMAP_BINS)
+    bins = np.arange(BITMAP_BINS)
+    usable = (bins[None, :] < n_real[:, None]) | (bins[None, :] == max_bins)
+    refuse("bitset", np.any(bits.astype(bool) & ~usable, axis=1),
+           "sends left a bin that no value of its feature falls in")
+    range_end, extra = bitset[:, BITMAP_WORDS], bitset[:, BITMAP_WORDS + 1]
+    refuse("bitset", (extra != 0) & ((extra != max_bins) | (max_bins < BITMAP_BINS)),
+           f"word 9 is neither 0 nor the missing bin {max_bins} (>= 256)")
+    missing = (bits[:, max_bins].astype(bool) if max_bins < BITMAP_BINS
+               else (max_bins <= range_end) | (max_bins == extra))
+    refuse("missing_left", missing != tree.missing_left[nodes].astype(bool),
+           "disagrees with the missing bin's bit in bitset")
+    refuse("bitset", categorical & (range_end != 0), "word 8 is not 0 at a categorical split")
+    refuse("threshold", categorical & ~np.isnan(tree.threshold[nodes]),
+           "is not NaN at a categorical split")
+    count = np.sum(bits.astype(np.int64) * (bins[None, :] < n_real[:, None]), axis=1)
+    prefix = np.all(bits.astype(bool) == ((bins[None, :] < count[:, None])
+                                          | (bits.astype(bool) & (bins[None, :] == max_bins))),
+                    axis=1)
+    wide = range_end >= BITMAP_BINS
+    numerical = ~categorical
+    refuse("bitset", numerical & (~prefix | ((range_end != 0) & (
+        ~wide | (count < BITMAP_BINS) | (range_end >= layout.n_bins_non_missing[f])))),
+        "is not a numerical split's: bins 0 .. t go left (t after 255 in word 8, below the "
+        "feature's non-missing bins)")
+    last = np.where(wide, range_end, count - 1)
+    split = numerical & (last >= 0)
+    refuse("threshold", split & (tree.threshold[nodes] != layout.thresholds[
+        f, np.maximum(last, 0)]), "is not bins.thresholds of its feature at the split's last "
+        "left bin")
 
 
 def _levels(internal, left):

@@ -152,7 +152,7 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     def _restore(self, backend, encoder, mapper, trees):
         super()._restore(backend, encoder, mapper, trees)
-        self._loss = make_loss(self.loss, getattr(self, "n_classes_", None))
+        self._loss = self._make_loss()
         self._scores = {"train": list(self.train_score_),
                         "validation": list(self.validation_score_)}
 
