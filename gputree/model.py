@@ -297,9 +297,9 @@ class FittedModel:
         raw_trees = data["trees"]
         if not isinstance(raw_trees, list) or not raw_trees:
             raise ModelFormatError("'trees' must be a non-empty list of trees.")
-        layout = BinLayout(is_cat, thresholds, n_non_missing)
-        trees = [_tree(_upgrade_tree(_without_surrogates(t), version), f"trees[{i}]", layout)
+        trees = [_tree(_upgrade_tree(_without_surrogates(t), version), f"trees[{i}]")
                  for i, t in enumerate(raw_trees)]
+        _check_trees(trees, BinLayout(is_cat, thresholds, n_non_missing))
         surrogates = _all_surrogates(estimator, version, raw_trees, trees[0].node_count,
                                      n_features, thresholds.shape[1])
         params = _params(data["params"], estimator, thresholds.shape[1])
@@ -389,7 +389,8 @@ def _kind(value):
     if isinstance(value, np.ndarray):
         return f"a {value.ndim}-D {value.dtype} array"
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(value), f"a {type(value).__name__}")
+            int: "an int", float: "a float", tuple: "a tuple", type(None): "null"}.get(
+                type(value), f"a {type(value).__name__}")
 
 
 def _exact_keys(data, keys, where, optional=()):
@@ -537,11 +538,9 @@ class BinLayout(NamedTuple):
     n_bins_non_missing: np.ndarray  # int32 (n_features,)
 
 
-def _tree(data, where, layout):
-    """A TreeArrays from a dict of its fields, checked for dtypes, shapes and
-    the structure, splits and values that prediction, decision paths,
-    explanations and exports read (:func:`_check_structure`,
-    :func:`_check_splits`, :func:`_check_node_values`)."""
+def _tree(data, where):
+    """A TreeArrays from a dict of its fields, checked for dtypes and shapes
+    (its structure and values: :func:`_check_trees`, once for all trees)."""
     if not isinstance(data, dict):
         raise ModelFormatError(f"{where} must be an object, got {_kind(data)}.")
     _exact_keys(data, TREE_FIELDS, where, OPTIONAL_TREE_FIELDS)
@@ -554,52 +553,86 @@ def _tree(data, where, layout):
         _array(value, f"{where}.{name}", dtype, ndim)
         n_nodes = value.shape[0] if n_nodes is None else n_nodes
         if value.shape[0] != n_nodes or (trailing is not None and value.shape[1:] != trailing):
+            expected = (n_nodes,) + (() if trailing is None else trailing)
             raise ModelFormatError(f"{where}.{name} has shape {value.shape}; expected "
-                                   f"({n_nodes}{''.join(f', {t}' for t in trailing or ())}"
-                                   f"{', ...' if trailing is None else ''}).")
-    tree = TreeArrays(**data)
-    _check_structure(tree, where, layout.is_categorical.shape[0])
-    _check_splits(tree, where, layout)
-    _check_node_values(tree, where)
-    return tree
-
-
-def _check_structure(tree, where, n_features):
-    """A tree that prediction walks to a leaf (every child after its parent,
-    inside the tree: no cycle), whose nodes each have one parent (``parent``
-    and ``depth`` agree with the children: decision paths walk them up)."""
-    n = tree.node_count
-    if n == 0:
+                                   f"{expected}{' + (outputs, classes)' * (trailing is None)} "
+                                   "(one row per node).")
+    if n_nodes == 0:
         raise ModelFormatError(f"{where} has no nodes.")
-    left, feature = tree.left_child, tree.feature
-    _first_bad(f"{where}.feature", (feature < -1) | (feature >= n_features),
-               f"is not a feature index in [0, {n_features}) nor -1 (a leaf)")
-    _first_bad(f"{where}.left_child", (feature >= 0) != (left >= 0),
-               "disagrees with feature: -1 exactly for leaves (feature -1)")
-    _first_bad(f"{where}.left_child", (left >= 0) & ((left <= np.arange(n)) | (left >= n - 1)),
-               f"is not a node after its own and before the last of {n} (a child must "
-               "come after its parent: no cycles)")
+    return TreeArrays(**data)
+
+
+class _Nodes:
+    """The nodes of all the trees of a model, their fields (but ``value``)
+    concatenated, so that each check runs once over the model: ``tree`` and
+    ``local`` (int64 (total,)) are each node's tree and index in it,
+    ``size`` its tree's node count, ``start`` (per tree) the first node's
+    place."""
+
+    def __init__(self, trees):
+        counts = np.array([t.node_count for t in trees], dtype=np.int64)
+        self.start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self.tree = np.repeat(np.arange(len(trees)), counts)
+        self.local = np.arange(counts.sum()) - self.start[self.tree]
+        self.size = counts[self.tree]
+        for f in fields(TreeArrays):
+            if f.name != "value":
+                setattr(self, f.name, np.concatenate([getattr(t, f.name) for t in trees]))
+
+    def refuse(self, field, bad, what):
+        """Raise naming the first node where ``bad`` (bool (total,)) holds."""
+        if np.any(bad):
+            node = int(np.argmax(bad))
+            raise ModelFormatError(f"trees[{self.tree[node]}].{field}[{self.local[node]}] "
+                                   f"{what}.")
+
+
+def _check_trees(trees, layout):
+    """The structure, splits and values that prediction, decision paths,
+    explanations and exports read, for all ``trees`` of a model at once."""
+    nodes = _Nodes(trees)
+    _check_structure(nodes, layout.is_categorical.shape[0])
+    _check_splits(nodes, layout)
+    _check_node_values(nodes, trees)
+
+
+def _check_structure(nodes, n_features):
+    """Trees that prediction walks to a leaf (every child after its parent,
+    inside its tree: no cycle), whose nodes each have one parent (``parent``
+    and ``depth`` agree with the children: decision paths walk them up)."""
+    left, feature = nodes.left_child.astype(np.int64), nodes.feature
+    nodes.refuse("feature", (feature < -1) | (feature >= n_features),
+                 f"is not a feature index in [0, {n_features}) nor -1 (a leaf)")
+    nodes.refuse("left_child", (feature >= 0) != (left >= 0),
+                 "disagrees with feature: -1 exactly for leaves (feature -1)")
+    nodes.refuse("left_child", (left >= 0) & ((left <= nodes.local) | (left >= nodes.size - 1)),
+                 "is not a node after its own and before the last of its tree (a child must "
+                 "come after its parent: no cycles)")
     internal = np.flatnonzero(left >= 0)
-    children = np.concatenate([left[internal], left[internal] + 1])
-    parents = np.full(n, -1, dtype=np.int64)
-    parents[children] = np.concatenate([internal, internal])
-    n_parents = np.bincount(children, minlength=n)
-    shared = np.flatnonzero(n_parents[1:] != 1)
-    if shared.size:
-        node = int(shared[0]) + 1
-        raise ModelFormatError(f"{where}.left_child makes node {node} the child of "
-                               f"{n_parents[node]} nodes; every node but the root is the "
-                               "child of exactly one.")
-    _first_bad(f"{where}.parent", tree.parent != parents,
-               "disagrees with left_child (the root's parent is -1)")
-    expected = np.zeros(n, dtype=np.int64)
-    for level in _levels(internal, left):
-        expected[left[level]] = expected[left[level] + 1] = expected[level] + 1
-    _first_bad(f"{where}.depth", tree.depth != expected,
-               "disagrees with left_child (the root's depth is 0)")
+    first = left[internal] + nodes.start[nodes.tree[internal]]     # left children, globally
+    n_parents = np.bincount(np.concatenate([first, first + 1]), minlength=left.shape[0])
+    wrong = n_parents != (nodes.local > 0)
+    if np.any(wrong):
+        node = int(np.argmax(wrong))
+        raise ModelFormatError(f"trees[{nodes.tree[node]}].left_child makes node "
+                               f"{nodes.local[node]} the child of {n_parents[node]} nodes; "
+                               "every node but the root is the child of exactly one.")
+    parent = np.full(left.shape[0], -1, dtype=np.int64)
+    parent[first] = parent[first + 1] = nodes.local[internal]
+    nodes.refuse("parent", nodes.parent != parent,
+                 "disagrees with left_child (a root's parent is -1)")
+    depth = np.zeros(left.shape[0], dtype=np.int64)
+    level = internal[nodes.local[internal] == 0]                   # the internal roots
+    while level.size:
+        children = np.concatenate([first[np.searchsorted(internal, level)]] * 2)
+        children[level.size:] += 1
+        depth[children] = np.concatenate([depth[level]] * 2) + 1
+        level = children[left[children] >= 0]
+    nodes.refuse("depth", nodes.depth != depth,
+                 "disagrees with left_child (a root's depth is 0)")
 
 
-def _check_splits(tree, where, layout):
+def _check_splits(nodes, layout):
     """Every split as gputree writes them, so that exports (text, Treelite,
     ``tree_``) describe what prediction does: categorical exactly on the
     categorical features; bitsets sending left only bins that values fall in
@@ -607,77 +640,64 @@ def _check_splits(tree, where, layout):
     ``missing_left``), a numerical split's left bins 0 .. t (t after 255 in
     word 8) with ``threshold`` that bin's upper threshold, NaN for a
     categorical split (whose bins, at most 255, are in words 0 .. 7)."""
-    nodes = np.flatnonzero(tree.left_child >= 0)
-    f = tree.feature[nodes].astype(np.int64)
+    split = np.flatnonzero(nodes.left_child >= 0)
+    f = nodes.feature[split].astype(np.int64)
     max_bins = layout.thresholds.shape[1]
     categorical = layout.is_categorical[f]
-    at = np.zeros(tree.node_count, dtype=bool)
+    at = np.zeros(nodes.feature.shape[0], dtype=bool)
 
     def refuse(field, bad, what):
         at[:] = False
-        at[nodes[bad]] = True
-        _first_bad(f"{where}.{field}", at, what)
+        at[split[bad]] = True
+        nodes.refuse(field, at, what)
 
-    refuse("is_categorical", tree.is_categorical[nodes] != categorical,
+    refuse("is_categorical", nodes.is_categorical[split] != categorical,
            "disagrees with features.is_categorical of the node's feature")
-    bitset = tree.bitset[nodes].astype(np.int64)
-    bits = np.unpackbits(np.ascontiguousarray(tree.bitset[nodes, :BITMAP_WORDS])
-                         .astype("<u4").view(np.uint8), axis=1, bitorder="little")
+    bitset = nodes.bitset[split].astype(np.int64)
+    bits = np.unpackbits(np.ascontiguousarray(nodes.bitset[split, :BITMAP_WORDS])
+                         .astype("<u4").view(np.uint8), axis=1, bitorder="little").astype(bool)
     n_real = np.minimum(layout.n_bins_non_missing[f], BITMAP_BINS)
-    bins = np.arange(BITMAP_BINS)
-    usable = (bins[None, :] < n_real[:, None]) | (bins[None, :] == max_bins)
-    refuse("bitset", np.any(bits.astype(bool) & ~usable, axis=1),
+    real = np.arange(BITMAP_BINS)[None, :] < n_real[:, None]
+    missing_bit = np.arange(BITMAP_BINS)[None, :] == max_bins
+    refuse("bitset", np.any(bits & ~real & ~missing_bit, axis=1),
            "sends left a bin that no value of its feature falls in")
     range_end, extra = bitset[:, BITMAP_WORDS], bitset[:, BITMAP_WORDS + 1]
     refuse("bitset", (extra != 0) & ((extra != max_bins) | (max_bins < BITMAP_BINS)),
            f"word 9 is neither 0 nor the missing bin {max_bins} (>= 256)")
-    missing = (bits[:, max_bins].astype(bool) if max_bins < BITMAP_BINS
+    missing = (bits[:, max_bins] if max_bins < BITMAP_BINS
                else (max_bins <= range_end) | (max_bins == extra))
-    refuse("missing_left", missing != tree.missing_left[nodes].astype(bool),
+    refuse("missing_left", missing != nodes.missing_left[split].astype(bool),
            "disagrees with the missing bin's bit in bitset")
     refuse("bitset", categorical & (range_end != 0), "word 8 is not 0 at a categorical split")
-    refuse("threshold", categorical & ~np.isnan(tree.threshold[nodes]),
+    refuse("threshold", categorical & ~np.isnan(nodes.threshold[split]),
            "is not NaN at a categorical split")
-    count = np.sum(bits.astype(np.int64) * (bins[None, :] < n_real[:, None]), axis=1)
-    prefix = np.all(bits.astype(bool) == ((bins[None, :] < count[:, None])
-                                          | (bits.astype(bool) & (bins[None, :] == max_bins))),
+    count = np.sum(bits & real, axis=1, dtype=np.int64)
+    prefix = np.all((bits & ~missing_bit) == (np.arange(BITMAP_BINS)[None, :] < count[:, None]),
                     axis=1)
     wide = range_end >= BITMAP_BINS
-    numerical = ~categorical
-    refuse("bitset", numerical & (~prefix | ((range_end != 0) & (
+    refuse("bitset", ~categorical & (~prefix | ((range_end != 0) & (
         ~wide | (count < BITMAP_BINS) | (range_end >= layout.n_bins_non_missing[f])))),
         "is not a numerical split's: bins 0 .. t go left (t after 255 in word 8, below the "
         "feature's non-missing bins)")
     last = np.where(wide, range_end, count - 1)
-    split = numerical & (last >= 0)
-    refuse("threshold", split & (tree.threshold[nodes] != layout.thresholds[
+    refuse("threshold", ~categorical & (last >= 0) & (nodes.threshold[split] != layout.thresholds[
         f, np.maximum(last, 0)]), "is not bins.thresholds of its feature at the split's last "
         "left bin")
 
 
-def _levels(internal, left):
-    """The internal nodes level by level (arrays), from the root's."""
-    is_internal = np.zeros(left.shape[0], dtype=bool)
-    is_internal[internal] = True
-    level = internal[:1] if internal.size and internal[0] == 0 else internal[:0]
-    while level.size:
-        yield level
-        children = np.concatenate([left[level], left[level] + 1])
-        level = children[is_internal[children]]
-
-
-def _check_node_values(tree, where):
+def _check_node_values(nodes, trees):
     """Flags in {0, 1} (none on leaves), finite values and statistics:
     what predictions, importances and explanations read."""
-    leaf = tree.left_child < 0
+    leaf = nodes.left_child < 0
     for name in ("missing_left", "is_categorical", "chain_link"):
-        _first_bad(f"{where}.{name}", getattr(tree, name) > 1, "is neither 0 nor 1")
-        _first_bad(f"{where}.{name}", leaf & (getattr(tree, name) != 0), "is set on a leaf")
-    for name in ("value", "impurity", "gain", "weighted_n_node_samples"):
-        _first_bad(f"{where}.{name}", ~np.isfinite(getattr(tree, name)),
-                   "is not a finite number")
+        nodes.refuse(name, getattr(nodes, name) > 1, "is neither 0 nor 1")
+        nodes.refuse(name, leaf & (getattr(nodes, name) != 0), "is set on a leaf")
+    for name in ("impurity", "gain", "weighted_n_node_samples"):
+        nodes.refuse(name, ~np.isfinite(getattr(nodes, name)), "is not a finite number")
     for name in ("weighted_n_node_samples", "n_node_samples"):
-        _first_bad(f"{where}.{name}", getattr(tree, name) < 0, "is negative")
+        nodes.refuse(name, getattr(nodes, name) < 0, "is negative")
+    for i, tree in enumerate(trees):
+        _first_bad(f"trees[{i}].value", ~np.isfinite(tree.value), "is not a finite number")
 
 
 # ----------------------------------------------- checks: params and attributes

@@ -51,10 +51,10 @@ def models():
 def test_damaged_bytes_are_refused_or_harmless(name, models):
     model, X = models[name]
     for seed, kind in enumerate(DAMAGES):
-        counts, _ = tabulate(model, X, 40, kind, seed=seed, ascii_only=seed % 2 == 1,
+        counts, _ = tabulate(model, X, 25, kind, seed=seed, ascii_only=seed % 2 == 1,
                              detail=True)
         assert set(counts) <= set(SAFE), (kind, counts)
-        assert counts[SAFE[0]] >= 30, (kind, counts)    # the damage does reach the reader
+        assert counts[SAFE[0]] >= 20, (kind, counts)    # the damage does reach the reader
 
 
 # ------------------------------------------------------------ content changed
@@ -106,8 +106,8 @@ def _changed_array(array, rng):
         else:
             palette = [not array[index]] if array.dtype.kind == "b" else [array[index]]
         value = palette[rng.randint(len(palette))]
-        if array.dtype.kind == "u" and value < 0:
-            value = np.iinfo(array.dtype).max
+        if array.dtype.kind in "iu":
+            value = min(max(value, info.min), info.max)
         array[index] = value
         return array
     if choice == 3 and array.ndim:
@@ -154,10 +154,21 @@ def _mutants(data, rng, count):
         yield f"{'.'.join(map(str, path))} -> {str(new)[:60]}", _set(data, path, new)
 
 
+def _as_model_reads(model, X):
+    """X with the loaded model's feature names, and its category codes in
+    the columns the model holds no category table for (as a user passes
+    them to a model fitted on codes)."""
+    X = X.copy()
+    for i, column in enumerate(X.columns):
+        if X[column].dtype.name == "category" and i not in model._encoder.categories_:
+            X[column] = X[column].cat.codes.astype(float).replace(-1.0, np.nan)
+    names = getattr(model, "feature_names_in_", None)
+    return X if names is None else X.set_axis(list(names), axis=1)
+
+
 def _use(model, X):
     """Every use of a loaded model that reads what its file held."""
-    if getattr(model, "feature_names_in_", None) is not None:
-        X = X.set_axis(list(model.feature_names_in_), axis=1)
+    X = _as_model_reads(model, X)
     model.predict(X)
     for method in ("predict_proba", "decision_function", "apply", "decision_path"):
         if hasattr(model, method):
