@@ -146,17 +146,21 @@ def saved_floats(ndim, optional=False):
                  and v.ndim in ndims, optional)
 
 
+def _ints(value, length, low, kinds):
+    return isinstance(value, kinds) and len(value) == length and all(
+        _is_int(x, low) for x in value)
+
+
 def saved_ints(length, low=0, optional=False):
-    """A tuple (or list) of ``length`` ints >= ``low``."""
-    return Saved(f"a tuple of {length} ints >= {low}", lambda v: isinstance(v, (tuple, list))
-                 and len(v) == length and all(_is_int(x, low) for x in v), optional)
+    """A tuple of ``length`` ints >= ``low``."""
+    return Saved(f"a tuple of {length} ints >= {low}",
+                 lambda v: _ints(v, length, low, tuple), optional)
 
 
 def saved_int_pairs(optional=False):
-    """A non-empty list of (int, int) pairs."""
-    pair = saved_ints(2)
+    """A non-empty list of (int, int) pairs (tuples or lists)."""
     return Saved("a non-empty list of [int, int] pairs", lambda v: isinstance(v, list)
-                 and len(v) > 0 and all(pair(p) for p in v), optional)
+                 and len(v) > 0 and all(_ints(p, 2, 0, (tuple, list)) for p in v), optional)
 
 
 def _is_labels(value):
@@ -293,7 +297,7 @@ class FittedModel:
                                    "one feature.")
         thresholds, n_non_missing = _bins(bins, is_cat, version)
         names = _feature_names(features["names"], n_features)
-        categories = _categories(features["categories"], is_cat)
+        categories = _categories(features["categories"], is_cat, thresholds)
         raw_trees = data["trees"]
         if not isinstance(raw_trees, list) or not raw_trees:
             raise ModelFormatError("'trees' must be a non-empty list of trees.")
@@ -497,9 +501,10 @@ def _feature_names(names, n_features):
     return names.astype(object)
 
 
-def _categories(pairs, is_cat):
+def _categories(pairs, is_cat, thresholds):
     """feature index -> category values, for categorical features only,
-    each a 1-D array of distinct values."""
+    each a 1-D array of distinct values, one for every code of the feature's
+    bins (``thresholds``: the codes, then +inf)."""
     n_features = is_cat.shape[0]
     if not isinstance(pairs, list):
         raise ModelFormatError("features.categories must be a list of [index, values], got "
@@ -513,6 +518,10 @@ def _categories(pairs, is_cat):
                 f"features.categories[{i}] must be [index of a categorical feature < "
                 f"{n_features}, 1-D array of distinct values], each feature once; got "
                 f"{pair!r:.80}.")
+        beyond = np.zeros(thresholds.shape, dtype=bool)
+        beyond[pair[0]] = np.isfinite(thresholds[pair[0]]) & (thresholds[pair[0]] >= pair[1].size)
+        _first_bad("bins.thresholds", beyond, f"is not a category code of "
+                   f"features.categories[{i}] (its {pair[1].size} values)")
         categories[pair[0]] = pair[1]
     return categories
 

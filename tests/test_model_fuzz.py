@@ -127,6 +127,9 @@ def _changed(value, rng):
     """A changed copy of one place's value, or _REMOVE."""
     if isinstance(value, dict) and "__ndarray__" in value:
         return encode(_changed_array(decode(value), rng))
+    if isinstance(value, dict) and ("__tuple__" in value or "__strings__" in value):
+        plain = value.get("__tuple__") or value["__strings__"].get("values")
+        return plain if rng.rand() < 0.5 else encode(decode(value)[:-1])
     if isinstance(value, dict) and value and rng.rand() < 0.5:
         keys = list(value)
         key = keys[rng.randint(len(keys))]

@@ -495,3 +495,20 @@ def test_save_replaces_the_file_keeping_its_permissions_and_links(tmp_path):
     tree.save_model(tmp_path / "new.json")
     assert os.stat(tmp_path / "new.json").st_mode == os.stat(tmp_path / "plain").st_mode
     assert sorted(os.listdir(tmp_path)) == ["link.json", "new.json", "plain", "target.json"]
+
+
+def test_a_list_where_a_tuple_was_saved_is_refused():
+    model, X = fitted("forest_classifier")
+    description = model.model_.to_dict()
+    description["attributes"]["_value_shape"] = list(description["attributes"]["_value_shape"])
+    with pytest.raises(ModelFormatError, match="_value_shape must be a tuple of 2 ints"):
+        FittedModel.from_dict(description)
+
+
+def test_a_category_table_shorter_than_the_codes_is_refused():
+    model, _ = fitted("tree_classifier")
+    description = model.model_.to_dict()
+    description["features"]["categories"][0][1] = description["features"]["categories"][0][1][:3]
+    with pytest.raises(ModelFormatError, match=r"bins.thresholds\[1, 3\] is not a category "
+                                               r"code of features.categories\[0\] \(its 3"):
+        FittedModel.from_dict(description)

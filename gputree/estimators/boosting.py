@@ -46,7 +46,8 @@ from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
 from .ensemble import Progress, add_tree_values, training_data, tree_rng
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
-from .targets import CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights, encode_labels
+from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
+                      encode_labels)
 from .treeboost import BOOSTING_CRITERIA, set_newton_values, weight_hessians
 
 try:
