@@ -71,7 +71,7 @@ def _places(value, path=()):
 
 
 def _set(data, path, value):
-    """Copy of ``data`` with the value at ``path`` replaced (None: removed)."""
+    """Copy of ``data`` with the value at ``path`` replaced (_REMOVE: removed)."""
     if not path:
         return value
     head, rest = path[0], path[1:]
@@ -196,11 +196,8 @@ def test_changed_content_is_refused_or_works(name, models, tmp_path):
     rng = np.random.RandomState(sorted(KINDS).index(name))
     failures, refused = [], 0
     for description, mutant in _mutants(data, rng, 30):
-        content = {k: v for k, v in mutant.items() if k != "digest"} \
-            if isinstance(mutant, dict) else mutant
-        if isinstance(content, dict):
-            content["digest"] = content_digest({k: v for k, v in content.items()})
-        path.write_text(json.dumps(content))
+        content = {k: v for k, v in mutant.items() if k != "digest"}
+        path.write_text(json.dumps({**content, "digest": content_digest(content)}))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -218,4 +215,4 @@ def test_changed_content_is_refused_or_works(name, models, tmp_path):
         except Exception as exc:  # noqa: BLE001 - collected, reported below
             failures.append(f"{description}: {type(exc).__name__} after loading: {exc!s:.150}")
     assert not failures, "\n".join(failures)
-    assert refused >= 10
+    assert 10 <= refused <= 27      # both outcomes are exercised
