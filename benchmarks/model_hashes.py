@@ -17,8 +17,13 @@ import hashlib
 import sys
 import warnings
 from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
+
+# the gputree of this checkout, whatever else is installed: run as a
+# script, Python puts benchmarks/ (not the checkout) first on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _data(seed=0, n=3000, n_features=8):

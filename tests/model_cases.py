@@ -35,6 +35,8 @@ def cases():
         "boosting_binary": (gputree.GradientBoostingClassifier(**boost), 1),
         "boosting_multiclass": (gputree.GradientBoostingClassifier(**boost), 2),
         "boosting_regressor": (gputree.GradientBoostingRegressor(**boost), 3),
+        "boosting_quantile": (gputree.GradientBoostingRegressor(loss="quantile", alpha=0.3,
+                                                                **boost), 3),
     }
 
 

@@ -131,8 +131,16 @@ class BaseTreeModel(BaseEstimator):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-    #: fitted attributes besides trees and bins that a saved model keeps
-    _model_attributes = ()
+    #: fitted attributes besides trees and bins that a saved model keeps:
+    #: name -> what it must be (gputree.model.Saved)
+    _model_attributes = {}
+    #: how the trees make the predictions (one of gputree.model.MODEL_KINDS)
+    _model_kind = None
+
+    def _check_params(self):
+        """Raise ValueError or TypeError naming a parameter that fit would
+        refuse, as far as it can be told without data (fit runs it first;
+        loading a model runs it on the saved parameters)."""
 
     def _restore(self, backend, encoder, mapper, trees):
         """Become fitted from a loaded model's parts (FittedModel.to_estimator);

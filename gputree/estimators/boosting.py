@@ -41,12 +41,13 @@ from ..growth.constraints import TreeConstraints, check_interaction_cst, check_m
 from ..growth.histogram_pool import HistogramPool
 from ..growth.levelwise import grow_tree
 from ..growth.params import GrowthParams
-from ..model import register_estimator
+from ..model import register_estimator, saved_floats, saved_int, saved_int_pairs
 from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
 from .ensemble import Progress, add_tree_values, training_data, tree_rng
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
-from .targets import as_float_targets, check_poisson_targets, class_weights, encode_labels
+from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
+                      encode_labels)
 from .treeboost import BOOSTING_CRITERIA, set_newton_values, weight_hessians
 
 try:
@@ -144,17 +145,22 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     _losses = ()
     multi_strategy = "one_output_per_tree"
-    _model_attributes = ("classes_", "n_classes_", "_baseline", "_groups",
-                         "n_trees_per_iteration_", "n_iter_", "train_score_",
-                         "validation_score_", "_seed")
+    _model_kind = "boosting"
+    _model_attributes = {"_baseline": saved_floats(1), "_groups": saved_int_pairs(),
+                         "n_trees_per_iteration_": saved_int(1), "n_iter_": saved_int(0),
+                         "train_score_": saved_floats(1), "validation_score_": saved_floats(1),
+                         "_seed": saved_int(0)}
 
     def _restore(self, backend, encoder, mapper, trees):
         super()._restore(backend, encoder, mapper, trees)
-        self._loss = make_loss(self.loss, getattr(self, "n_classes_", None))
+        self._loss = self._make_loss()
         self._scores = {"train": list(self.train_score_),
                         "validation": list(self.validation_score_)}
 
     # ---------------------------------------------------------------- params
+    def _check_params(self):
+        self._growth_params()
+
     def _growth_params(self):
         if not callable(self.loss):
             check_choice(self.loss, "loss", set(self._losses))
@@ -547,6 +553,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     """
 
     _losses = CLASSIFICATION_LOSSES
+    _model_attributes = {**CLASS_ATTRIBUTES, **_BaseGradientBoosting._model_attributes}
 
     def __init__(self, loss="log_loss", learning_rate=0.1, n_estimators=100, max_depth=6,
                  max_leaf_nodes=None, min_samples_leaf=20, min_child_weight=1e-3,

@@ -31,13 +31,13 @@ from ..data.validation import check_choice, check_float, check_int, check_sample
 from ..growth.histogram_pool import HistogramPool
 from ..growth.levelwise import grow_tree
 from ..growth.median import grow_absolute_error
-from ..model import register_estimator
+from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
 from ..tree import decision_path_indicator
 from .base import BaseTreeModel, growth_params, set_params_from, tree_random_streams
 from .ensemble import (Progress, add_tree_values, device_leaves, stacked_values,
                        training_data, tree_rng)
 from .importances import impurity_importances
-from .targets import ClassTargets, RegressionTargets
+from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets
 from .tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 
@@ -152,9 +152,14 @@ class _BaseForest(BaseTreeModel):
     trees (``len``, iteration, indexing)."""
 
     _criteria = {}
-    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_",
-                         "_value_shape", "_seed", "oob_score_", "oob_decision_function_",
-                         "oob_prediction_", "_n_samples", "_n_samples_bootstrap")
+    _model_kind = "forest"
+    #: _n_samples, _n_samples_bootstrap (estimators_samples_ needs them) are
+    #: absent from files written before they existed
+    _model_attributes = {"n_outputs_": saved_int(1), "max_features_": saved_int(1),
+                         "_value_shape": saved_ints(2, low=1), "_seed": saved_int(0),
+                         "oob_score_": saved_number(optional=True),
+                         "_n_samples": saved_int(1, optional=True),
+                         "_n_samples_bootstrap": saved_int(1, optional=True, nullable=True)}
     _oob_attributes = ("oob_score_", "oob_decision_function_", "oob_prediction_")
 
     def _check_params(self):
@@ -454,6 +459,8 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
 
     _criteria = CLASSIFICATION_CRITERIA
     _tree_class = DecisionTreeClassifier
+    _model_attributes = {**CLASS_ATTRIBUTES, **_BaseForest._model_attributes,
+                         "oob_decision_function_": saved_floats((2, 3), optional=True)}
     predict_proba = DecisionTreeClassifier.predict_proba
     predict_log_proba = DecisionTreeClassifier.predict_log_proba
     predict = DecisionTreeClassifier.predict
@@ -517,6 +524,8 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
 
     #: absolute_error splits and leaves by medians (gputree.growth.median)
     _criteria = {**DecisionTreeRegressor._criteria, "friedman_mse": SQUARED_ERROR}
+    _model_attributes = {**_BaseForest._model_attributes,
+                         "oob_prediction_": saved_floats((1, 2), optional=True)}
     _tree_class = DecisionTreeRegressor
     predict = DecisionTreeRegressor.predict
     _predict_values = DecisionTreeRegressor._predict_values

@@ -9,6 +9,11 @@ import numpy as np
 from ..criteria import (CLASSIFICATION_CRITERIA, POISSON, classification_statistics,
                         regression_statistics)
 from ..data.validation import check_choice
+from ..model import per_output, saved_int, saved_labels
+
+#: the fitted attributes of a classifier's classes, as a saved model keeps
+#: them: per output, the sorted labels and their number (gputree.model.Saved)
+CLASS_ATTRIBUTES = {"classes_": per_output(saved_labels()), "n_classes_": per_output(saved_int(1))}
 
 
 def as_float_targets(y):

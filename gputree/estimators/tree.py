@@ -14,11 +14,11 @@ from ..growth.multiway import check_multiway, grow_multiway
 from ..growth.pruning import PRUNING_RISKS, prune, pruning_path
 from ..growth.surrogates import apply_surrogates, fit_surrogates, surrogate_importances
 from ..io.sklearn_tree import SklearnTree
-from ..model import register_estimator
+from ..model import register_estimator, saved_int
 from ..tree import decision_path_indicator
 from .base import BaseTreeModel, growth_params, set_params_from, tree_random_streams
 from .importances import impurity_importances, normalised, split_improvements
-from .targets import ClassTargets, RegressionTargets
+from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets
 
 
 class _BaseDecisionTree(BaseTreeModel):
@@ -26,7 +26,8 @@ class _BaseDecisionTree(BaseTreeModel):
     #: scikit-learn's ``splitter``: the best split over every bin threshold
     #: of the node's features (no random-threshold splitter)
     splitter = "best"
-    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_")
+    _model_kind = "tree"
+    _model_attributes = {"n_outputs_": saved_int(1), "max_features_": saved_int(1)}
 
     def _restore(self, backend, encoder, mapper, trees):
         super()._restore(backend, encoder, mapper, trees)
@@ -40,7 +41,7 @@ class _BaseDecisionTree(BaseTreeModel):
         n_classes = getattr(self, "n_classes_", [1] * self.n_outputs_)
         self.tree_ = SklearnTree(tree, self._bin_mapper, n_classes)
 
-    def _check_common_params(self):
+    def _check_params(self):
         check_choice(self.criterion, "criterion", set(self._criteria))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
         check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
@@ -61,7 +62,7 @@ class _BaseDecisionTree(BaseTreeModel):
         return targets.statistics(targets.weights(weight))
 
     def _fit(self, X, y, sample_weight):
-        self._check_common_params()
+        self._check_params()
         rng, seed = tree_random_streams(self.random_state)
         inputs = self._bin_training_data(X, seed, sample_weight)
         n_samples, n_features = inputs.data.X_binned.shape
@@ -189,6 +190,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     """
 
     _criteria = CLASSIFICATION_CRITERIA
+    _model_attributes = {**CLASS_ATTRIBUTES, **_BaseDecisionTree._model_attributes}
 
     def __init__(self, criterion="gini", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
