@@ -75,7 +75,7 @@ def _signatures():
     summaries = (a.i64(2), a.i64(1), a.f64(1), a.f64(1), a.f64(3), a.f64(1))
     devmath = (a.int64, a.f64(1), a.f64(1))
     ranking = (a.i64(1), a.f64(1), a.i32(1), a.f64(1), a.f64(1), a.f64(1), a.f64(1), a.float64,
-               a.int64, a.int64, a.int64, a.i64(1), a.i64(1), a.f64(1), a.f64(1), a.f64(1),
+               a.int64, a.int64, a.int64, a.i64(1), a.i64(1), a.f64(2), a.f64(1), a.f64(1),
                a.f64(1))
     return {"_find_splits": scan, "_node_summaries": summaries, "_devmath_kernel": devmath,
             "_query_terms": ranking}

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.lambdarank import (FLAG_GRADIENTS, FLAG_NORM, FLAG_PAIRWISE, QueryArrays,
-                                   RankSettings, discount_table, exponential_gains,
+                                   WORK_ROWS, RankSettings, discount_table,
+                                   exponential_gains,
                                    ideal_dcg_inverse, largest_query)
 from ..data.queries import LABEL_DTYPE, QUERY_DTYPE, Queries
 from ..fixed_point import weighted_mean
@@ -112,7 +113,7 @@ class LambdaMART(Loss):
         device = backend.upload_many(host)
         arrays = QueryArrays(order=backend.empty((n,), QUERY_DTYPE),
                              buffer=backend.empty((n,), QUERY_DTYPE),
-                             expo=backend.empty((n,), np.float64), **device)
+                             work=backend.empty((WORK_ROWS, n), np.float64), **device)
         return QueryTargets(backend, y, arrays, device["starts"][:-1])
 
     def init_raw(self, y, w):

@@ -65,12 +65,12 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
 
 @cuda.jit(cache=_CACHE_KERNELS)
 def _query_terms(starts, scores, labels, gains, discounts, inv_ideal, inv_ideal_eval, sigma,
-                 truncation, eval_k, flags, order, buffer, expo, g, h, ndcg):
+                 truncation, eval_k, flags, order, buffer, work, g, h, ndcg):
     """One thread per query; arguments as lambdarank.make_query_terms."""
     q = cuda.grid(1)
     if q < starts.shape[0] - 1:
         _one_query(q, starts, scores, labels, gains, discounts, inv_ideal, inv_ideal_eval,
-                   sigma, truncation, eval_k, flags, order, buffer, expo, g, h, ndcg)
+                   sigma, truncation, eval_k, flags, order, buffer, work, g, h, ndcg)
 
 
 @cuda.jit(cache=_CACHE_KERNELS)
