@@ -54,8 +54,8 @@ if __package__ in (None, ""):      # run as a script: import this folder as a pa
     sys.path.append(str(Path(__file__).resolve().parents[1]))
     __package__ = "benchmarks"
 
-from .common import (N_FEATURES, PARALLEL_WARM_UP_ROWS, WARM_UP_ROWS,  # noqa: E402
-                     current_rss_bytes, device_unavailable, gputree_estimator, peak_rss_bytes,
+from .common import (N_FEATURES, WARM_UP_ROWS, current_rss_bytes,  # noqa: E402
+                     device_unavailable, gputree_estimator, peak_rss_bytes,
                      reset_peak_rss, set_threads, warm_up)
 from .datasets import letor_files, synthetic, synthetic_ranking, titanic  # noqa: E402
 
@@ -267,14 +267,16 @@ def jobs(group, devices):
 
 
 def measure_speed(runner, device, data, args):
-    """Median fit and predict_proba seconds over args.repeat fits, and the
-    quality of the last fit on the held-out rows."""
+    """Median fit and predict_proba seconds over args.repeat fits (predict
+    for regressors and rankers), and the quality of the last fit on the
+    held-out rows."""
     result = Result(runner, device)
     try:
         make = runner.factory(args.threads, device)
         X_train, X_test = data.inputs(runner.categorical)
+        keywords, first_rows = _fit_keywords(runner, data)
         if runner.library == "gputree":
-            seconds = _timed(warm_up, make, X_train, data.y_train)[1]
+            seconds = _timed(warm_up, make, X_train, data.y_train, WARM_UP_ROWS, first_rows)[1]
             print(f"  warm-up of {runner.title} on {device} (numba JIT compile, on at most "
                   f"{WARM_UP_ROWS:,} rows): {seconds:.1f} s, not timed")
         fits, predicts = [], []
@@ -282,17 +284,31 @@ def measure_speed(runner, device, data, args):
             model = None
             gc.collect()
             model = make()
-            fits.append(_timed(model.fit, X_train, data.y_train)[1])
-            predict = model.predict if data.regression else model.predict_proba
+            fits.append(_timed(lambda: model.fit(X_train, data.y_train, **keywords))[1])
+            predict = (model.predict if data.regression or runner.queries
+                       else model.predict_proba)
             prediction, seconds = _timed(predict, X_test)
             predicts.append(seconds)
         result.fit, result.predict = statistics.median(fits), statistics.median(predicts)
-        result.quality = quality(data.y_test, prediction, getattr(model, "classes_", None))
+        result.quality = (ranking_quality(data, prediction) if runner.queries else
+                          quality(data.y_test, prediction, getattr(model, "classes_", None)))
     except ImportError as exc:
         result.skipped = f"not available: {exc}"
     except Exception as exc:   # report a library's failure, keep going
         result.skipped = f"error: {type(exc).__name__}: {exc}"
     return result
+
+
+def _fit_keywords(runner, data):
+    """(fit keywords, warm-up's fit_arguments or None): a ranker's queries,
+    passed as its library takes them."""
+    if not runner.queries:
+        return {}, None
+
+    def first_rows(n):
+        rows, sizes = data.first_queries(n)
+        return rows, data.queries(runner.queries, sizes)
+    return data.queries(runner.queries, data.group_train), first_rows
 
 
 def measure_on_cluster(runner, device, data, args):
@@ -330,37 +346,9 @@ def measure_on_cluster(runner, device, data, args):
     return result
 
 
-def measure_ranking(runner, device, data, args):
-    """Median fit and predict seconds of a ranker over args.repeat fits
-    (the queries passed as its library takes them), and NDCG@k of the last
-    fit's scores on the held-out queries."""
-    result = Result(runner, device)
-    try:
-        make = runner.factory(args.threads, device)
-        queries = data.queries(runner.queries, data.group_train)
-        if runner.library == "gputree":
-            def first(n):
-                rows, sizes = data.first_queries(n)
-                return rows, data.queries(runner.queries, sizes)
-            seconds = _timed(warm_up, make, data.X_train, data.y_train, WARM_UP_ROWS, first)[1]
-            print(f"  warm-up of {runner.title} on {device} (numba JIT compile, on at most "
-                  f"{PARALLEL_WARM_UP_ROWS:,} rows): {seconds:.1f} s, not timed")
-        fits, predicts = [], []
-        for _ in range(args.repeat):
-            model = None
-            gc.collect()
-            model = make()
-            fits.append(_timed(lambda: model.fit(data.X_train, data.y_train, **queries))[1])
-            scores, seconds = _timed(model.predict, data.X_test)
-            predicts.append(seconds)
-        result.fit, result.predict = statistics.median(fits), statistics.median(predicts)
-        result.quality = {f"NDCG@{k}": mean_ndcg(scores, data.y_test, data.group_test, k)
-                          for k in (10, 5)}
-    except ImportError as exc:
-        result.skipped = f"not available: {exc}"
-    except Exception as exc:   # report a library's failure, keep going
-        result.skipped = f"error: {type(exc).__name__}: {exc}"
-    return result
+def ranking_quality(data, scores):
+    """NDCG@10 and NDCG@5 of the held-out queries."""
+    return {f"NDCG@{k}": mean_ndcg(scores, data.y_test, data.group_test, k) for k in (10, 5)}
 
 
 def mean_ndcg(scores, labels, group, k):
@@ -606,8 +594,7 @@ def _run_job(runner, device, data, scenario, args):
         return Result(runner, device, skipped=reason)
     if scenario.cluster:
         return measure_on_cluster(runner, device, data, args)
-    measure = (measure_memory if scenario.memory else
-               measure_ranking if scenario.data == "ranking" else measure_speed)
+    measure = measure_memory if scenario.memory else measure_speed
     return measure(runner, device, data, args)
 
 

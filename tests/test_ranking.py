@@ -270,6 +270,15 @@ def test_bad_labels_are_refused_naming_y(y, message):
         gputree.GradientBoostingRanker(**SMALL).fit(X, y, group=[6, 6])
 
 
+@pytest.mark.parametrize("label_gain, message", [
+    ([0, 3, 1], "must not decrease"), ([[0, 1]], "1-D list"), ([0, np.nan], "finite")])
+def test_bad_label_gain_is_refused(label_gain, message):
+    X = np.random.RandomState(0).normal(size=(12, 2))
+    with pytest.raises(ValueError, match=message):
+        gputree.GradientBoostingRanker(label_gain=label_gain, **SMALL).fit(
+            X, np.arange(12) % 2, group=[6, 6])
+
+
 def test_label_gain_covers_larger_labels():
     X = np.random.RandomState(0).normal(size=(12, 2))
     y = np.array([0, 1, 2, 40] * 3)

@@ -15,29 +15,33 @@ labels ``l`` (int), gains ``G[l]`` and discounts ``D[r] = 1 / log2(r + 2)``
 * ``ndcg[q]`` = sum over the first ``eval_k`` ranks of G[l] D[r], times the
   query's inverse ideal DCG@eval_k (1 when that ideal is 0: no relevant row);
 * pairs (i, j), i ranked above j, i among the first ``truncation`` ranks,
-  with different labels; "high" is the row with the larger label. The pair
-  weight ``w`` is |delta NDCG| = |G[l_i] - G[l_j]| (D[r_i] - D[r_j]) times
-  the inverse ideal DCG@truncation (``lambdarank``), or 1 (``rank:pairwise``,
-  RankNet); with ``norm``, divided by 0.01 + |s_i - s_j| unless every score
-  of the query is equal. With ``p = 1 / (1 + exp(sigma (s_high - s_low)))``:
+  with different relevance; "high" is the more relevant row. Relevance is
+  the gain for ``lambdarank`` (gains do not decrease with the label, so
+  that is the larger label; rows of equal gains make no pair: their weight
+  would be 0) and the label for ``rank:pairwise``. The pair weight ``w`` is
+  |delta NDCG| = |G[l_i] - G[l_j]| (D[r_i] - D[r_j]) times the inverse ideal
+  DCG@truncation (``lambdarank``), or 1 (``rank:pairwise``, RankNet); with
+  ``norm``, divided by 0.01 + |s_i - s_j| unless every score of the query
+  is equal. With ``p = 1 / (1 + exp(sigma (s_high - s_low)))``:
   gradient ``-sigma w p`` for the high row and ``+sigma w p`` for the low
   one, hessian ``sigma**2 w p (1 - p)`` for both; with ``norm``, a query's
   gradients and hessians are then scaled by ``log2(1 + S) / S``, S the sum of
   ``2 sigma w p`` over its pairs (LightGBM's normalisation, as its
   documentation describes ``lambdarank_norm``).
 
-How it is computed (the same on every device): the query's scores, gains
-and labels are first copied in rank order into scratch rows (contiguous, so
+How it is computed (the same on every device): the query's scores and
+relevance are first copied in rank order into scratch rows (contiguous, so
 the pair loop reads no scattered memory); ``p`` is ``e_low / (e_high +
 e_low)`` from ``e = exp(sigma (s - s_top))``, one exponential per row
 instead of one per pair (every ``e`` in (0, 1]; for a row whose ``e``
-underflowed to 0, its pairs take ``exp(sigma (s_high - s_low))`` each). For
-each row i of the top ranks, the loop over the rows j below it adds each
-pair's terms to j (independent: the compiler vectorizes it) and keeps them
-in scratch; i's own sums are then taken over that scratch in four
-interleaved partial sums combined in a fixed order (a fixed order of
-additions, so the same on every device, with four times the throughput of
-one running sum).
+underflowed to 0, its pairs take ``exp(sigma (s_high - s_low))`` each),
+and a pair's one division gives both ``1 / (e_high + e_low)`` and the
+weight's ``1 / (0.01 + gap)``. For each row i of the top ranks, the loop
+over the rows j below it computes the pairs' terms into scratch
+(independent: the compiler vectorizes it), adds them to the rows j, and i's
+own sums are taken over that scratch in four interleaved partial sums
+combined in a fixed order (the same additions on every device, four times
+the throughput of one running sum).
 """
 from typing import NamedTuple
 
@@ -45,6 +49,7 @@ import numba
 import numpy as np
 
 from .devmath import apply, make_devmath
+
 
 class QueryArrays(NamedTuple):
     """A set of queries on a backend (arrays of that backend): the inputs

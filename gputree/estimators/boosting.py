@@ -643,8 +643,28 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return tags
 
 
+class _OneOutputBoosting(_BaseGradientBoosting):
+    """Boosting whose prediction is one value per row, the loss's inverse
+    link of the raw score: regression (the mean) and ranking (the score)."""
+
+    def _one_output(self, raw):
+        return self._loss.predict(np, raw)[:, 0]
+
+    @with_pred_contrib
+    @returns_input_kind
+    def predict(self, X):
+        """Predictions, float64 (n_samples,): the predicted mean of a
+        regressor, the ranking score of a ranker (higher ranks first)."""
+        return self._one_output(self._raw_predict(X))
+
+    @returns_input_kind
+    def staged_predict(self, X):
+        """predict after each round (a generator)."""
+        return map(self._one_output, self._staged_raw(X))
+
+
 @register_estimator
-class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
+class GradientBoostingRegressor(RegressorMixin, _OneOutputBoosting):
     """Gradient-boosted trees for regression: ``loss`` "squared_error",
     "absolute_error" (trees grown on the gradient's sign, leaf values refit to
     the median residual), "quantile" (the ``alpha``-quantile: leaves refit to
@@ -685,17 +705,3 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
 
     def _encode_eval_targets(self, y):
         return as_float_targets(y)
-
-    def _mean(self, raw):
-        return self._loss.predict(np, raw)[:, 0]
-
-    @with_pred_contrib
-    @returns_input_kind
-    def predict(self, X):
-        """Predicted mean, float64 (n_samples,)."""
-        return self._mean(self._raw_predict(X))
-
-    @returns_input_kind
-    def staged_predict(self, X):
-        """predict after each round (a generator)."""
-        return map(self._mean, self._staged_raw(X))

@@ -10,13 +10,11 @@ whole queries.
 """
 import numpy as np
 
-from .._arrays import returns_input_kind
 from ..data.queries import query_layout, query_weights, relevance_labels
 from ..data.validation import check_choice, check_float, check_int
-from ..explain import with_pred_contrib
 from ..model import register_estimator
 from .base import set_params_from
-from .boosting import _SPLIT_STREAM, _BaseGradientBoosting, split_rows
+from .boosting import _SPLIT_STREAM, _OneOutputBoosting, split_rows
 from .ensemble import tree_rng
 from .lambdamart import RANKING_LOSSES, LambdaMART, host_targets
 
@@ -54,7 +52,7 @@ def _one(value, name):
 
 
 @register_estimator
-class GradientBoostingRanker(_BaseGradientBoosting):
+class GradientBoostingRanker(_OneOutputBoosting):
     """Gradient-boosted trees for ranking (LambdaMART).
 
     ``fit(X, y, group=None, qid=None, sample_weight=None, eval_set=None,
@@ -119,6 +117,10 @@ class GradientBoostingRanker(_BaseGradientBoosting):
             if gains.ndim != 1 or gains.size == 0 or not np.all(np.isfinite(gains)):
                 raise ValueError("label_gain must be None or a 1-D list of finite gains, one "
                                  f"per label 0, 1, ...; got {self.label_gain!r:.80}.")
+            if np.any(np.diff(gains) < 0):
+                raise ValueError("label_gain must not decrease with the label (a more "
+                                 "relevant row gains at least as much); got "
+                                 f"{self.label_gain!r:.80}.")
 
     def _make_loss(self):
         gain = None if self.label_gain is None else tuple(float(g) for g in self.label_gain)
@@ -211,20 +213,6 @@ class GradientBoostingRanker(_BaseGradientBoosting):
         return scores
 
     # ------------------------------------------------------------ prediction
-    def _scores_of(self, raw):
-        return raw[:, 0]
-
-    @with_pred_contrib
-    @returns_input_kind
-    def predict(self, X):
-        """Ranking scores, float64 (n_samples,): within a query, higher first."""
-        return self._scores_of(self._raw_predict(X))
-
-    @returns_input_kind
-    def staged_predict(self, X):
-        """predict after each round (a generator)."""
-        return map(self._scores_of, self._staged_raw(X))
-
     def score(self, X, y, group=None, qid=None, sample_weight=None):
         """Mean NDCG@eval_at of the queries of X (weighted by
         ``sample_weight``, one weight per query), as ``validation_score_``."""
