@@ -303,3 +303,11 @@ def test_saved_model_predicts_the_same(tmp_path):
     assert type(loaded) is gputree.GradientBoostingRanker
     assert loaded.predict(X).tobytes() == model.predict(X).tobytes()
     assert loaded.score(X, y, group=sizes) == model.score(X, y, group=sizes)
+
+
+def test_warm_start_continues_the_same_fit():
+    X, y, sizes = ranking_data()
+    once = gputree.GradientBoostingRanker(**SMALL).fit(X, y, group=sizes)
+    twice = gputree.GradientBoostingRanker(**dict(SMALL, n_estimators=4, warm_start=True))
+    twice.fit(X, y, group=sizes).set_params(n_estimators=8).fit(X, y, group=sizes)
+    _same_model(once, twice)
