@@ -53,7 +53,11 @@ SETTINGS = [
 ]
 
 
-@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
+def _settings_id(settings):
+    return ",".join(f"{k}={v}" for k, v in settings.items()) or "default"
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=_settings_id)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_gradients_agree_with_brute_force(settings, seed):
     scores, labels, sizes = _tied_queries(seed)
