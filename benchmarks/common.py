@@ -76,10 +76,12 @@ def set_threads(n_threads):
         pass
 
 
-def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
+def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS, fit_arguments=None):
     """Fit and predict on a few rows, with gputree's serial kernels and
     then its parallel ones (which a small fit does not use): compiles the
-    numba kernels the timed runs use (not timed)."""
+    numba kernels the timed runs use (not timed). ``fit_arguments(n)``:
+    (rows to use, fit keywords) for the first ``n`` rows (a ranker's whole
+    queries)."""
     from gputree.backends.cpu import binned_cache
     from gputree.backends.cpu.stages import use_parallel_kernels
     for stage in range(2):
@@ -89,8 +91,9 @@ def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
         saved = binned_cache._COLUMN_COPY_VALUES
         binned_cache._COLUMN_COPY_VALUES = 0 if stage else saved
         n = max(rows, PARALLEL_WARM_UP_ROWS) if stage else rows
+        n, keywords = fit_arguments(n) if fit_arguments else (n, {})
         try:
-            make_estimator().fit(X[:n], y[:n]).predict(X[:n])
+            make_estimator().fit(X[:n], y[:n], **keywords).predict(X[:n])
         finally:
             binned_cache._COLUMN_COPY_VALUES = saved
 

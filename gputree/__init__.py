@@ -4,7 +4,8 @@ quantile-binned features, on an NVIDIA GPU (``device="cuda"``) or the CPU.
 Public estimators only; see the README for the two commands to start.
 """
 from .estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
-                         GradientBoostingClassifier, GradientBoostingRegressor,
+                         GradientBoostingClassifier, GradientBoostingRanker,
+                         GradientBoostingRegressor,
                          RandomForestClassifier, RandomForestRegressor)
 from .io.json import load_model
 from .io.plotting import export_graphviz, plot_tree
@@ -13,7 +14,8 @@ from .fixed_point import PrecisionWarning
 from .model_selection import choose_ccp_alpha
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
-           "GradientBoostingClassifier", "GradientBoostingRegressor", "load_model",
+           "GradientBoostingClassifier", "GradientBoostingRanker", "GradientBoostingRegressor",
+           "load_model",
            "RandomForestClassifier", "RandomForestRegressor", "export_graphviz", "plot_tree",
            "choose_ccp_alpha", "PrecisionWarning"]
 __version__ = "0.1.0"
