@@ -73,17 +73,19 @@ def set_threads(n_threads):
         pass
 
 
-def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
+def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS, fit_arguments=None):
     """Fit and predict on a few rows, reading binned X as it is and then
     from the column-major copy that large fits' moves read (the kernels'
     other signature): compiles, or loads from numba's cache, the kernels
-    the timed runs use (not timed)."""
+    the timed runs use (not timed). ``fit_arguments(n)``: (rows to use, fit
+    keywords) for the first ``n`` rows (a ranker's whole queries)."""
     from gputree.backends.cpu import binned_cache
     for stage in range(2):
         saved = binned_cache._COLUMN_COPY_VALUES
         binned_cache._COLUMN_COPY_VALUES = 0 if stage else saved
+        n, keywords = fit_arguments(rows) if fit_arguments else (rows, {})
         try:
-            make_estimator().fit(X[:rows], y[:rows]).predict(X[:rows])
+            make_estimator().fit(X[:n], y[:n], **keywords).predict(X[:n])
         finally:
             binned_cache._COLUMN_COPY_VALUES = saved
 

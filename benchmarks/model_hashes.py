@@ -10,15 +10,21 @@ and compare::
     ... change ...
     python benchmarks/model_hashes.py --compare before.txt
 
-``--compare`` exits 1 when any fingerprint differs (and names it).
+``--compare`` exits 1 when any fingerprint differs (and names it);
+configurations the earlier file does not hold are listed as new.
 """
 import argparse
 import hashlib
 import sys
 import warnings
 from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
+
+# the gputree of this checkout, whatever else is installed: run as a
+# script, Python puts benchmarks/ (not the checkout) first on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _data(seed=0, n=3000, n_features=8):
@@ -110,13 +116,41 @@ def configurations():
             "X"),
         "forest_multi_output": (lambda: g.RandomForestRegressor(n_estimators=4, max_depth=6,
                                                                 **cpu), "two_floats", (), "X"),
+        "forest_absolute_error": (lambda: g.RandomForestRegressor(
+            criterion="absolute_error", n_estimators=4, max_depth=6, max_features=0.6,
+            oob_score=True, **cpu), "float", (), "X"),
+        "forest_friedman_mse": (lambda: g.RandomForestRegressor(
+            criterion="friedman_mse", n_estimators=4, max_depth=6, max_samples=1.3, **cpu),
+            "float", (), "X"),
+        "rank_lambdarank": (lambda: g.GradientBoostingRanker(**boost), "relevance", ("group",),
+                            "X"),
+        "rank_pairwise_weights": (lambda: g.GradientBoostingRanker(
+            loss="rank:pairwise", subsample=0.8, lambdarank_truncation_level=10, **boost),
+            "relevance", ("group", "query_weight"), "frame"),
     }
+
+
+#: rows of each query of the ranking configurations
+QUERY_ROWS = 30
 
 
 def _targets(data):
     X, y_binary, y_three, y_float, y_count, weight = data
     return {"binary": y_binary, "three": y_three, "float": y_float, "count": y_count,
-            "two_floats": np.stack([y_float, y_float ** 2], axis=1)}
+            "two_floats": np.stack([y_float, y_float ** 2], axis=1),
+            "relevance": np.digitize(y_float, np.quantile(y_float, [0.5, 0.8, 0.95]))}
+
+
+def _fit_keywords(keywords, data):
+    """The fit arguments a configuration names: row weights, or a ranker's
+    queries (QUERY_ROWS rows each) and query weights."""
+    n_rows = data[0].shape[0]
+    extra = {"sample_weight": data[5]} if "sample_weight" in keywords else {}
+    if "group" in keywords:
+        extra["group"] = np.full(n_rows // QUERY_ROWS, QUERY_ROWS)
+    if "query_weight" in keywords:
+        extra["sample_weight"] = data[5][::QUERY_ROWS]
+    return extra
 
 
 def _fingerprint(model, X_test):
@@ -149,7 +183,7 @@ def fingerprints(names=None):
         if names and name not in names:
             continue
         train, held_out = (X, test) if kind == "X" else (_frame(X), _frame(test))
-        extra = {"sample_weight": data[5]} if "sample_weight" in keywords else {}
+        extra = _fit_keywords(keywords, data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = make().fit(train, targets[target], **extra)
@@ -169,10 +203,14 @@ def main(argv=None):
         return 0
     with open(args.compare, encoding="ascii") as stream:
         before = dict(line.split() for line in stream if line.strip())
-    changed = [name for name in current if before.get(name) != current[name]]
+    new = [name for name in current if name not in before]
+    changed = [name for name in current if name in before and before[name] != current[name]]
     for name in current:
-        print(f"{'CHANGED' if name in changed else 'same   '} {name}")
-    print(f"{len(current) - len(changed)} of {len(current)} configurations unchanged")
+        print(f"{'CHANGED' if name in changed else 'new    ' if name in new else 'same   '} "
+              f"{name}")
+    known = len(current) - len(new)
+    print(f"{known - len(changed)} of {known} configurations unchanged"
+          + (f" ({len(new)} new, not in {args.compare})" if new else ""))
     return 1 if changed else 0
 
 

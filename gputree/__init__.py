@@ -44,6 +44,7 @@ def _model_selection():
 _EXPORTS = {
     "DecisionTreeClassifier": _estimators, "DecisionTreeRegressor": _estimators,
     "GradientBoostingClassifier": _estimators, "GradientBoostingRegressor": _estimators,
+    "GradientBoostingRanker": _estimators,
     "RandomForestClassifier": _estimators, "RandomForestRegressor": _estimators,
     "load_model": _json, "export_graphviz": _plotting, "plot_tree": _plotting,
     "export_text": _text, "PrecisionWarning": _fixed_point,
@@ -51,7 +52,8 @@ _EXPORTS = {
 }
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
-           "GradientBoostingClassifier", "GradientBoostingRegressor", "load_model",
+           "GradientBoostingClassifier", "GradientBoostingRanker", "GradientBoostingRegressor",
+           "load_model",
            "RandomForestClassifier", "RandomForestRegressor", "export_graphviz", "plot_tree",
            "choose_ccp_alpha", "PrecisionWarning"]
 __version__ = "0.1.0"

@@ -33,9 +33,12 @@ except ImportError:  # pragma: no cover
         _estimator_type = "classifier"
 
         def score(self, X, y, sample_weight=None):
+            """Accuracy; with several outputs a row is right when all are."""
             import numpy as np
             weights = None if sample_weight is None else np.asarray(sample_weight)
-            return float(np.average(self.predict(X) == np.asarray(y), weights=weights))
+            y = np.asarray(y)
+            right = (self.predict(X) == y).reshape(y.shape[0], -1).all(axis=1)
+            return float(np.average(right, weights=weights))
 
     class RegressorMixin:
         _estimator_type = "regressor"

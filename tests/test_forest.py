@@ -145,10 +145,13 @@ def test_multi_output_classification_and_regression():
 
 @pytest.mark.parametrize("criterion", ["entropy", "gain_ratio"])
 def test_other_classification_criteria_learn_as_well_as_gini(criterion):
-    X, y = _classification(600, seed=2)
-    gini = RandomForestClassifier(n_estimators=10, **FAST).fit(X[:400], y[:400])
-    model = RandomForestClassifier(n_estimators=10, criterion=criterion, **FAST).fit(X[:400], y[:400])
-    assert model.score(X[400:], y[400:]) > max(0.7, gini.score(X[400:], y[400:]) - 0.06)
+    # 500 held-out rows and 20 trees: over random_state 0..7 the criteria's
+    # scores were within 0.02 of gini's (10 trees on 200 rows: within 0.07)
+    X, y = _classification(1500, seed=2)
+    gini = RandomForestClassifier(n_estimators=20, **FAST).fit(X[:1000], y[:1000])
+    model = RandomForestClassifier(n_estimators=20, criterion=criterion, **FAST).fit(X[:1000],
+                                                                                    y[:1000])
+    assert model.score(X[1000:], y[1000:]) > max(0.8, gini.score(X[1000:], y[1000:]) - 0.04)
 
 
 def test_poisson_forest_predicts_positive_means():

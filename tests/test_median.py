@@ -194,3 +194,23 @@ def test_exact_with_16_bit_bin_codes():
                                   device="cpu").fit(X, y)
     assert np.any(model.tree_.arrays.bitset[:, BITSET_RANGE_WORD] > 0)  # a split past bin 255
     assert_matches_reference(model.tree_, reference_tree(X, y, np.ones(y.size), 3, 1), X)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rows_of_zero_weight_take_no_part_as_in_scikit_learn(seed):
+    """scikit-learn drops rows of weight zero before growing (a forest's
+    out-of-bag rows): they count for no min_samples_leaf and no split
+    separates them alone; they still reach a leaf."""
+    # one feature: no ties between features, so the whole trees are compared
+    X, y, rng = grid(seed, n=200, n_features=1, n_values=25)
+    w = rng.integers(0, 3, y.size).astype(float)        # a third of the rows weigh 0
+    params = dict(criterion="absolute_error", max_depth=6, min_samples_leaf=3)
+    ours = DecisionTreeRegressor(device="cpu", **params).fit(X, y, w)
+    theirs = SkRegressor(random_state=0, **params).fit(X, y, w)
+    assert ours.tree_.node_count > 15
+    assert _sklearn_walk(ours.tree_, theirs.tree_, X, y, w) == 0
+    kept = w > 0
+    np.testing.assert_allclose(ours.predict(X[kept]), theirs.predict(X[kept]), rtol=1e-12)
+    alone = DecisionTreeRegressor(device="cpu", **params).fit(X[kept], y[kept], w[kept])
+    for name in ("children_left", "feature", "n_node_samples", "value", "impurity"):
+        np.testing.assert_array_equal(getattr(ours.tree_, name), getattr(alone.tree_, name))

@@ -13,9 +13,8 @@ def get_backend(device="auto"):
     ``device`` parameter), with a clear error for anything else."""
     if not isinstance(device, str):
         raise TypeError(f"device must be a string ('auto', 'cpu', 'cuda', 'cuda-sim'), got {device!r}.")
-    valid = ("auto",) + tuple(_FACTORIES)
-    if device not in valid:
-        raise ValueError(f"device must be one of {valid}, got {device!r}.")
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}.")
     if device == "auto":
         device = _auto_device()
     if device not in _cache:
@@ -62,6 +61,8 @@ def _cuda(simulated):
 #: device name -> factory of its backend (a backend's module is imported on
 #: first use): a new backend is its package plus one entry here
 _FACTORIES = {"cpu": _cpu, "cuda": lambda: _cuda(False), "cuda-sim": lambda: _cuda(True)}
+#: every value of the estimators' ``device`` parameter
+DEVICES = ("auto",) + tuple(_FACTORIES)
 
 
 def _create(device):

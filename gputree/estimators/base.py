@@ -12,8 +12,8 @@ from .._threads import THREADED_METHODS, wrap_threaded_methods
 from ..backends import get_backend
 from ..backends.compile_notice import announce_methods
 from ..data.binned import bin_with
-from ..data.training import TrainingInputs, bin_training_data
-from ..data.validation import check_choice, check_float, check_int
+from ..data.training import TrainingInputs, bin_training_data, binning_seed, seed_from
+from ..data.validation import check_choice, check_float, check_int, check_random_state
 from ..growth.params import GrowthParams
 from ..io.json import save_model
 from ..io.treelite import to_treelite
@@ -30,6 +30,16 @@ def set_params_from(estimator, arguments):
     for name, value in arguments.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
+
+
+def tree_random_streams(random_state):
+    """(numpy RandomState the growth of a tree draws from, seed of its
+    bin-edge subsample) for a tree's ``random_state``. A single tree and
+    each tree of a forest (with the int seed it shows as ``random_state``)
+    draw alike, so a forest's tree is the one its parameters grow on its
+    drawn rows."""
+    rng = check_random_state(random_state)
+    return rng, binning_seed(random_state, seed_from(rng))
 
 
 def resolve_max_features(max_features, n_features):
@@ -124,8 +134,16 @@ class BaseTreeModel(BaseEstimator):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-    #: fitted attributes besides trees and bins that a saved model keeps
-    _model_attributes = ()
+    #: fitted attributes besides trees and bins that a saved model keeps:
+    #: name -> what it must be (gputree.model.Saved)
+    _model_attributes = {}
+    #: how the trees make the predictions (one of gputree.model.MODEL_KINDS)
+    _model_kind = None
+
+    def _check_params(self):
+        """Raise ValueError or TypeError naming a parameter that fit would
+        refuse, as far as it can be told without data (fit runs it first;
+        loading a model runs it on the saved parameters)."""
 
     def _restore(self, backend, encoder, mapper, trees):
         """Become fitted from a loaded model's parts (FittedModel.to_estimator);

@@ -123,6 +123,13 @@ class Loss:
         """Device targets (n, K) from host y (n,) (values or class codes)."""
         return xp.asarray(np.asarray(y, dtype=FLOAT_DTYPE).reshape(-1, 1))
 
+    def rows_targets(self, backend, y):
+        """The targets that a fit keeps on ``backend`` for a set of rows (the
+        training or the validation rows) and hands to the other methods as
+        ``y``: :meth:`targets` on the backend's array module, unless a loss
+        needs more of the rows (the queries of a ranking loss)."""
+        return self.targets(backend.xp, y)
+
     def gradients(self, xp, y, raw, w):
         """(g, h) float64 (n, K): weighted first and second derivatives."""
         g, h, _ = self.gradients_and_pointwise(xp, y, raw, w)
@@ -146,6 +153,16 @@ class Loss:
     def value(self, xp, y, raw, w):
         """Weighted mean loss (host float)."""
         return weighted_mean(xp, self.pointwise(xp, y, raw), w)
+
+    def score(self, xp, y, raw, w):
+        """The score a fit records for rows (higher is better; host float):
+        ``-value``."""
+        return -self.value(xp, y, raw, w)
+
+    def score_of_pointwise(self, xp, y, pointwise, w):
+        """:meth:`score` from the pointwise values that
+        :meth:`gradients_and_pointwise` returned with the gradients."""
+        return -weighted_mean(xp, pointwise, w)
 
     def refit_leaves(self, xp, tree, positions, y, raw, w):
         """Replace ``tree.value`` of leaves where the Newton step is not the

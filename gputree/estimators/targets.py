@@ -9,6 +9,11 @@ import numpy as np
 from ..criteria import (CLASSIFICATION_CRITERIA, POISSON, classification_statistics,
                         regression_statistics)
 from ..data.validation import check_choice
+from ..model import per_output, saved_int, saved_labels
+
+#: the fitted attributes of a classifier's classes, as a saved model keeps
+#: them: per output, the sorted labels and their number (gputree.model.Saved)
+CLASS_ATTRIBUTES = {"classes_": per_output(saved_labels()), "n_classes_": per_output(saved_int(1))}
 
 
 def as_float_targets(y):
@@ -140,11 +145,14 @@ class ClassTargets:
 
 class RegressionTargets:
     """Float targets of one fit, ``y`` float64 (n, n_outputs), for
-    ``criterion`` (a regression :class:`gputree.criteria.Criterion`)."""
+    ``criterion`` (a regression :class:`gputree.criteria.Criterion`);
+    ``attach``: the Statistics carry ``y`` as ``targets`` too, for a grower
+    that splits on the targets themselves (:mod:`gputree.growth.median`)."""
 
-    def __init__(self, y, criterion):
+    def __init__(self, y, criterion, attach=False):
         y = as_float_targets(y)
         self.y, self.criterion = y.reshape(y.shape[0], -1), criterion
+        self.attach = attach
         if criterion == POISSON:
             check_poisson_targets(self.y)
 
@@ -166,7 +174,10 @@ class RegressionTargets:
         return _product(weight, counts)
 
     def statistics(self, w):
-        return regression_statistics(self.y, w, self.criterion)
+        stats = regression_statistics(self.y, w, self.criterion)
+        if self.attach:
+            stats.targets = self.y
+        return stats
 
 
 def _product(weight, counts):

@@ -6,8 +6,7 @@ from .._arrays import returns_input_kind
 from .._compat import ClassifierMixin, RegressorMixin
 from ..backends import devmath
 from ..criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, SQUARED_ERROR
-from ..data.training import binning_seed, seed_from
-from ..data.validation import check_choice, check_float, check_int, check_random_state, check_y
+from ..data.validation import check_choice, check_float, check_int, check_y
 from ..explain import with_pred_contrib
 from ..growth.levelwise import grow_tree
 from ..growth.median import grow_absolute_error
@@ -15,16 +14,20 @@ from ..growth.multiway import check_multiway, grow_multiway
 from ..growth.pruning import PRUNING_RISKS, prune, pruning_path
 from ..growth.surrogates import apply_surrogates, fit_surrogates, surrogate_importances
 from ..io.sklearn_tree import SklearnTree
-from ..model import register_estimator
+from ..model import register_estimator, saved_int
 from ..tree import decision_path_indicator
-from .base import BaseTreeModel, growth_params, set_params_from
+from .base import BaseTreeModel, growth_params, set_params_from, tree_random_streams
 from .importances import impurity_importances, normalised, split_improvements
-from .targets import ClassTargets, RegressionTargets
+from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets
 
 
 class _BaseDecisionTree(BaseTreeModel):
     _criteria = {}
-    _model_attributes = ("classes_", "n_classes_", "n_outputs_", "max_features_")
+    #: scikit-learn's ``splitter``: the best split over every bin threshold
+    #: of the node's features (no random-threshold splitter)
+    splitter = "best"
+    _model_kind = "tree"
+    _model_attributes = {"n_outputs_": saved_int(1), "max_features_": saved_int(1)}
 
     def _restore(self, backend, encoder, mapper, trees):
         super()._restore(backend, encoder, mapper, trees)
@@ -38,7 +41,7 @@ class _BaseDecisionTree(BaseTreeModel):
         n_classes = getattr(self, "n_classes_", [1] * self.n_outputs_)
         self.tree_ = SklearnTree(tree, self._bin_mapper, n_classes)
 
-    def _check_common_params(self):
+    def _check_params(self):
         check_choice(self.criterion, "criterion", set(self._criteria))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
         check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
@@ -59,9 +62,8 @@ class _BaseDecisionTree(BaseTreeModel):
         return targets.statistics(targets.weights(weight))
 
     def _fit(self, X, y, sample_weight):
-        self._check_common_params()
-        rng = check_random_state(self.random_state)
-        seed = binning_seed(self.random_state, seed_from(rng))
+        self._check_params()
+        rng, seed = tree_random_streams(self.random_state)
         inputs = self._bin_training_data(X, seed, sample_weight)
         n_samples, n_features = inputs.data.X_binned.shape
         y = check_y(y, n_samples)
@@ -188,6 +190,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     """
 
     _criteria = CLASSIFICATION_CRITERIA
+    _model_attributes = {**CLASS_ATTRIBUTES, **_BaseDecisionTree._model_attributes}
 
     def __init__(self, criterion="gini", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
@@ -278,13 +281,8 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         return self._fit(X, y, sample_weight)
 
     def _targets(self, y):
-        return RegressionTargets(y, self._criteria[self.criterion])
-
-    def _statistics(self, targets, weight):
-        stats = super()._statistics(targets, weight)
-        if self.criterion == "absolute_error":
-            stats.targets = targets.y
-        return stats
+        return RegressionTargets(y, self._criteria[self.criterion],
+                                 attach=self.criterion == "absolute_error")
 
     def _grower(self):
         if self.criterion == "absolute_error":

@@ -139,12 +139,12 @@ class _TreeGrowth:
         best splits, see :meth:`_found`)."""
         layout, inv = self.stats.layout, self.stats.inv_scale
         count, _ = counts_and_weights(level_totals, layout, inv)
-        hist_row, hist_nodes, plan = _plan_histograms(level_totals.shape[0], candidates, count,
-                                                      previous, self.pool)
+        hist_row, plan = _plan_histograms(level_totals.shape[0], candidates, count,
+                                          previous, self.pool)
         rows = hist_row[candidates]
         plan.update(self.partition, rows=rows, totals=level_totals[candidates],
                     zero_rows=self.pool.rows_to_zero(),
-                    allowed=_scan_mask(self.rng, hist_nodes, candidates, rows,
+                    allowed=_scan_mask(self.rng, candidates, rows,
                                        self.data.X_binned.shape[1], self.growth.max_features))
         if self.constrained is not None:
             plan["allowed"][rows] &= self.constrained.allowed(level_start + candidates)
@@ -249,23 +249,26 @@ class _PreviousLevel:
     split_nodes: np.ndarray    # previous-level-relative nodes that split, in order
 
 
-def _scan_mask(rng, hist_nodes, candidates, rows, n_features, max_features):
+def _scan_mask(rng, candidates, rows, n_features, max_features):
     """uint8 (max(rows) + 1, n_features): which (histogram row, feature)
-    pairs the split scan tries. Feature subsets are drawn for every node
-    that owns a histogram (``hist_nodes``, ascending), so the random stream
-    does not depend on the pool's row order; only candidates' rows (``rows``)
-    are scanned, the other rows are all zeros and cost the scan nothing."""
-    drawn = feature_mask(rng, hist_nodes.size, n_features, max_features)
+    pairs the split scan tries. Feature subsets are drawn for the
+    candidates (ascending), one after the other, as the other growers
+    (:mod:`gputree.growth.median`, :mod:`gputree.growth.multiway`) draw them:
+    the random stream depends on the tree grown so far, not on the pool's
+    row order nor on which sibling's histogram is built (the one with fewer
+    rows), so a forest's tree, whose bootstrap rows are counted once, and a
+    tree fitted on those rows repeated draw alike. Only candidates' rows
+    (``rows``) are scanned; the other rows are all zeros and cost the scan
+    nothing."""
     mask = np.zeros((int(rows.max()) + 1, n_features), dtype=np.uint8)
-    mask[rows] = drawn[np.searchsorted(hist_nodes, candidates)]
+    mask[rows] = feature_mask(rng, candidates.size, n_features, max_features)
     return mask
 
 
 def _plan_histograms(n_level, candidates, count, previous, pool):
     """Host plan of a level's histograms in the pool: (hist_row int32
-    (n_level,), the pool row of each node or -1; hist_nodes int64, ascending
-    level-relative nodes that own a row: the candidates and the built
-    children; dict of int32 arrays node_to_build (n_level,), the build row of
+    (n_level,), the pool row of each node or -1; dict of int32 arrays
+    node_to_build (n_level,), the build row of
     each node or -1, and built_rows, parent_rows (n_derived,): each derived
     sibling is ``parent - built`` in its parent's row).
 
@@ -279,17 +282,16 @@ def _plan_histograms(n_level, candidates, count, previous, pool):
     if previous is None:
         hist_row = pool.take(1)
         none = np.empty(0, dtype=NODE_DTYPE)
-        return hist_row, np.zeros(1, dtype=np.int64), {
+        return hist_row, {
             "node_to_build": hist_row.copy(), "built_rows": none, "parent_rows": none}
     pairs = np.unique(candidates // 2)
     left, right = 2 * pairs, 2 * pairs + 1
     left_smaller = count[left] <= count[right]
     smaller = np.where(left_smaller, left, right)
     larger = np.where(left_smaller, right, left)
-    owns = np.zeros(n_level, dtype=bool)
-    owns[candidates] = True
-    derive = owns[larger]
-    owns[smaller] = True
+    is_candidate = np.zeros(n_level, dtype=bool)
+    is_candidate[candidates] = True
+    derive = is_candidate[larger]
     parent_rows = previous.hist_row[previous.split_nodes[pairs[derive]]]
     pool.keep_only(parent_rows)
     hist_row = np.full(n_level, -1, dtype=NODE_DTYPE)
@@ -297,6 +299,6 @@ def _plan_histograms(n_level, candidates, count, previous, pool):
     plan = {"node_to_build": hist_row.copy(), "built_rows": hist_row[smaller[derive]],
             "parent_rows": parent_rows.astype(NODE_DTYPE)}
     hist_row[larger[derive]] = parent_rows
-    return hist_row, np.flatnonzero(owns), plan
+    return hist_row, plan
 
 

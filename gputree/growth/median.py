@@ -251,16 +251,21 @@ def _split_bitsets(last_bin, missing_left, missing_bin, out):
             _add_bin(out, j, missing_bin)
 
 
-def grow_absolute_error(backend, data, stats, growth, rng):
+def grow_absolute_error(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     """Grow one absolute-error regression tree (arguments as
     :func:`gputree.growth.levelwise.grow_tree`; ``stats``: the squared-error
-    statistics of the fit with ``stats.targets`` float64 (n, O) attached).
-    Returns (TreeArrays, None)."""
+    statistics of the fit with ``stats.targets`` float64 (n, O) attached;
+    ``pool`` and ``held_row_bytes`` are unused: no histograms are built).
+    Rows of weight zero (a bootstrap's out-of-bag rows) take no part in the
+    split search, as scikit-learn drops them, but reach a leaf. Returns
+    (TreeArrays, positions int32 (n_samples,) on the backend: every row's leaf)."""
     if np.any(data.is_categorical):
         raise ValueError("criterion='absolute_error' supports numerical features only; "
                          "one-hot encode the categorical features or set "
                          "categorical_features=None.")
-    return _MedianGrowth(backend, data, stats, growth, rng).run(), None
+    growth = _MedianGrowth(backend, data, stats, growth, rng)
+    tree = growth.run()
+    return tree, backend.asarray(growth.positions)
 
 
 class _MedianGrowth:
@@ -320,7 +325,7 @@ class _MedianGrowth:
         in_candidate[candidates] = True
         index_of = np.full(in_candidate.size, -1, dtype=np.int64)
         index_of[candidates] = np.arange(k)
-        valid = (node >= 0) & (node < in_candidate.size)
+        valid = (node >= 0) & (node < in_candidate.size) & (self.wfix > 0)
         valid[valid] = in_candidate[node[valid]]
         rows = np.flatnonzero(valid)
         which = index_of[node[rows]]

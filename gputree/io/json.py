@@ -10,40 +10,196 @@ hold exactly are tagged objects with one key:
 * ``{"__strings__": {"dtype": "object" | "<U5", "values": [...]}}``: an array of str.
 * ``{"__tuple__": [...]}``, ``{"__items__": [[key, value], ...]}`` (a dict
   whose keys are not all str), ``{"__float__": "nan" | "inf" | "-inf"}``.
+
+The file's ``digest`` (schema version 5) is the SHA-256 of its content: of
+the JSON value without the ``digest`` member, written canonically
+(:func:`content_digest`), so a change of any value, key or array byte is
+caught on load, while the formatting (whitespace, key order, how a number or
+a string is spelt) is free. Every way a file can fail to load raises
+:class:`gputree.model.ModelFormatError`. ``save_model`` writes a temporary
+file next to the target and renames it over the target once it is complete
+and on disk, so the target is always either the old file or the new one.
 """
 import base64
+import hashlib
 import json
 import math
+import os
+import secrets
+import stat
+import warnings
 
 import numpy as np
 
-from ..model import FittedModel, ModelFormatError
+from ..model import (FittedModel, ModelFormatError, UnverifiedModelWarning,
+                     check_schema_version)
 
 #: dtypes an array in a model file may have
 ARRAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                 "uint64", "float32", "float64")
 _TAGS = ("__ndarray__", "__strings__", "__tuple__", "__items__", "__float__")
+#: the file's ``digest`` member: this prefix and 64 lower-case hex digits
+DIGEST_PREFIX = "sha256:"
+#: schema version from which a file must carry a digest
+FIRST_DIGEST_VERSION = 5
 
 
 def save_model(estimator, path):
-    """Write a fitted gputree estimator to ``path`` (str or path-like) as JSON."""
-    text = json.dumps(encode(FittedModel.of(estimator).to_dict()), allow_nan=False,
-                      separators=(",", ":"))
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(text)
+    """Write a fitted gputree estimator to ``path`` (str or path-like) as
+    JSON with its digest, atomically: an interrupted save leaves the file
+    that was there (or none), never a part of the new one."""
+    data = encode(FittedModel.of(estimator).to_dict())
+    digest = content_digest(data)
+    data = {"format": data.pop("format"), "schema_version": data.pop("schema_version"),
+            "digest": digest, **data}
+    text = json.dumps(data, allow_nan=False, separators=(",", ":"))
+    write_atomically(path, text.encode("utf-8"))
 
 
 def load_model(path, device=None):
     """The fitted estimator saved at ``path``; ``device`` overrides the saved
-    ``device`` parameter (e.g. "cpu" for a model fitted on a GPU)."""
-    with open(path, "r", encoding="utf-8") as stream:
-        text = stream.read()
+    ``device`` parameter (e.g. "cpu" for a model fitted on a GPU). Raises
+    ModelFormatError, naming what is wrong, for any file that is not an
+    intact gputree model; warns (UnverifiedModelWarning) for a file written
+    before digests (schema version < 5), whose content cannot be verified."""
+    with open(path, "rb") as stream:
+        raw = stream.read()
+    content = verified(parse(raw, path), path)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        model = FittedModel.from_dict(decode(content))
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path}: {exc}") from exc
+    return model.to_estimator(device)
+
+
+def parse(raw, path="the file"):
+    """The JSON value of a model file's bytes; ModelFormatError for bytes
+    that are not UTF-8 JSON, for a key given twice in an object, and for
+    numbers that are not finite (NaN, Infinity, 1e999) or are too long."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelFormatError(f"{path} is not a gputree model file: byte {exc.start} is not "
+                               f"UTF-8 text ({exc.reason}); the file is damaged or not "
+                               "JSON.") from exc
+    try:
+        return json.loads(text, object_pairs_hook=_object, parse_float=_finite_float,
+                          parse_constant=_no_constant)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path}: {exc}") from exc
+    except (ValueError, RecursionError) as exc:   # JSONDecodeError, an int too long
         raise ModelFormatError(f"{path} is not a gputree model file: invalid or truncated "
                                f"JSON ({exc}).") from exc
-    return FittedModel.from_dict(decode(data)).to_estimator(device)
+
+
+def _object(pairs):
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        keys = [k for k, _ in pairs]
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise ModelFormatError(f"an object has the key {twice!r:.60} twice.")
+    return data
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ModelFormatError(f"the number {text:.40} is out of float64's range.")
+    return value
+
+
+def _no_constant(name):
+    raise ModelFormatError(f"{name} is not JSON (non-finite floats are written "
+                           "{\"__float__\": \"nan\"}).")
+
+
+def content_digest(data):
+    """``"sha256:<hex>"``: SHA-256 of the JSON value ``data`` (a dict, without
+    a ``digest`` key) written canonically: keys sorted, no whitespace, every
+    character beyond ASCII as a \\u escape, numbers as Python writes them
+    (ints in decimal, floats in their shortest round-trip form):
+    ``json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)``."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                           allow_nan=False)
+    return DIGEST_PREFIX + hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def verified(data, path="the file"):
+    """``data`` (a parsed model file) without its ``digest``, once the digest
+    matches the content: a file of schema version 5 or later must carry one;
+    an older file loads with an UnverifiedModelWarning (a newer one is
+    refused before: its digest may be computed otherwise)."""
+    if not isinstance(data, dict) or data.get("format") != "gputree-model":
+        return data                      # from_dict says what it should be
+    content = {k: v for k, v in data.items() if k != "digest"}
+    try:
+        version = check_schema_version(data.get("schema_version"))
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path}: {exc}") from exc
+    if "digest" not in data:
+        if version >= FIRST_DIGEST_VERSION:
+            raise ModelFormatError(f"{path} has no 'digest', which schema_version {version} "
+                                   "requires: the file is damaged or was edited.")
+        warnings.warn(f"{path} has no digest (schema_version {version!r:.20}, written by a "
+                      "gputree before version 5): its content cannot be verified. Save it "
+                      "again to add one.", UnverifiedModelWarning, stacklevel=3)
+        return content
+    saved = data["digest"]
+    if not isinstance(saved, str) or not saved.startswith(DIGEST_PREFIX):
+        raise ModelFormatError(f"{path}: 'digest' must be '{DIGEST_PREFIX}' and 64 hex digits, "
+                               f"got {saved!r:.80}.")
+    if saved != content_digest(content):
+        raise ModelFormatError(f"{path} is damaged: its content does not match its digest "
+                               "(SHA-256), so some value changed after it was written; use "
+                               "an intact copy or save the model again.")
+    return content
+
+
+def write_atomically(path, data):
+    """Write the bytes ``data`` to ``path``: into a new file in the same
+    folder, flushed to disk, then renamed over ``path`` (atomic on POSIX and
+    Windows); on any failure the new file is removed and ``path`` is as it
+    was. A symlink ``path`` has its target replaced; the file keeps the
+    permissions of the one it replaces (else the default, after umask)."""
+    target = os.path.realpath(os.fspath(path))
+    folder, name = os.path.split(target)
+    temporary = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with _create_new(temporary) as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if os.path.exists(target):
+            os.chmod(temporary, stat.S_IMODE(os.stat(target).st_mode))
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    _sync_folder(folder)
+
+
+def _create_new(path):
+    """A binary stream on a file created at ``path`` (which must not exist),
+    with the permissions ``open`` gives a new file."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    return open(os.open(path, flags, 0o666), "wb")
+
+
+def _sync_folder(folder):
+    """Flush the rename to disk (POSIX; a no-op where folders cannot be opened)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def encode(value):

@@ -22,8 +22,9 @@ from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
 from ..base import Backend
 from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
                         measure_of)
+from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
-from . import binning, histograms, partition, predict, split_scan
+from . import binning, histograms, partition, predict, ranking, split_scan
 from .binned_cache import BinnedCache
 
 
@@ -161,6 +162,11 @@ class CPUBackend(Backend):
     def add_node_values(self, node_values, positions, out, first_column):
         predict.add_node_values.run(node_values.shape[1] * positions.shape[0], node_values,
                                     positions, out, first_column)
+
+    def query_terms(self, scores, queries, settings, g, h, ndcg):
+        per_row = settings.truncation if settings.flags & FLAG_GRADIENTS else 4
+        ranking.query_terms.run(scores.shape[0] * per_row,
+                                *kernel_arguments(scores, queries, settings, g, h, ndcg))
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):
