@@ -38,6 +38,13 @@ __device__ __forceinline__ int gt_level_index(int node, int level_start, int n_l
     return (k >= 0 && k < n_level_nodes) ? k : -1;
 }
 
+// Row id at index j of a row partition (kernels/row_partition.cu).
+//   order: IN (n_samples,) int32 row ids grouped by node, unread when identity is set
+__device__ __forceinline__ int gt_row_at(const int* order, long long j, int identity)
+{
+    return identity ? (int)j : order[j];
+}
+
 // 1 when `bin` goes to the left child under `bitset`.
 //   bitset: IN (GT_BITSET_WORDS,) uint32 words of one node
 __device__ __forceinline__ int gt_goes_left(const unsigned int* bitset, int bin)

@@ -195,7 +195,7 @@ def test_map_to_bins_special_values():
 
 # ---------------------------------------------------------------- build_histograms
 
-#: (threads_per_block, max_blocks, histogram_mode, slots): slots = (node, feature)
+#: (threads_per_block, max_blocks, histogram_kernel, slots): slots = (node, feature)
 #: histograms per block's shared slice, None for the default 48 KiB
 HIST_LAUNCHES = [(256, 4096, "auto", None), (64, 5, "shared", 1), (96, 3, "shared", 5),
                  (32, 2, "global", None), (128, 7, "auto", 2)]
@@ -203,7 +203,7 @@ HIST_LAUNCHES = [(256, 4096, "auto", None), (64, 5, "shared", 1), (96, 3, "share
 
 def histogram_kernels(n_bins, n_channels, threads_per_block, max_blocks, mode, slots):
     options = {} if slots is None else {"shared_mem_bytes": slots * n_bins * n_channels * 8}
-    return kernels(threads_per_block, max_blocks, histogram_mode=mode, **options)
+    return kernels(threads_per_block, max_blocks, histogram_kernel=mode, **options)
 
 
 def random_histogram_case(rng, n_samples, n_features, n_bins, n_channels, n_level_nodes):
@@ -315,9 +315,9 @@ def test_predict_leaves_matches_reference(launch, n_samples, n_trees, max_depth,
 
 def test_histogram_launch_falls_back_to_global_memory():
     """Too many shared slices, or one that does not fit, -> global accumulation."""
-    auto = kernels(histogram_mode="auto", max_shared_groups=4)
+    auto = kernels(histogram_kernel="auto", max_shared_groups=4)
     assert auto._histogram_groups(2, 3, 16, 2)[2]  # one slice covers everything
     assert auto._histogram_groups(512, 100, 256, 2) == (512, 100, False)
     assert auto._histogram_groups(1, 1, 256, 25) == (1, 1, False)  # 51 KiB for one feature
     with pytest.raises(ValueError, match="does not fit"):
-        kernels(histogram_mode="shared")._histogram_groups(1, 1, 256, 25)
+        kernels(histogram_kernel="shared")._histogram_groups(1, 1, 256, 25, "shared")

@@ -5,8 +5,12 @@ kernels (:mod:`.numba_kernels`) for the split scan and node summaries (the
 same scan code the CPU backend runs); and the fit's device memory estimate.
 
 Binned data, statistics, positions and histograms stay on the device for the
-whole fit; every primitive is one launch per level for all nodes of the level;
-the host reads back only the per-level split decisions.
+whole fit; every primitive is one launch per level for all nodes of the level
+(or a few: the row partition's); the host reads back only the per-level
+split decisions. The backend follows each tree's positions with a row
+partition (:mod:`.row_partition`), so that the histogram kernels read only
+the rows of the nodes they build; which kernel builds is the ``histogram_kernel``
+option (``$GPUTREE_HIST_KERNEL``; :data:`.c_kernels.HISTOGRAM_KERNELS`).
 
 The simulated device (``device="cuda-sim"``) is this same backend with numpy
 arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
@@ -14,6 +18,7 @@ CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
 ``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
 """
 import math
+import weakref
 from collections import Counter
 
 import numpy as np
@@ -25,18 +30,27 @@ from ..lambdarank import kernel_arguments
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
 from . import numba_kernels
 from .accounting import AllocationTracker, TransferCounter
-from .c_kernels import get_kernels
+from .c_kernels import CudaKernels, get_kernels
 from .numba_kernels import THREADS_PER_BLOCK
+from .row_partition import RowPartition
 from .transfer import pack_device, pack_host, unpack
 
 
 class CUDABackend(Backend):
-    """The CUDA primitives on a runtime: "cupy" (a GPU) or "emulator" (CPU)."""
+    """The CUDA primitives on a runtime: "cupy" (a GPU) or "emulator" (CPU).
 
-    def __init__(self, runtime):
+    ``histogram_kernel``: one of :data:`.c_kernels.HISTOGRAM_KERNELS`, or
+    None for ``$GPUTREE_HIST_KERNEL`` (default "auto"); it can be changed
+    later through ``kernels.histogram_kernel``.
+    """
+
+    def __init__(self, runtime, histogram_kernel=None):
         self.runtime = runtime
         self.name = "cuda" if runtime == "cupy" else "cuda-sim"
-        self.kernels = get_kernels(runtime)
+        self.kernels = (get_kernels(runtime) if histogram_kernel is None
+                        else CudaKernels(runtime, histogram_kernel=histogram_kernel))
+        #: id(positions) -> RowPartition of every positions array followed
+        self._partitions = {}
         self.xp = self.kernels.xp
         self.device_xp = self.xp if runtime == "cupy" else None
         self.launches = Counter()
@@ -101,8 +115,35 @@ class CUDABackend(Backend):
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build,
                          n_build, n_bins, out=None):
         self._count("build_histograms")
+        segments = self._row_segments(positions, level_start, node_to_build.shape[0])
         return self.kernels.build_histograms(X_binned, stats, positions, level_start,
-                                             node_to_build, n_build, n_bins, out=out)
+                                             node_to_build, n_build, n_bins, out=out,
+                                             segments=segments)
+
+    def _row_segments(self, positions, level_start, n_level):
+        """The followed row partition's segments of the level, or None. A
+        tree's root (level 0, one node) starts following ``positions``."""
+        if not self.kernels.follows_row_partition:
+            return None
+        partition = self._partitions.get(id(positions))
+        if level_start == 0 and n_level == 1:
+            if partition is None:
+                partition = self._follow(positions)
+            if partition is not None:
+                partition.start_tree()
+        return None if partition is None else partition.level(level_start, n_level)
+
+    def _follow(self, positions):
+        """A RowPartition of ``positions``, dropped with it (None when the
+        array takes no weak reference)."""
+        key = id(positions)
+        try:
+            partition = RowPartition(self, positions)
+            weakref.finalize(positions, self._partitions.pop, key, None)
+        except TypeError:
+            return None
+        self._partitions[key] = partition
+        return partition
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
         self._count("subtract_histograms")
@@ -113,6 +154,9 @@ class CUDABackend(Backend):
         self._count("update_positions")
         self.kernels.update_positions(X_binned, positions, level_start, split_feature,
                                       split_bitset, left_child)
+        partition = self._partitions.get(id(positions))
+        if partition is not None:
+            partition.record_split(level_start, split_feature, left_child)
 
     def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
         self._count("predict_leaves")
@@ -198,7 +242,8 @@ def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nod
 
     * binning: X as given (at most 8 bytes a value), X as float64 for the
       kernel, binned X;
-    * training: binned X, int64 statistics, int32 positions and
+    * training: binned X, int64 statistics, int32 positions, the row
+      partition's three int32 arrays (:mod:`.row_partition`) and
       ``held_row_bytes`` per row (what the caller keeps: boosting's targets,
       raw scores, gradients...); the histogram pool (up to
       ``max_level_nodes`` rows, twice while it grows); the split scan's
@@ -210,7 +255,7 @@ def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nod
     code = np.dtype(bin_dtype(n_bins)).itemsize
     binning = cells * (2 * np.dtype(X_DTYPE).itemsize + code)
     per_row = (n_features * code + n_channels * stat
-               + np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
+               + 4 * np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
     histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
     per_node = n_features * _scan_bytes_per_thread(n_channels) + _NODE_RECORD_BYTES * n_channels
     return binning + n_samples * per_row + histograms + max_level_nodes * per_node
