@@ -1,0 +1,23 @@
+"""benchmarks/gpu_kernels.py end to end on the simulated device (its times are
+the CPU's and mean nothing; this checks that the GPU run's table will come
+out: every primitive and variant of every level, "auto" marked)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import gpu_kernels  # noqa: E402
+
+
+def test_the_table_has_every_primitive_and_variant(capsys):
+    assert gpu_kernels.main(["--device", "cuda-sim", "--rows", "2000", "--levels", "0", "2",
+                             "--repeat", "1", "--shape-rows", "2000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split(" | ") for line in lines[3:]]
+    for level in ("0", "2"):
+        cells = [(r[4], r[5]) for r in rows if r[1] == level]
+        expected = [("build_histograms", v) for v in gpu_kernels.HISTOGRAM_VARIANTS]
+        expected += [("partition_rows", "")] if level != "0" else []
+        expected += [("update_positions", ""), ("find_best_splits", "")]
+        assert cells == expected
+        assert [r[5] for r in rows if r[1] == level and r[9] == "<- auto"] == ["node"]
+    assert all(float(r[6]) > 0 for r in rows)
