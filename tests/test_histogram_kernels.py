@@ -8,7 +8,12 @@ in groups, in global memory, and (``node32``) in 32-bit cells where a block's
 rows cannot overflow them and int64 where they can. The row partition kept
 level by level must group every node's rows exactly as a stable sort of the
 positions does.
+
+The kernel-level tests run on the GPU (cupy) when GPUTREE_TEST_DEVICE=cuda,
+else on the emulator; the row partition's on the emulator.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -24,6 +29,20 @@ try:
 except EmulatorUnavailableError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"CUDA C emulator unavailable: {exc}", allow_module_level=True)
 
+#: where the kernel-level tests run
+RUNTIME = "cupy" if os.environ.get("GPUTREE_TEST_DEVICE") == "cuda" else "emulator"
+
+
+def on_device(case):
+    """A case's arrays on RUNTIME's device (numpy arrays as they are on the emulator)."""
+    xp = c_kernels.array_module(RUNTIME)
+    return tuple(xp.asarray(a, order="F" if a.ndim == 2 and a.flags.f_contiguous else "C")
+                 if isinstance(a, np.ndarray) else a for a in case)
+
+
+def on_host(array):
+    return array.get() if hasattr(array, "get") else array
+
 VARIANTS = ("global", "shared", "node", "node32")
 
 #: by-node launch shapes: (threads_per_block, node_min_rows, node_max_blocks,
@@ -34,7 +53,7 @@ NODE_LAUNCHES = [(256, None, None, None), (32, 7, 64, 1), (64, 50, 3, 2), (128, 
 def kernels(variant, threads=256, min_rows=None, max_blocks=None, features=None, n_bins=1,
             n_channels=1):
     shared = None if features is None else features * n_bins * n_channels * 8
-    return c_kernels.CudaKernels("emulator", threads_per_block=threads, histogram_kernel=variant,
+    return c_kernels.CudaKernels(RUNTIME, threads_per_block=threads, histogram_kernel=variant,
                                  node_min_rows=min_rows, node_max_blocks=max_blocks,
                                  node_shared_bytes=shared)
 
@@ -77,7 +96,7 @@ def test_every_variant_equals_the_reference(variant, n_samples, n_features, n_bi
     launches = NODE_LAUNCHES if variant.startswith("node") else NODE_LAUNCHES[:1]
     for threads, min_rows, max_blocks, features in launches:
         k = kernels(variant, threads, min_rows, max_blocks, features, n_bins, n_channels)
-        np.testing.assert_array_equal(k.build_histograms(*case), expected)
+        np.testing.assert_array_equal(on_host(k.build_histograms(*on_device(case))), expected)
 
 
 @pytest.mark.parametrize("stat_range, expect_narrow", [(3, True), (2**40, False)])
@@ -94,7 +113,8 @@ def test_node32_equals_the_reference_with_narrow_and_wide_channels(stat_range, e
     plan = k.plan_by_node(X.shape[0], X.shape[1], 255, n_channels, case[5], narrow=True)
     assert plan.narrow and plan.use_shared
     assert plan.rows_per_block * stat_range < 2**31 or not expect_narrow
-    np.testing.assert_array_equal(k.build_histograms(*case), ref_build_histograms(*case))
+    np.testing.assert_array_equal(on_host(k.build_histograms(*on_device(case))),
+                                  ref_build_histograms(*case))
 
 
 def test_node32_on_the_overflow_boundary():
@@ -107,7 +127,7 @@ def test_node32_on_the_overflow_boundary():
         positions = np.zeros(n, np.int32)
         X = np.zeros((n, 1), np.uint8, order="F")
         case = (X, stats, positions, 0, np.zeros(1, np.int32), 1, 2)
-        got = kernels("node32", 32, 64, 1).build_histograms(*case)
+        got = on_host(kernels("node32", 32, 64, 1).build_histograms(*on_device(case)))
         np.testing.assert_array_equal(got, ref_build_histograms(*case))
 
 
@@ -179,7 +199,9 @@ def test_row_partition_follows_the_tree(variant, n_samples, threads):
     ascending order (what a stable sort of the positions gives), and the
     histograms built from it equal the reference."""
     backend = CUDABackend("emulator", histogram_kernel=variant)
-    backend.kernels = kernels(variant, threads, 16, 8)
+    backend.kernels = c_kernels.CudaKernels("emulator", threads_per_block=threads,
+                                            histogram_kernel=variant, node_min_rows=16,
+                                            node_max_blocks=8)
     rng = np.random.default_rng(n_samples)
     for positions, level_start, n_level, segments, hist, expected in grow_levels(
             rng, backend, n_samples, 4, 32, 6):
