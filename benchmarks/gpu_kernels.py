@@ -348,7 +348,8 @@ def main(argv=None):
     backend = get_backend(args.device)
     xp = backend.xp
     if xp is np:
-        device, bandwidth = "simulated device (CPU times, not a GPU's)", copy_bandwidth_gbs(np, 2**24)
+        device = "simulated device (CPU times, not a GPU's)"
+        bandwidth = copy_bandwidth_gbs(np, 2**24)
     else:
         device = xp.cuda.runtime.getDeviceProperties(0)["name"].decode()
         bandwidth = copy_bandwidth_gbs(xp)

@@ -45,6 +45,22 @@ __device__ __forceinline__ int gt_row_at(const int* order, long long j, int iden
     return identity ? (int)j : order[j];
 }
 
+// First index i in [0, n) with sorted[i] > value, or n (sorted non-decreasing).
+//   sorted: IN (n,) int32
+__device__ __forceinline__ int gt_upper_bound(const int* sorted, int n, long long value)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (sorted[mid] <= value) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 // 1 when `bin` goes to the left child under `bitset`.
 //   bitset: IN (GT_BITSET_WORDS,) uint32 words of one node
 __device__ __forceinline__ int gt_goes_left(const unsigned int* bitset, int bin)

@@ -169,16 +169,7 @@ extern "C" __global__ void plan_histogram_slots(
 //   slot_block_end: IN (n_build,) int32 inclusive scan of the slots' blocks
 __device__ __forceinline__ int gt_slot_of_block(int block, const int* slot_block_end, int n_build)
 {
-    int lo = 0, hi = n_build;
-    while (lo < hi) {
-        const int mid = (lo + hi) >> 1;
-        if (slot_block_end[mid] <= block) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
+    return gt_upper_bound(slot_block_end, n_build, block);
 }
 
 // |value| capped at cap, as unsigned (exact for every int64).
@@ -194,9 +185,9 @@ __device__ __forceinline__ unsigned long long gt_capped_abs(long long value,
 // (every partial sum of them then fits a 32-bit cell). Every thread of the
 // block calls it; it holds two barriers.
 //   the block's rows: order[j] for j in [j0, j1) whose position is node
-__device__ __forceinline__ unsigned int gt_narrow_channels(const long long* stats, const int* positions,
-                                           const int* order, int identity, long long j0,
-                                           long long j1, int node, int n_channels)
+__device__ __forceinline__ unsigned int gt_narrow_channels(
+    const long long* stats, const int* positions, const int* order, int identity, long long j0,
+    long long j1, int node, int n_channels)
 {
     __shared__ unsigned long long abs_sums[GT_NARROW_MAX_CHANNELS];
     const unsigned long long cap = 1ull << 32;  // n * cap cannot wrap for n < 2**32 threads

@@ -25,16 +25,7 @@
 __device__ __forceinline__ int gt_segment_of(long long j, const int* seg_begin, const int* seg_end,
                                              int n_level)
 {
-    int lo = 0, hi = n_level;  // the last k with seg_begin[k] <= j lies in [lo - 1, hi)
-    while (lo < hi) {
-        const int mid = (lo + hi) >> 1;
-        if (seg_begin[mid] <= j) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    const int k = lo - 1;
+    const int k = gt_upper_bound(seg_begin, n_level, j) - 1;
     return (k >= 0 && j < seg_end[k]) ? k : -1;
 }
 

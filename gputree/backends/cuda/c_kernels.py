@@ -382,9 +382,10 @@ class CudaKernels:
         level = (order, segments.begin, segments.end, split_feature, left_child)
         rows = (np.int32(n_samples), np.int32(n_level), np.int32(identity))
         flags = new_order  # the flags live where the new order goes; the scan is read after
-        self._launch("partition_flags", (self._blocks(n_samples),), (*level, positions, flags, *rows))
+        grid = (self._blocks(n_samples),)
+        self._launch("partition_flags", grid, (*level, positions, flags, *rows))
         self.xp.cumsum(flags, dtype=NODE_DTYPE, out=scan)
-        self._launch("partition_scatter", (self._blocks(n_samples),), (*level, scan, new_order, *rows))
+        self._launch("partition_scatter", grid, (*level, scan, new_order, *rows))
         self._launch("partition_segments", (self._blocks(n_level),), (
             *level, scan, next_begin, next_end, np.int32(n_level), np.int32(next_start),
             np.int32(n_next)))
