@@ -130,11 +130,19 @@ def _targets(data):
             "two_floats": np.stack([y_float, y_float ** 2], axis=1)}
 
 
+#: tree fields of categorical splits' words beyond their bitsets: left out of
+#: a tree that has none (all its splits in their bitsets), so that models
+#: without such splits keep the fingerprints they had before these fields
+WORD_FIELDS = ("cat_words", "cat_start", "cat_n_words")
+
+
 def _fingerprint(model, X_test):
     """SHA-256 (hex) over every tree field and every prediction output."""
     digest = hashlib.sha256()
     for tree in model.model_.trees:
         for f in fields(tree):
+            if f.name in WORD_FIELDS and not tree.cat_n_words.any():
+                continue
             value = np.ascontiguousarray(getattr(tree, f.name))
             digest.update(f.name.encode() + str(value.dtype).encode() + str(value.shape).encode())
             digest.update(value.tobytes())

@@ -57,7 +57,8 @@ def inline_helper(function):
 ir_inline = njit(inline="always")
 
 
-goes_left = make_splitset(ir_inline).goes_left
+#: the split rule of partitioning and prediction (their LeftSets)
+goes_left_words = make_splitset(ir_inline).goes_left_words
 
 
 #: helpers smaller than this (bytes of CPython bytecode) are inlined in numba's IR

@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernel_cache import cache_numba_cpu_kernels
-from .jit import U64, goes_left
+from .jit import U64, goes_left_words
 from .stages import staged
 
 cache_numba_cpu_kernels(__file__)
@@ -26,27 +26,32 @@ def gather_chunk(n_rows, n_build):
 
 
 @njit(inline="always")
-def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, left_child):
+def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, split_words,
+           split_start, split_n_words, left_child):
     """Row i's position once its node (level-relative k, if it splits) sends
-    it to a child."""
+    it to a child (the split's LeftSets: split_bitset, split_words,
+    split_start, split_n_words)."""
     p = positions[U64(i)]
     k = p - level_start
     if 0 <= k < split_feature.shape[0] and split_feature[U64(k)] >= 0:
         b = X_binned[U64(i), U64(split_feature[U64(k)])]
-        p = left_child[U64(k)] + (0 if goes_left(split_bitset, k, b) else 1)
+        left = goes_left_words(split_bitset, k, b, split_words, split_start, split_n_words)
+        p = left_child[U64(k)] + (0 if left else 1)
     return p
 
 
 @staged
-def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
-                  level_start, build_index, n_build, chunk_rows, found, found_node, rows):
+def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, split_words,
+                 split_start, split_n_words, left_child, level_start, build_index, n_build,
+                 chunk_rows, found, found_node, rows):
     """The rows of the nodes to build, grouped by node (``build_index``
     int32 (n_level,): the node's index among them, or -1), ascending within
     a node, into rows int32 (n,) OUT: returns node_first int64 (n_build +
     1,), node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each
     row first moves as update_positions would (positions int32 INOUT;
     moves_start and the split arrays as its level_start and split arrays:
-    empty, no move). found, found_node int32 (n,): scratch (the caller
+    empty, no move; the splits' LeftSets as split_bitset, split_words,
+    split_start, split_n_words). found, found_node int32 (n,): scratch (the caller
     allocates the three (n,) arrays: numpy's large arrays get huge pages,
     a kernel's own 4 KiB pages, faulted in one by one: 30k faults a tree
     at 7M rows).
@@ -64,7 +69,7 @@ def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, 
         k = start
         for i in range(start, min(start + chunk_rows, n_samples)):
             p = _moved(X_binned, positions, i, moves_start, split_feature, split_bitset,
-                       left_child)
+                       split_words, split_start, split_n_words, left_child)
             positions[U64(i)] = p
             j = -1
             if level_start <= p < level_start + build_index.shape[0]:
@@ -93,9 +98,11 @@ def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, 
 
 
 @staged
-def update_positions(X_binned, positions, level_start, split_feature,
-                      split_bitset, left_child):
-    """positions int32 (n,) INOUT: rows of split nodes move to a child."""
+def update_positions(X_binned, positions, level_start, split_feature, split_bitset,
+                     split_words, split_start, split_n_words, left_child):
+    """positions int32 (n,) INOUT: rows of split nodes move to a child (the
+    splits' LeftSets: split_bitset, split_words, split_start, split_n_words)."""
     for i in prange(positions.shape[0]):
         positions[U64(i)] = _moved(X_binned, positions, i, level_start, split_feature,
-                                  split_bitset, left_child)
+                                  split_bitset, split_words, split_start, split_n_words,
+                                  left_child)

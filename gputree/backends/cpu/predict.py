@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernel_cache import cache_numba_cpu_kernels
-from .jit import U64, goes_left
+from .jit import U64, goes_left_words
 from .stages import staged
 
 cache_numba_cpu_kernels(__file__)
@@ -18,16 +18,17 @@ _PREDICT_BLOCK = 64
 
 
 @njit(cache=True)
-def _walk_arrays(node_feature, node_bitset, node_left, tree_roots):
+def _walk_arrays(node_feature, node_bitset, node_n_words, node_left, tree_roots):
     """Trees (as ``predict_leaves`` takes them) rewritten so that one step is
-    the same for every node: a leaf gets feature 0, an all-ones bitset and
-    ``next = itself + 1`` (it goes "left" to itself); an internal node gets
+    the same for every node: a leaf gets feature 0, an all-ones bitset, no
+    words and ``next = itself + 1`` (it goes "left" to itself); an internal node gets
     ``next = left + 1``, so the child is ``next - goes_left``. Also returns
     each tree's depth (int32 (n_trees,)): the number of steps to take.
     Children follow their parent (BFS numbering), so one forward pass per
     tree finds every node's depth."""
     feature = np.maximum(node_feature, 0)
     bitset = node_bitset.copy()
+    n_words = node_n_words.copy()
     step_next = np.empty(node_left.shape[0], dtype=np.int32)
     depth = np.zeros(node_left.shape[0], dtype=np.int32)
     tree_depth = np.zeros(tree_roots.shape[0], dtype=np.int32)
@@ -38,33 +39,38 @@ def _walk_arrays(node_feature, node_bitset, node_left, tree_roots):
             if node_feature[node] < 0:
                 step_next[node] = node + 1
                 bitset[node, :] = np.uint32(0xFFFFFFFF)
+                n_words[node] = 0
                 tree_depth[t] = max(tree_depth[t], depth[node])
             else:
                 step_next[node] = node_left[node] + 1
                 depth[node_left[node]] = depth[node] + 1
                 depth[node_left[node] + 1] = depth[node] + 1
-    return feature, bitset, step_next, tree_depth
+    return feature, bitset, n_words, step_next, tree_depth
 
 
 @njit(inline="always")
-def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next, nodes):
+def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, words, word_start,
+             n_words, step_next, nodes):
     """nodes int32 (>= n_rows,) OUT: leaf of rows start .. start+n_rows-1 in
-    the tree at ``root`` (arrays from _walk_arrays). All rows of the block
-    step down one level together, branch-free, so their loads overlap."""
+    the tree at ``root`` (arrays from _walk_arrays; the LeftSets' words and
+    starts as given). All rows of the block step down one level together,
+    branch-free, so their loads overlap."""
     for j in range(n_rows):
         nodes[j] = root
     for _ in range(n_steps):
         for j in range(n_rows):
             node = U64(nodes[j])
             b = X_binned[U64(start + j), U64(feature[node])]
-            nodes[j] = step_next[node] - np.int32(goes_left(bitset, node, b))
+            nodes[j] = step_next[node] - np.int32(
+                goes_left_words(bitset, node, b, words, word_start, n_words))
 
 
 @staged
-def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
-                node_values, tree_columns, out):
-    """Every row down every tree (tree arrays from _walk_arrays), in tree
-    order, then with the leaf reached:
+def _walk_trees(X_binned, feature, bitset, words, word_start, n_words, step_next, tree_roots,
+                tree_depth, leaves, node_values, tree_columns, out):
+    """Every row down every tree (tree arrays from _walk_arrays, words and
+    word_start of the trees' LeftSets), in tree order, then with the leaf
+    reached:
 
     leaves       OUT   int32 (n, n_trees) leaf ids, or (0, 0) to skip;
     out          INOUT float64 (n, W), or (0, 0) to skip:
@@ -81,7 +87,7 @@ def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, le
         nodes = np.empty(_PREDICT_BLOCK, dtype=np.int32)
         for t in range(tree_roots.shape[0]):
             _descend(X_binned, start, n_rows, tree_roots[t], tree_depth[t], feature, bitset,
-                     step_next, nodes)
+                     words, word_start, n_words, step_next, nodes)
             if leaves.shape[0] > 0:
                 for j in range(n_rows):
                     leaves[start + j, t] = nodes[j]
@@ -116,11 +122,14 @@ def _loop_vectorizer_off():
         numba.config.LOOP_VECTORIZE = saved
 
 
-def walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, node_values,
-          tree_columns, out):
-    """_walk_trees of these trees (its outputs as there)."""
-    walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-    steps = X_binned.shape[0] * (int(walk[3].sum()) + tree_roots.shape[0])
+def walk(X_binned, node_feature, node_sets, node_left, tree_roots, leaves, node_values,
+         tree_columns, out):
+    """_walk_trees of these trees (node_sets: their LeftSets; its outputs as
+    there)."""
+    feature, bitset, n_words, step_next, depth = _walk_arrays(
+        node_feature, node_sets.bitset, node_sets.n_words, node_left, tree_roots)
+    steps = X_binned.shape[0] * (int(depth.sum()) + tree_roots.shape[0])
     with _loop_vectorizer_off():
-        _walk_trees.run(steps, X_binned, *walk[:3], tree_roots, walk[3], leaves, node_values,
+        _walk_trees.run(steps, X_binned, feature, bitset, node_sets.words, node_sets.start,
+                        n_words, step_next, tree_roots, depth, leaves, node_values,
                         tree_columns, out)
