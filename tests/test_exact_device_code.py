@@ -64,7 +64,7 @@ def _arrays():
     return types.SimpleNamespace(
         i64=lambda nd: nt.Array(nt.int64, nd, "C"), f64=lambda nd: nt.Array(nt.float64, nd, "C"),
         i32=lambda nd: nt.Array(nt.int32, nd, "C"), u8=lambda nd: nt.Array(nt.uint8, nd, "C"),
-        u32=lambda nd: nt.Array(nt.uint32, nd, "C"), int64=nt.int64)
+        u32=lambda nd: nt.Array(nt.uint32, nd, "C"), int64=nt.int64, float64=nt.float64)
 
 
 def _signatures():
@@ -74,7 +74,11 @@ def _signatures():
             a.i64(3), a.f64(2))
     summaries = (a.i64(2), a.i64(1), a.f64(1), a.f64(1), a.f64(3), a.f64(1))
     devmath = (a.int64, a.f64(1), a.f64(1))
-    return {"_find_splits": scan, "_node_summaries": summaries, "_devmath_kernel": devmath}
+    ranking = (a.i64(1), a.f64(1), a.i32(1), a.f64(1), a.f64(1), a.f64(1), a.f64(1), a.float64,
+               a.int64, a.int64, a.int64, a.i64(1), a.i64(1), a.f64(2), a.f64(1), a.f64(1),
+               a.f64(1))
+    return {"_find_splits": scan, "_node_summaries": summaries, "_devmath_kernel": devmath,
+            "_query_terms": ranking}
 
 
 @pytest.mark.parametrize("kernel", sorted(_signatures()))

@@ -1,10 +1,13 @@
 """The scikit-learn estimators and what only they use: single trees
 (:mod:`.tree`), random forests (:mod:`.forest`) and gradient boosting
-(:mod:`.boosting`, with its losses, TreeBoost leaves and custom objectives),
+(:mod:`.boosting`, with its losses, TreeBoost leaves and custom objectives;
+:mod:`.ranking`, learning to rank with :mod:`.lambdamart`),
 over the shared base (:mod:`.base`), targets and ensemble helpers."""
 from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .forest import RandomForestClassifier, RandomForestRegressor
+from .ranking import GradientBoostingRanker
 from .tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "GradientBoostingClassifier",
-           "GradientBoostingRegressor", "RandomForestClassifier", "RandomForestRegressor"]
+           "GradientBoostingRanker", "GradientBoostingRegressor", "RandomForestClassifier",
+           "RandomForestRegressor"]
