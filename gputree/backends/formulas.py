@@ -53,7 +53,8 @@ LAYOUT_SIZE = 10
 # positions inside the float64 ``params`` array; the categorical search
 # (scan.py): PARAM_CAT_SEARCH 0 is CART's exact search (trees, forests), 1
 # LightGBM's (boosting) with its cat_smooth, cat_l2, min_data_per_group,
-# max_cat_threshold and max_cat_to_onehot
+# max_cat_threshold and max_cat_to_onehot, 2 LightGBM's for features of more
+# than 255 categories and CART's for the others
 (PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAM_REG_ALPHA,
  PARAM_CONSTRAINTS, PARAM_CAT_SEARCH, PARAM_CAT_SMOOTH, PARAM_CAT_L2, PARAM_MIN_DATA_PER_GROUP,
  PARAM_MAX_CAT_THRESHOLD, PARAM_MAX_CAT_TO_ONEHOT) = range(11)

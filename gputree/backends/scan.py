@@ -15,7 +15,9 @@ with the same arithmetic. Candidates, in order (the first strictly best wins):
   sort key (ties by category code: their bin), prefixes of that order
   (missing right, then left), then each category alone, then "all
   categories left, missing right";
-* categorical, LightGBM's search (``PARAM_CAT_SEARCH`` 1, boosting): a
+* categorical, LightGBM's search (``PARAM_CAT_SEARCH`` 1, boosting; 2:
+  for features of more than 255 categories, CART's exact search for the
+  others): a
   feature of at most ``PARAM_MAX_CAT_TO_ONEHOT`` categories tries each
   category alone (one-vs-rest; missing right, then left); otherwise the
   categories with at least ``max(1, PARAM_CAT_SMOOTH)`` rows in the node,
@@ -451,7 +453,8 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                           params, keys, order, row, f, n_features):
         """The categorical scan of the node: (gain, first, last, missing_left);
         the split's categories are order[first:last + 1]."""
-        if params[PARAM_CAT_SEARCH] == 0:
+        search = params[PARAM_CAT_SEARCH]
+        if search == 0 or (search == 2 and n_non_missing < BITMAP_BINS):
             gain, kind, index, ml, n_cat = scan_categorical(
                 H, T, L, R, A, M, n_non_missing, has_missing, parent, layout, inv, params,
                 keys, order, row, f, n_features)
