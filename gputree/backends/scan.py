@@ -419,7 +419,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         n_ml = 2 if has_missing else 1
         min_samples, min_weight = params[PARAM_MIN_SAMPLES_LEAF], params[PARAM_MIN_WEIGHT_LEAF]
         per_group = params[PARAM_MIN_DATA_PER_GROUP]
-        n_steps = min(n_used, min(params[PARAM_MAX_CAT_THRESHOLD], (n_used + 1) // 2))
+        n_steps = min(n_used, min(int(params[PARAM_MAX_CAT_THRESHOLD]), (n_used + 1) // 2))
         total = node_count(T, layout, inv)
         for direction in range(2):
             for c in range(A.shape[0]):
