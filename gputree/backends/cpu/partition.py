@@ -49,7 +49,8 @@ def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_se
     1,), node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each
     row first moves as update_positions would (positions int32 INOUT;
     moves_start and the split arrays as its level_start and split arrays:
-    empty, no move; ``split_sets`` the splits' LeftSets). found, found_node int32 (n,): scratch (the caller
+    empty, no move; ``split_sets`` the splits' LeftSets). found, found_node
+    int32 (n,): scratch (the caller
     allocates the three (n,) arrays: numpy's large arrays get huge pages,
     a kernel's own 4 KiB pages, faulted in one by one: 30k faults a tree
     at 7M rows). ``work``: the job's work (ThreadedKernel.run).
