@@ -25,6 +25,10 @@ Scenarios (``SCENARIOS`` below; every one takes ``--rows``):
   examples/lambdarank ships them (rank.train, rank.test, *.query); quality:
   NDCG@10 and NDCG@5 of the held-out queries (a query without a relevant
   row counts 1, as LightGBM and XGBoost count it)
+* ``categories`` a pandas ``category`` column of 2,000 levels (each its own
+  effect on y) and one numerical column, 40,000 training rows, 50 boosting
+  rounds: gputree (LightGBM's categorical search) vs LightGBM and XGBoost
+  (``enable_categorical``); ``categories20k``: 20,000 levels, 400,000 rows
 
 gputree runs on every device usable here (``--devices``), with its numba
 kernels compiled on a few rows before any timing. Every library gets
@@ -57,7 +61,8 @@ if __package__ in (None, ""):      # run as a script: import this folder as a pa
 from .common import (N_FEATURES, WARM_UP_ROWS, current_rss_bytes,  # noqa: E402
                      device_unavailable, gputree_estimator, peak_rss_bytes,
                      reset_peak_rss, set_threads, warm_up)
-from .datasets import letor_files, synthetic, synthetic_ranking, titanic  # noqa: E402
+from .datasets import (letor_files, many_categories, synthetic, synthetic_ranking,  # noqa: E402
+                       titanic)
 
 LIBRARY_NAMES = {"gputree": "gputree", "sklearn": "scikit-learn",
                  "lightgbm": "LightGBM", "xgboost": "XGBoost"}
@@ -129,6 +134,7 @@ class Scenario:
     test_size: float = 0.25
     memory: bool = False           # measure peak memory instead of speed
     cluster: bool = False          # fit dask arrays on a local Dask cluster
+    categories: int = 0            # data "categories": levels of its categorical column
 
 
 SEED = dict(random_state=0)
@@ -228,6 +234,18 @@ RANK = Group("LambdaMART, 100 trees, learning rate 0.1, lambda 1, pairs from the
                 lambdarank_num_pair_per_sample=30), threads="n_jobs", queries="qid"),
 ))
 
+CATEGORY_SETTINGS = dict(n_estimators=50, learning_rate=0.1, **SEED)
+CATEGORIES = Group("boosting, 50 rounds, on a high-cardinality categorical column", (
+    Runner("GradientBoostingClassifier (depth 6, LightGBM's categorical search)",
+           "gputree.GradientBoostingClassifier",
+           dict(CATEGORY_SETTINGS, max_depth=6, early_stopping=False)),
+    Runner("LGBMClassifier (defaults: num_leaves=31)", "lightgbm.LGBMClassifier",
+           dict(CATEGORY_SETTINGS, verbose=-1), threads="n_jobs"),
+    Runner("XGBClassifier (hist, depth 6, enable_categorical)", "xgboost.XGBClassifier",
+           dict(CATEGORY_SETTINGS, max_depth=6, tree_method="hist", enable_categorical=True),
+           threads="n_jobs"),
+))
+
 SCENARIOS = {
     "tree": Scenario("(a) one tree of depth 10", (ONE_TREE,)),
     "gbdt": Scenario("(b) gradient boosting, 100 trees", (GBDT,)),
@@ -244,6 +262,12 @@ SCENARIOS = {
                      rows=200_000, cluster=True),
     "rank": Scenario("learning to rank: LambdaMART, 100 trees", (RANK,), data="ranking",
                      rows=120_000),
+    "categories": Scenario("a categorical column of 2,000 categories; 40,000 training rows",
+                           (CATEGORIES,), data="categories", rows=50_000, test_size=0.2,
+                           categories=2000),
+    "categories20k": Scenario("a categorical column of 20,000 categories; 400,000 training "
+                              "rows", (CATEGORIES,), data="categories", rows=500_000,
+                              test_size=0.2, categories=20_000),
 }
 
 
@@ -552,6 +576,8 @@ def _gpu_name():
 def load_data(scenario, rows, folder=None):
     if scenario.data == "titanic":
         return titanic(rows, scenario.test_size)
+    if scenario.data == "categories":
+        return many_categories(rows, scenario.categories, scenario.test_size)
     if scenario.data == "ranking":
         return letor_files(folder) if folder else synthetic_ranking(rows, scenario.test_size)
     return synthetic(rows, scenario.test_size, regression=scenario.data == "regression")

@@ -84,6 +84,23 @@ def synthetic(rows, test_size=0.25, regression=False):
                   X, y, test_size, regression=regression)
 
 
+def many_categories(rows, n_categories, test_size=0.25, seed=0):
+    """A zip-code-like column: a pandas ``category`` of ``n_categories``
+    levels (drawn uniformly), each with its own effect (normal, sd 1) on the
+    log-odds of y, plus one numerical column (coefficient 0.5) and logistic
+    noise; ``rows`` rows in all."""
+    import pandas as pd
+    rng = np.random.RandomState(seed)
+    effect = rng.normal(size=n_categories)
+    codes = rng.randint(0, n_categories, rows)
+    x = rng.normal(size=rows).astype(np.float32)
+    y = (effect[codes] + 0.5 * x + rng.logistic(size=rows) > 0).astype(np.int32)
+    frame = pd.DataFrame({"category": pd.Categorical(codes, categories=np.arange(n_categories)),
+                          "x": x})
+    return _split(f"{n_categories:,} categories (each its effect) + 1 numerical column, "
+                  f"{rows:,} rows", frame, y, test_size, ["category"])
+
+
 def titanic(rows=None, test_size=0.25):
     """The Titanic data (all 1,309 rows, or the first ``rows``)."""
     frame = _read_titanic()

@@ -283,15 +283,19 @@ def time_partition(backend, shape, positions, repeat):
 def time_update(backend, X, positions, shape, repeat):
     """Milliseconds of moving every row of the level to a child (feature 0,
     half the bins left), on a copy of the positions restored before each run."""
+    from gputree._dtypes import BITSET_DTYPE, BITSET_WORDS, WORD_COUNT_DTYPE, WORD_START_DTYPE
+    from gputree.tree import LeftSets
     xp = backend.xp
     n_level = shape.sizes.size
     work = positions.copy()
-    bitset = xp.zeros((n_level, 10), np.uint32)
+    bitset = xp.zeros((n_level, BITSET_WORDS), BITSET_DTYPE)
     bitset[:, :4] = 0xFFFFFFFF
+    sets = LeftSets(bitset, xp.zeros(0, BITSET_DTYPE), xp.zeros(n_level, WORD_START_DTYPE),
+                    xp.zeros(n_level, WORD_COUNT_DTYPE))
     left = (shape.level_start + n_level + 2 * xp.arange(n_level)).astype(np.int32)
     feature = xp.zeros(n_level, np.int32)
     return time_ms(xp, lambda: backend.kernels.update_positions(
-        X, work, shape.level_start, feature, bitset, left), repeat,
+        X, work, shape.level_start, feature, sets, left), repeat,
         before=lambda: work.__setitem__(Ellipsis, positions))
 
 

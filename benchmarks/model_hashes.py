@@ -50,6 +50,21 @@ def _frame(X):
     return frame
 
 
+def _many_categories(X):
+    """X as a DataFrame whose column 3 is a pandas category of 720 codes
+    (each of its 6 values spread over 120 codes): categorical splits whose
+    left sets reach past bin 255."""
+    import pandas as pd
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    spread = np.random.RandomState(7).randint(0, 120, X.shape[0])
+    frame["f3"] = pd.Categorical(frame["f3"] * 120 + spread, categories=np.arange(720.0))
+    return frame
+
+
+#: how each X kind of a configuration is presented
+X_KINDS = {"X": lambda X: X, "frame": _frame, "many": _many_categories}
+
+
 def configurations():
     """name -> (estimator factory, target name, fit keyword names, X kind)."""
     import gputree as g
@@ -90,6 +105,14 @@ def configurations():
         "boost_early_stopping": (lambda: g.GradientBoostingClassifier(
             n_estimators=40, max_depth=4, early_stopping=True, validation_fraction=0.2,
             n_iter_no_change=3, **cpu), "binary", (), "X"),
+        "boost_many_categories": (lambda: g.GradientBoostingClassifier(
+            min_data_per_group=10, cat_smooth=2.0, **boost), "binary", (), "many"),
+        "boost_many_categories_exact": (lambda: g.GradientBoostingRegressor(
+            categorical_search="exact", **boost), "float", (), "many"),
+        "tree_many_categories": (lambda: g.DecisionTreeClassifier(max_depth=6, **cpu), "three",
+                                 (), "many"),
+        "forest_many_categories": (lambda: g.RandomForestRegressor(n_estimators=4, max_depth=6,
+                                                                   **cpu), "float", (), "many"),
         "tree_gini": (lambda: g.DecisionTreeClassifier(max_depth=8, **cpu), "three", (), "X"),
         "tree_entropy_weights": (lambda: g.DecisionTreeClassifier(
             criterion="entropy", min_samples_leaf=5, class_weight="balanced", **cpu), "three",
@@ -153,11 +176,19 @@ def _fit_keywords(keywords, data):
     return extra
 
 
+#: tree fields of categorical splits' words beyond their bitsets: left out of
+#: a tree that has none (all its splits in their bitsets), so that models
+#: without such splits keep the fingerprints they had before these fields
+WORD_FIELDS = ("cat_words", "cat_start", "cat_n_words")
+
+
 def _fingerprint(model, X_test):
     """SHA-256 (hex) over every tree field and every prediction output."""
     digest = hashlib.sha256()
     for tree in model.model_.trees:
         for f in fields(tree):
+            if f.name in WORD_FIELDS and not tree.cat_n_words.any():
+                continue
             value = np.ascontiguousarray(getattr(tree, f.name))
             digest.update(f.name.encode() + str(value.dtype).encode() + str(value.shape).encode())
             digest.update(value.tobytes())
@@ -182,7 +213,7 @@ def fingerprints(names=None):
     for name, (make, target, keywords, kind) in configurations().items():
         if names and name not in names:
             continue
-        train, held_out = (X, test) if kind == "X" else (_frame(X), _frame(test))
+        train, held_out = X_KINDS[kind](X), X_KINDS[kind](test)
         extra = _fit_keywords(keywords, data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

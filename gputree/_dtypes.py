@@ -31,8 +31,10 @@ MAX_NON_MISSING_BINS = 65535
 MAX_N_BINS = MAX_NON_MISSING_BINS + 1
 #: bins (missing bin included) whose codes fit X_BINNED_DTYPE
 MAX_NARROW_N_BINS = 256
-#: categories per categorical feature: their bins must lie in a split's bitmap
-MAX_CATEGORIES = 255
+#: categories per categorical feature (16-bit codes, as the bins of any
+#: feature); a categorical feature has one bin per category, so its
+#: categories, not max_bins, decide its bins
+MAX_CATEGORIES = MAX_NON_MISSING_BINS
 
 
 def bin_dtype(n_bins):
@@ -54,3 +56,19 @@ BITMAP_WORDS = BITMAP_BINS // BITSET_WORD_BITS
 BITSET_RANGE_WORD = BITMAP_WORDS
 BITSET_EXTRA_WORD = BITMAP_WORDS + 1
 BITSET_WORDS = BITMAP_WORDS + 2
+#: a categorical split's bins from BITMAP_BINS on: a bitmap in a variable
+#: number of further uint32 words (BITSET_DTYPE), word j holding bins
+#: BITMAP_BINS + 32 j .. + 31, kept apart from the split's BITSET_WORDS
+#: (gputree.tree.LeftSets): where a node's words start (WORD_START_DTYPE)
+#: and how many it has (WORD_COUNT_DTYPE)
+WORD_START_DTYPE = np.int64
+WORD_COUNT_DTYPE = np.int32
+
+
+def extension_words(n_bins_non_missing):
+    """Words a categorical split needs beyond the bitmap for a feature with
+    ``n_bins_non_missing`` (int or int array) categories: its bins 256 ..
+    n - 1 (the missing bin goes left through word BITSET_EXTRA_WORD)."""
+    n = np.asarray(n_bins_non_missing, dtype=np.int64)
+    words = np.maximum(n - BITMAP_BINS + BITSET_WORD_BITS - 1, 0) // BITSET_WORD_BITS
+    return int(words) if words.ndim == 0 else words

@@ -20,7 +20,7 @@ from ._dtypes import FLOAT_DTYPE
 from .backends.splitset import make_splitset
 from .growth.surrogates import refuse_surrogates
 
-_goes_left = make_splitset(numba.njit(inline="always")).goes_left
+_goes_left_words = make_splitset(numba.njit(inline="always")).goes_left_words
 
 
 def with_pred_contrib(predict):
@@ -74,11 +74,14 @@ def _leaf_paths(trees, columns, scale):
     leaf_start int64 (n_leaves + 1)  elements of leaf l: leaf_start[l]..
     leaf_value float64 (n_leaves, V) scaled leaf values; leaf_column int64 (n_leaves,)
     elem_feature int64, elem_zero float64, elem_start int64 (n_elems + 1): edges
-    edge_feature int64, edge_bitset uint32 (n_edges, words), edge_left uint8
+    edge_feature int64, the edges' split LeftSets (edge_bitset uint32
+    (n_edges, BITSET_WORDS), edge_words uint32, edge_word_start int64,
+    edge_n_words int32 (n_edges,)), edge_left uint8
     """
     leaf_start, leaf_value, leaf_column = [0], [], []
     elem_feature, elem_zero, elem_start = [], [], [0]
     edge_feature, edge_bitset, edge_left = [], [], []
+    edge_words, edge_word_start, edge_n_words, n_edge_words = [], [], [], 0
     for tree, column in zip(trees, columns):
         cover = tree.weighted_n_node_samples
         for leaf in np.flatnonzero(tree.feature < 0):
@@ -97,6 +100,11 @@ def _leaf_paths(trees, columns, scale):
                     edge_feature.append(feature)
                     edge_bitset.append(tree.bitset[parent])
                     edge_left.append(left)
+                    words = tree.node_words(parent)
+                    edge_words.append(words)
+                    edge_word_start.append(n_edge_words)
+                    edge_n_words.append(words.shape[0])
+                    n_edge_words += words.shape[0]
                 elem_start.append(len(edge_feature))
             leaf_start.append(len(elem_feature))
             leaf_value.append(scale * tree.value[leaf].ravel())
@@ -107,6 +115,8 @@ def _leaf_paths(trees, columns, scale):
             np.asarray(elem_zero, FLOAT_DTYPE), np.asarray(elem_start, np.int64),
             np.asarray(edge_feature, np.int64),
             np.asarray(edge_bitset, np.uint32).reshape(-1, words),
+            np.concatenate(edge_words + [np.zeros(0, np.uint32)]).astype(np.uint32),
+            np.asarray(edge_word_start, np.int64), np.asarray(edge_n_words, np.int32),
             np.asarray(edge_left, np.uint8))
 
 
@@ -139,7 +149,8 @@ def _unwound_sum(zero, one, weight, depth, k):
 
 @numba.njit(parallel=True, cache=True)
 def _shap_kernel(X_binned, leaf_start, leaf_value, leaf_column, elem_feature, elem_zero,
-                 elem_start, edge_feature, edge_bitset, edge_left, phi):
+                 elem_start, edge_feature, edge_bitset, edge_words, edge_word_start,
+                 edge_n_words, edge_left, phi):
     """phi (n_samples, width, n_features + 1) += every leaf's contributions."""
     n_leaves = leaf_start.shape[0] - 1
     longest = 1
@@ -156,7 +167,8 @@ def _shap_kernel(X_binned, leaf_start, leaf_value, leaf_column, elem_feature, el
                 o = 1.0
                 for edge in range(elem_start[e], elem_start[e + 1]):
                     b = X_binned[row, edge_feature[edge]]
-                    if _goes_left(edge_bitset, edge, b) != edge_left[edge]:
+                    if _goes_left_words(edge_bitset, edge, b, edge_words, edge_word_start,
+                                        edge_n_words) != edge_left[edge]:
                         o = 0.0
                 if o == 0.0 and elem_zero[e] == 0.0:
                     dead = True       # weight 0 on every coalition: no contribution

@@ -30,7 +30,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ._dtypes import (BITMAP_BINS, BITMAP_WORDS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE,
-                      FLOAT_DTYPE, MAX_NON_MISSING_BINS, NODE_DTYPE)
+                      FLOAT_DTYPE, MAX_NON_MISSING_BINS, NODE_DTYPE, WORD_COUNT_DTYPE,
+                      WORD_START_DTYPE, extension_words)
 from ._threads import resolve_n_jobs
 from .backends import DEVICES, get_backend
 from .data.binning import BinMapper
@@ -43,10 +44,16 @@ from .tree import TreeArrays
 #: 3 adds the optional tree field ``chain_link`` (multiway splits); 4 adds the
 #: optional tree object ``surrogates`` (CART surrogate splits of a single
 #: tree, written only when present); 5: every file carries a ``digest`` of
-#: its content (gputree.io.json), so every model is written as version 5.
-#: Files of versions 1 to 4 load unchanged (version 1: 8-word bitsets, at
-#: most 255 bins), with a warning that they cannot be verified
-SCHEMA_VERSION = 5
+#: its content (gputree.io.json); 6: categorical features with more
+#: categories than max_bins (bins.thresholds wider than params.max_bins) and
+#: the optional tree fields ``cat_words``, ``cat_start``, ``cat_n_words``
+#: (categorical splits' bins from 256 on). A model is written with the
+#: lowest of versions 5 and 6 that describes it. Files of versions 1 to 4
+#: load unchanged (version 1: 8-word bitsets, at most 255 bins), with a
+#: warning that they cannot be verified
+SCHEMA_VERSION = 6
+#: the version written for models that need nothing of version 6
+BASE_SCHEMA_VERSION = 5
 
 #: keys of a model description, in the order written (the file adds ``digest``)
 TOP_KEYS = ("format", "schema_version", "estimator", "params", "features", "bins", "trees",
@@ -65,6 +72,11 @@ TREE_FIELDS = {
 }
 #: fields a tree may omit (schema version 3; absent: all zeros)
 OPTIONAL_TREE_FIELDS = {"chain_link": (np.uint8, ())}
+#: fields of categorical splits' words beyond their bitsets (schema version
+#: 6; written together when a split has some; absent: none). ``cat_words``
+#: is one array per tree, not a row per node: its trailing shape is None
+WORD_FIELDS = {"cat_words": (BITSET_DTYPE, None), "cat_start": (WORD_START_DTYPE, ()),
+               "cat_n_words": (WORD_COUNT_DTYPE, ())}
 #: dtype and number of axes of every array of a tree's ``surrogates`` object
 #: (schema version 4; :class:`gputree.growth.surrogates.Surrogates`)
 SURROGATE_FIELDS = {"feature": (FEATURE_DTYPE, 2), "bin": (np.int32, 2), "left_le": (np.uint8, 2),
@@ -253,17 +265,27 @@ class FittedModel:
 
     def _bin_mapper(self):
         """The fitted BinMapper of this model."""
-        mapper = BinMapper(self.thresholds.shape[1], self.is_categorical.copy())
+        missing_bin = self.thresholds.shape[1]
+        mapper = BinMapper(self.params.get("max_bins", missing_bin), self.is_categorical.copy())
         mapper.bin_thresholds_ = self.thresholds
         mapper.n_bins_non_missing_ = self.n_bins_non_missing
         mapper.is_categorical_ = self.is_categorical.copy()
-        mapper.missing_bin_ = mapper.max_bins
-        mapper.n_bins_ = mapper.max_bins + 1
+        mapper.missing_bin_ = missing_bin
+        mapper.n_bins_ = missing_bin + 1
         return mapper
+
+    @property
+    def schema_version(self):
+        """The lowest schema version that describes this model: 6 with
+        categorical splits' words or bins wider than max_bins, else 5."""
+        wide = self.thresholds.shape[1] != self.params.get("max_bins", self.thresholds.shape[1])
+        if wide or any(t.has_cat_words for t in self.trees):
+            return SCHEMA_VERSION
+        return BASE_SCHEMA_VERSION
 
     def to_dict(self):
         """Plain containers: numpy arrays, lists, dicts, str, numbers, None."""
-        return {"format": "gputree-model", "schema_version": SCHEMA_VERSION,
+        return {"format": "gputree-model", "schema_version": self.schema_version,
                 "estimator": self.estimator, "params": dict(self.params),
                 "features": {"names": self.feature_names, "is_categorical": self.is_categorical,
                              "categories": [[i, v] for i, v in sorted(self.categories.items())]},
@@ -276,7 +298,8 @@ class FittedModel:
         """Tree ``i`` as a dict of its fields (and its surrogates' arrays)."""
         tree = self.trees[i]
         data = {f.name: getattr(tree, f.name) for f in fields(tree)
-                if f.name in TREE_FIELDS or tree.is_multiway}
+                if f.name in TREE_FIELDS or (f.name in OPTIONAL_TREE_FIELDS and tree.is_multiway)
+                or (f.name in WORD_FIELDS and tree.has_cat_words)}
         if self.surrogates is not None and self.surrogates[i] is not None:
             data["surrogates"] = {name: getattr(self.surrogates[i], name)
                                   for name in SURROGATE_FIELDS}
@@ -302,12 +325,13 @@ class FittedModel:
         raw_trees = data["trees"]
         if not isinstance(raw_trees, list) or not raw_trees:
             raise ModelFormatError("'trees' must be a non-empty list of trees.")
-        trees = [_tree(_upgrade_tree(_without_surrogates(t), version), f"trees[{i}]")
+        trees = [_tree(_upgrade_tree(_without_surrogates(t), version), f"trees[{i}]", version)
                  for i, t in enumerate(raw_trees)]
         _check_trees(trees, BinLayout(is_cat, thresholds, n_non_missing))
         surrogates = _all_surrogates(estimator, version, raw_trees, trees[0].node_count,
                                      n_features, thresholds.shape[1])
-        params = _params(data["params"], estimator, thresholds.shape[1])
+        params = _params(data["params"], estimator, bin_width(thresholds, n_non_missing, is_cat),
+                         version)
         attributes = _attributes(data["attributes"], estimator)
         _check_outputs(estimator, attributes, trees, n_features)
         _check_surrogate_strategy(params, surrogates)
@@ -548,15 +572,22 @@ class BinLayout(NamedTuple):
     n_bins_non_missing: np.ndarray  # int32 (n_features,)
 
 
-def _tree(data, where):
+def _tree(data, where, version):
     """A TreeArrays from a dict of its fields, checked for dtypes and shapes
     (its structure and values: :func:`_check_trees`, once for all trees)."""
     if not isinstance(data, dict):
         raise ModelFormatError(f"{where} must be an object, got {_kind(data)}.")
-    _exact_keys(data, TREE_FIELDS, where, OPTIONAL_TREE_FIELDS)
+    optional = {**OPTIONAL_TREE_FIELDS, **(WORD_FIELDS if version >= 6 else {})}
+    _exact_keys(data, TREE_FIELDS, where, optional)
+    words = [name for name in WORD_FIELDS if name in data]
+    if words and len(words) != len(WORD_FIELDS):
+        raise ModelFormatError(f"{where} has {words} but not all of {list(WORD_FIELDS)}: a "
+                               "tree's categorical words come with their starts and counts.")
+    if words:
+        _array(data["cat_words"], f"{where}.cat_words", BITSET_DTYPE, 1)
     n_nodes = None
-    for name, (dtype, trailing) in {**TREE_FIELDS, **OPTIONAL_TREE_FIELDS}.items():
-        if name not in data:
+    for name, (dtype, trailing) in {**TREE_FIELDS, **optional}.items():
+        if name not in data or name == "cat_words":
             continue
         value = data[name]
         ndim = 3 if trailing is None else 1 + len(trailing)
@@ -586,8 +617,13 @@ class _Nodes:
         self.local = np.arange(counts.sum()) - self.start[self.tree]
         self.size = counts[self.tree]
         for f in fields(TreeArrays):
-            if f.name != "value":
+            if f.name not in ("value", "cat_words"):
                 setattr(self, f.name, np.concatenate([getattr(t, f.name) for t in trees]))
+        # every tree's words, one after the other; word_base: each tree's first
+        n_words = np.array([t.cat_words.shape[0] for t in trees], dtype=np.int64)
+        self.words = np.concatenate([t.cat_words for t in trees])
+        self.words_per_tree = n_words
+        self.word_base = np.concatenate([[0], np.cumsum(n_words)[:-1]])
 
     def refuse(self, field, bad, what):
         """Raise naming the first node where ``bad`` (bool (total,)) holds."""
@@ -603,6 +639,7 @@ def _check_trees(trees, layout):
     nodes = _Nodes(trees)
     _check_structure(nodes, layout.is_categorical.shape[0])
     _check_splits(nodes, layout)
+    _check_words(nodes, layout)
     _check_node_values(nodes, trees)
 
 
@@ -649,7 +686,7 @@ def _check_splits(nodes, layout):
     (the feature's non-missing bins, and the missing bin exactly when
     ``missing_left``), a numerical split's left bins 0 .. t (t after 255 in
     word 8) with ``threshold`` that bin's upper threshold, NaN for a
-    categorical split (whose bins, at most 255, are in words 0 .. 7)."""
+    categorical split (its bins from 256 on in its words beyond: :func:`_check_words`)."""
     split = np.flatnonzero(nodes.left_child >= 0)
     f = nodes.feature[split].astype(np.int64)
     max_bins = layout.thresholds.shape[1]
@@ -695,6 +732,50 @@ def _check_splits(nodes, layout):
         "left bin")
 
 
+def _check_words(nodes, layout):
+    """Categorical splits' words beyond their bitsets as gputree writes them:
+    each tree's ``cat_words`` laid out node after node (``cat_start`` the
+    running sum of ``cat_n_words``, 0 where a node has none, every word
+    some node's), only at categorical splits of features with more than 256
+    categories, at most the words of the feature's categories, the last one
+    not 0, sending left only the feature's categories."""
+    n_words = nodes.cat_n_words.astype(np.int64)
+    nodes.refuse("cat_n_words", n_words < 0, "is negative")
+    before = np.cumsum(n_words) - n_words                     # words of earlier nodes
+    local = before - before[nodes.start][nodes.tree]          # ... of the node's tree
+    nodes.refuse("cat_start", nodes.cat_start != np.where(n_words > 0, local, 0),
+                 "is not where the node's words begin (the words of the tree's earlier "
+                 "nodes; 0 for a node without words)")
+    used = np.bincount(nodes.tree, weights=n_words, minlength=nodes.words_per_tree.size)
+    wrong = np.flatnonzero(used != nodes.words_per_tree)
+    if wrong.size:
+        raise ModelFormatError(f"trees[{wrong[0]}].cat_words has "
+                               f"{nodes.words_per_tree[wrong[0]]} words but its nodes' "
+                               f"cat_n_words add up to {int(used[wrong[0]])}.")
+    f = np.maximum(nodes.feature, 0).astype(np.int64)
+    n_real = layout.n_bins_non_missing[f].astype(np.int64)
+    room = np.where((nodes.left_child >= 0) & layout.is_categorical[f],
+                    extension_words(n_real), 0)
+    nodes.refuse("cat_n_words", n_words > room, "is more than the words of its feature's "
+                 "categories from bin 256 on (0 but at categorical splits of features with "
+                 "more than 256 categories)")
+    has = np.flatnonzero(n_words > 0)
+    last = nodes.words[nodes.word_base[nodes.tree[has]] + nodes.cat_start[has]
+                       + n_words[has] - 1].astype(np.int64)
+    at = np.zeros(n_words.shape[0], dtype=bool)
+    at[has] = last == 0
+    nodes.refuse("cat_n_words", at, "counts words whose last (in cat_words) is 0 (a node "
+                 "keeps its words up to its last non-zero one)")
+    # bins of the last word from the feature's non-missing bins on
+    beyond = 256 + 32 * (n_words[has] - 1) - n_real[has]          # -(bins it may hold)
+    allowed = np.where(beyond <= -32, 0xFFFFFFFF,
+                       (1 << np.clip(-beyond, 0, 32)) - 1).astype(np.int64)
+    at[:] = False
+    at[has] = (last & ~allowed) != 0
+    nodes.refuse("cat_n_words", at, "counts words (in cat_words) that send left a bin that no "
+                 "value of its feature falls in")
+
+
 def _check_node_values(nodes, trees):
     """Flags in {0, 1} (none on leaves), finite values and statistics:
     what predictions, importances and explanations read."""
@@ -711,19 +792,30 @@ def _check_node_values(nodes, trees):
 
 
 # ----------------------------------------------- checks: params and attributes
-def _params(params, estimator, max_bins):
+def bin_width(thresholds, n_non_missing, is_cat):
+    """(columns of bins.thresholds, most categories of a categorical feature)."""
+    categories = n_non_missing[is_cat]
+    return thresholds.shape[1], int(categories.max()) if categories.size else 0
+
+
+def _params(params, estimator, width, version):
     """The estimator's constructor parameters, checked as its fit checks them
     (``_check_params``), with the threads and device that every prediction
     uses; a parameter the file lacks (added after it was written) takes its
-    default."""
+    default. ``width``: (columns of bins.thresholds, most categories), as
+    fit makes them: max(max_bins, most categories) columns."""
     if not isinstance(params, dict):
         raise ModelFormatError(f"'params' must be an object, got {_kind(params)}.")
     names = estimator._get_param_names()
     _exact_keys(params, (), f"params of {estimator.__name__}", names)
-    saved_max_bins = params.get("max_bins", max_bins)
-    if not _is_int(saved_max_bins) or saved_max_bins != max_bins:
-        raise ModelFormatError(f"params.max_bins is {params['max_bins']!r:.20} but "
-                               f"bins.thresholds has {max_bins} columns.")
+    columns, categories = width
+    saved_max_bins = params.get("max_bins", columns)
+    if not _is_int(saved_max_bins) or max(saved_max_bins, categories) != columns \
+            or (version < 6 and saved_max_bins != columns):
+        raise ModelFormatError(f"params.max_bins is {params['max_bins']!r:.20} and the most "
+                               f"categories of a feature {categories}, but bins.thresholds has "
+                               f"{columns} columns (the larger of the two"
+                               f"{'; schema_version 5 and older: max_bins' * (version < 6)}).")
     device = params.get("device", "auto")
     if not isinstance(device, str) or device not in DEVICES:
         raise ModelFormatError(f"params.device must be one of {DEVICES}, got {device!r:.40}.")

@@ -11,13 +11,50 @@ stored as a chain of m - 1 binary nodes: each link sends one category left
 is the heaviest category's, which also receives missing values and every
 category absent from the node. The links after the first are marked
 ``chain_link``: they are parts of their head's split, not splits of their own.
+
+A categorical split on a feature with more than 256 categories keeps its
+bins from 256 on in a variable number of words beyond its bitset: the
+tree's ``cat_words`` hold them, node after node, and ``cat_start`` /
+``cat_n_words`` say where each node's begin and how many it has
+(:class:`LeftSets`, the layout that partitioning and prediction read).
 """
 from dataclasses import dataclass, fields
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ._dtypes import BITSET_DTYPE, FEATURE_DTYPE, NODE_DTYPE
+from ._dtypes import (BITSET_DTYPE, FEATURE_DTYPE, NODE_DTYPE, WORD_COUNT_DTYPE,
+                      WORD_START_DTYPE)
+
+
+class LeftSets(NamedTuple):
+    """The sets of bins that go left at n splits (or nodes), as partitioning
+    and prediction read them (gputree/backends/splitset.py):
+
+    bitset   uint32 (n, BITSET_WORDS) the bitmap of bins 0 .. 255 and the
+             words for bins beyond of numerical splits and the missing bin
+    words    uint32 (n_words,) the bitmaps of categorical splits' bins from
+             256 on, split after split
+    start    int64 (n,) where split k's words begin in ``words``
+    n_words  int32 (n,) how many it has (0: none; bins beyond go right)
+
+    Arrays of one backend's ``xp`` (or host numpy)."""
+
+    bitset: object
+    words: object
+    start: object
+    n_words: object
+
+    @classmethod
+    def of_bitset(cls, bitset):
+        """Sets without words beyond the bitset (host numpy ``bitset``)."""
+        n = bitset.shape[0]
+        return cls(bitset, np.zeros(0, dtype=BITSET_DTYPE),
+                   np.zeros(n, dtype=WORD_START_DTYPE), np.zeros(n, dtype=WORD_COUNT_DTYPE))
+
+    def map(self, function):
+        """The four arrays through ``function`` (e.g. a backend's asarray)."""
+        return LeftSets(*(function(array) for array in self))
 
 
 @dataclass
@@ -40,6 +77,10 @@ class TreeArrays:
     parent           int32   -1 for the root
     chain_link       uint8   1 for the links of a multiway split after its
                              first node (default: zeros, binary trees)
+    cat_words        uint32  (n_words,) bins >= 256 of categorical splits
+                             (see LeftSets; default: none)
+    cat_start        int64   where the node's words begin in cat_words
+    cat_n_words      int32   how many words the node has (0: none)
     """
 
     feature: np.ndarray
@@ -56,10 +97,35 @@ class TreeArrays:
     depth: np.ndarray
     parent: np.ndarray
     chain_link: Optional[np.ndarray] = None
+    cat_words: Optional[np.ndarray] = None
+    cat_start: Optional[np.ndarray] = None
+    cat_n_words: Optional[np.ndarray] = None
 
     def __post_init__(self):
+        n = self.feature.shape[0]
         if self.chain_link is None:
-            self.chain_link = np.zeros(self.feature.shape[0], dtype=np.uint8)
+            self.chain_link = np.zeros(n, dtype=np.uint8)
+        if self.cat_words is None:
+            self.cat_words = np.zeros(0, dtype=BITSET_DTYPE)
+        if self.cat_start is None:
+            self.cat_start = np.zeros(n, dtype=WORD_START_DTYPE)
+        if self.cat_n_words is None:
+            self.cat_n_words = np.zeros(n, dtype=WORD_COUNT_DTYPE)
+
+    @property
+    def has_cat_words(self):
+        """True when a split keeps categories (bins >= 256) beyond its bitset."""
+        return bool(self.cat_n_words.any())
+
+    @property
+    def left_sets(self):
+        """The nodes' LeftSets (arrays shared, not copied)."""
+        return LeftSets(self.bitset, self.cat_words, self.cat_start, self.cat_n_words)
+
+    def node_words(self, node):
+        """uint32: node ``node``'s words beyond its bitset (bins 256 ..)."""
+        start = int(self.cat_start[node])
+        return self.cat_words[start:start + int(self.cat_n_words[node])]
 
     @property
     def is_multiway(self):
@@ -89,7 +155,11 @@ class TreeArrays:
     def subset(self, keep):
         """Copy with only the nodes ``keep`` (bool (n_nodes,) or indices),
         renumbered; callers must keep both children of every kept parent."""
-        return TreeArrays(*(getattr(self, f.name)[keep] for f in fields(self)))
+        per_node = {f.name: getattr(self, f.name)[keep] for f in fields(self)
+                    if f.name not in _WORD_FIELDS}
+        words, start, n_words = gather_words(self.cat_words, self.cat_start[keep],
+                                             self.cat_n_words[keep])
+        return TreeArrays(**per_node, cat_words=words, cat_start=start, cat_n_words=n_words)
 
     def make_leaves(self, nodes):
         """In place: turn ``nodes`` into leaves (their subtrees stay until
@@ -102,6 +172,28 @@ class TreeArrays:
         self.is_categorical[nodes] = 0
         self.missing_left[nodes] = 0
         self.chain_link[nodes] = 0
+        self.cat_n_words[nodes] = 0
+        self.cat_start[nodes] = 0
+
+
+#: TreeArrays fields that are not one row per node (cat_words) or that
+#: point into it
+_WORD_FIELDS = ("cat_words", "cat_start", "cat_n_words")
+
+
+def gather_words(words, start, n_words):
+    """(words, start, n_words) of the given nodes' words (``start`` int64,
+    ``n_words`` int32 (n,) into ``words`` uint32), copied into one new array
+    in node order: each node's words once, none of nodes left out."""
+    n_words = np.asarray(n_words, dtype=WORD_COUNT_DTYPE)
+    new_start = np.zeros(n_words.shape[0], dtype=WORD_START_DTYPE)
+    new_start[1:] = np.cumsum(n_words[:-1], dtype=WORD_START_DTYPE)
+    total = int(n_words.sum(dtype=np.int64))
+    # the source index of every new word: its node's start plus its place
+    node = np.repeat(np.arange(n_words.shape[0]), n_words)
+    source = np.asarray(start, dtype=np.int64)[node] + (np.arange(total) - new_start[node])
+    return (np.asarray(words, dtype=BITSET_DTYPE)[source],
+            np.where(n_words > 0, new_start, 0).astype(WORD_START_DTYPE), n_words)
 
 
 def compact(tree):
@@ -128,13 +220,18 @@ def compact(tree):
 
 
 def concatenate_trees(trees):
-    """Stack trees for one prediction launch: (feature, bitset, left, roots)."""
+    """Stack trees for one prediction launch: (feature, LeftSets, left, roots)."""
     offsets = np.cumsum([0] + [t.node_count for t in trees])[:-1].astype(NODE_DTYPE)
     feature = np.concatenate([t.feature for t in trees]).astype(FEATURE_DTYPE)
     bitset = np.concatenate([t.bitset for t in trees]).astype(BITSET_DTYPE)
+    word_offsets = np.cumsum([0] + [t.cat_words.shape[0] for t in trees])[:-1]
+    sets = LeftSets(bitset, np.concatenate([t.cat_words for t in trees]).astype(BITSET_DTYPE),
+                    np.concatenate([t.cat_start + off for t, off in zip(trees, word_offsets)])
+                    .astype(WORD_START_DTYPE),
+                    np.concatenate([t.cat_n_words for t in trees]).astype(WORD_COUNT_DTYPE))
     left = np.concatenate([np.where(t.left_child >= 0, t.left_child + off, -1)
                            for t, off in zip(trees, offsets)]).astype(NODE_DTYPE)
-    return feature, bitset, left, offsets
+    return feature, sets, left, offsets
 
 
 def decision_path_indicator(tree, leaves):

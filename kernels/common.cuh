@@ -12,7 +12,10 @@
 
 // uint32 words in the per-node "goes left" set (gputree/backends/splitset.py):
 // words 0..7 a bitmap of bins 0..255, word 8 the last bin of the range 256..
-// that goes left, word 9 one more bin >= 256 that goes left (0: none).
+// that goes left, word 9 one more bin >= 256 that goes left (0: none). A
+// categorical split on more than 256 categories has further words (its
+// LeftSets words: n_words of them from words[start]), word j a bitmap of
+// bins 256 + 32 j .. 256 + 32 j + 31.
 #define GT_BITMAP_BINS 256
 #define GT_RANGE_WORD 8
 #define GT_EXTRA_WORD 9
@@ -72,11 +75,31 @@ __device__ __forceinline__ int gt_goes_left(const unsigned int* bitset, int bin)
     return (b <= bitset[GT_RANGE_WORD] || b == bitset[GT_EXTRA_WORD]) ? 1 : 0;
 }
 
-// Child node reached from a split node: the right child is always left + 1.
-//   bitset: IN (GT_BITSET_WORDS,) uint32 words of the split node
-__device__ __forceinline__ int gt_child(int left, const unsigned int* bitset, int bin)
+// 1 when `bin` goes to the left child of node k of a LeftSets.
+//   bitsets: IN (n, GT_BITSET_WORDS) uint32; words: IN uint32, every node's
+//   words beyond its bitset; start: IN (n,) int64, n_words: IN (n,) int32
+__device__ __forceinline__ int gt_goes_left_words(const unsigned int* bitsets,
+                                                  const unsigned int* words,
+                                                  const long long* start, const int* n_words,
+                                                  long long k, int bin)
 {
-    return left + (gt_goes_left(bitset, bin) ? 0 : 1);
+    if (gt_goes_left(bitsets + k * GT_BITSET_WORDS, bin)) {
+        return 1;
+    }
+    const int j = (bin - GT_BITMAP_BINS) >> 5;
+    if (bin < GT_BITMAP_BINS || j >= n_words[k]) {
+        return 0;
+    }
+    return (int)((words[start[k] + j] >> (bin & 31)) & 1u);
+}
+
+// Child node reached from split node k of a LeftSets (as gt_goes_left_words):
+// the right child is always left + 1.
+__device__ __forceinline__ int gt_child(int left, const unsigned int* bitsets,
+                                        const unsigned int* words, const long long* start,
+                                        const int* n_words, long long k, int bin)
+{
+    return left + (gt_goes_left_words(bitsets, words, start, n_words, k, bin) ? 0 : 1);
 }
 
 // Order-free int64 accumulation: two's-complement addition wraps exactly like

@@ -3,7 +3,8 @@
 //
 // A row at level node k (= positions[i] - level_start) whose node is split on
 // feature f = split_feature[k] >= 0 goes to left_child[k] when bin
-// X_binned[i, f] is in the set split_bitset[k] (gt_goes_left), else to
+// X_binned[i, f] is in the left set of split k (gt_goes_left_words: its
+// split_bitset row, and words beyond for many categories), else to
 // left_child[k] + 1. Rows of other nodes (other levels, finished rows,
 // unsplit nodes) keep their position.
 #include "common.cuh"
@@ -14,10 +15,14 @@
     int* __restrict__ positions,                   /* INOUT (n_samples,) int32 node id per row */ \
     const int* __restrict__ split_feature,         /* IN    (n_level_nodes,) int32, -1 = not split */ \
     const unsigned int* __restrict__ split_bitset, /* IN    (n_level_nodes, GT_BITSET_WORDS) */ \
+    const unsigned int* __restrict__ split_words,  /* IN    uint32 words beyond the bitsets */ \
+    const long long* __restrict__ split_start,     /* IN    (n_level_nodes,) int64 first word */ \
+    const int* __restrict__ split_n_words,         /* IN    (n_level_nodes,) int32 words */ \
     const int* __restrict__ left_child,            /* IN    (n_level_nodes,) int32 left child id */ \
     int n_samples, int level_start, int n_level_nodes
 #define GT_UPDATE_POSITIONS_ARGS \
-    X_binned, positions, split_feature, split_bitset, left_child, n_samples, level_start, n_level_nodes
+    X_binned, positions, split_feature, split_bitset, split_words, split_start, split_n_words, \
+    left_child, n_samples, level_start, n_level_nodes
 
 // One thread per row, grid-stride.
 template <typename Bin>
@@ -33,7 +38,8 @@ __device__ __forceinline__ void gt_update_positions(GT_UPDATE_POSITIONS_PARAMS(B
             continue;
         }
         const int bin = X_binned[i + (long long)f * n_samples];
-        positions[i] = gt_child(left_child[k], split_bitset + (long long)k * GT_BITSET_WORDS, bin);
+        positions[i] = gt_child(left_child[k], split_bitset, split_words, split_start,
+                                split_n_words, k, bin);
     }
 }
 

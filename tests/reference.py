@@ -52,20 +52,31 @@ def build_histograms(X_binned, stats, positions, level_start, node_to_build, n_b
     return hist
 
 
-def bins_of(bitset):
+def bins_of(bitset, beyond=()):
     """Set of bins that go left under a split row (uint32 (10,)): the bits set
-    in words 0..7, the bins 256 .. word 8 and the bin word 9 (0: none)."""
+    in words 0..7, the bins 256 .. word 8 and the bin word 9 (0: none), and
+    the bits set in the words beyond (``beyond``: bit b of word j is bin
+    256 + 32 j + b)."""
     words = [int(w) for w in np.asarray(bitset, dtype=np.uint64)]
     bins = {w * 32 + b for w, word in enumerate(words[:8]) for b in range(32) if (word >> b) & 1}
     bins.update(range(256, words[8] + 1))
+    bins.update(256 + 32 * j + b for j, word in enumerate(int(w) for w in beyond)
+                for b in range(32) if (word >> b) & 1)
     return bins | ({words[9]} if words[9] else set())
 
 
-def update_positions(X_binned, positions, level_start, split_feature, split_bitset, left_child):
+def set_bins(sets, k):
+    """bins_of split k of a LeftSets (gputree.tree)."""
+    start, n = int(sets.start[k]), int(sets.n_words[k])
+    return bins_of(sets.bitset[k], sets.words[start:start + n])
+
+
+def update_positions(X_binned, positions, level_start, split_feature, split_sets, left_child):
     """New positions: a row of a split level node moves to its left child when
-    the bit of its bin is set, else to the right child (left + 1)."""
+    its bin is in the split's left set (a LeftSets), else to the right child
+    (left + 1)."""
     new = np.array(positions, copy=True)
-    left_bins = [bins_of(b) for b in split_bitset]
+    left_bins = [set_bins(split_sets, k) for k in range(len(split_feature))]
     for i in range(len(new)):
         k = positions[i] - level_start
         if 0 <= k < len(split_feature) and split_feature[k] >= 0:
@@ -77,7 +88,7 @@ def update_positions(X_binned, positions, level_start, split_feature, split_bits
 def predict_leaves(tree, X_binned):
     """int (n,): the leaf each row reaches, walking ``tree`` (TreeArrays) node by node."""
     leaves = np.empty(X_binned.shape[0], dtype=np.int64)
-    left_bins = [bins_of(b) for b in tree.bitset]
+    left_bins = [set_bins(tree.left_sets, k) for k in range(tree.node_count)]
     for i in range(X_binned.shape[0]):
         node = 0
         while tree.left_child[node] >= 0:

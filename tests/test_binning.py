@@ -121,10 +121,20 @@ def test_categorical_codes_must_be_non_negative_integers(bad):
         BinMapper(10, is_categorical=[True]).fit(X)
 
 
-def test_too_many_categories_is_an_error():
-    X = np.arange(12, dtype=float)[:, None]
-    with pytest.raises(ValueError, match=r"12 categories, more than 10 \(max_bins=10"):
-        BinMapper(10, is_categorical=[True]).fit(X)
+def test_categories_not_max_bins_decide_a_categorical_features_bins(backend):
+    """12 categories with max_bins=10: one bin per category, and the missing
+    bin (shared by all features) after them; the numerical feature keeps
+    at most max_bins bins."""
+    rng = np.random.RandomState(0)
+    X = np.column_stack([rng.permutation(np.repeat(np.arange(12.0) * 3, 5)), rng.normal(size=60)])
+    X[::7] = np.nan
+    mapper = BinMapper(10, is_categorical=[True, False]).fit(X)
+    assert mapper.missing_bin_ == 12 and mapper.n_bins_ == 13
+    assert mapper.n_bins_non_missing_[0] == 12 and mapper.n_bins_non_missing_[1] == 10
+    binned = np.asarray(mapper.transform(X, backend))
+    np.testing.assert_array_equal(binned[:, 0], np.where(np.isnan(X[:, 0]), 12, X[:, 0] // 3))
+    assert (binned[np.isnan(X[:, 1]), 1] == 12).all()
+    assert binned[~np.isnan(X[:, 1]), 1].max() == 9
 
 
 @pytest.mark.parametrize("max_bins", [1, 65536])

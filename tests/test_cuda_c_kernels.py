@@ -10,9 +10,10 @@ from collections import deque
 import numpy as np
 import pytest
 
-from gputree._dtypes import BITSET_WORDS, MAX_NARROW_N_BINS, bin_dtype
+from gputree._dtypes import BITSET_WORDS, MAX_NARROW_N_BINS, bin_dtype, extension_words
 from gputree.backends.cuda import c_kernels as cuda_kernels
 from gputree.backends.cuda.emulator import EmulatorUnavailableError
+from gputree.tree import LeftSets
 
 try:
     cuda_kernels.load_module("emulator")
@@ -57,34 +58,41 @@ def ref_build_slots(positions, level_start, node_to_build):
     return np.where(inside, node_to_build[np.where(inside, k, 0)], -1)
 
 
-def ref_child(X_binned, rows, feature, bitset, left):
-    """Child of each of ``rows`` at split nodes with the given per-row arrays."""
+def ref_child(X_binned, rows, feature, sets, nodes, left):
+    """Child of each of ``rows`` at split ``nodes`` of the LeftSets ``sets``
+    (per-row feature, nodes and left child)."""
     b = X_binned[rows, feature].astype(np.int64)
+    bitset = sets.bitset[nodes]
     bit = (bitset[np.arange(rows.size), np.minimum(b >> 5, 7)] >> (b & 31)) & 1
     # bins beyond the 256-bit bitmap: the range 256 .. word 8, and bin word 9
     high = (b <= bitset[:, 8]) | (b == bitset[:, 9])
+    # ... and the node's words beyond: word j holds bins 256 + 32 j ..
+    j = (b - 256) >> 5
+    inside = (b >= 256) & (j < sets.n_words[nodes])
+    word = sets.words[np.where(inside, sets.start[nodes] + j, 0)] if sets.words.size else 0
+    high |= inside & (((word >> (b & 31)) & 1) == 1)
     return left + (1 - np.where(b < 256, bit, high).astype(np.int64))
 
 
-def ref_update_positions(X_binned, positions, level_start, split_feature, split_bitset, left_child):
+def ref_update_positions(X_binned, positions, level_start, split_feature, split_sets, left_child):
     out = positions.copy()
     k = positions.astype(np.int64) - level_start
     inside = (k >= 0) & (k < split_feature.size)
     rows = np.flatnonzero(inside)
     rows = rows[split_feature[k[rows]] >= 0]
     kk = k[rows]
-    out[rows] = ref_child(X_binned, rows, split_feature[kk], split_bitset[kk], left_child[kk])
+    out[rows] = ref_child(X_binned, rows, split_feature[kk], split_sets, kk, left_child[kk])
     return out
 
 
-def ref_predict_leaves(X_binned, node_feature, node_bitset, node_left, tree_roots):
+def ref_predict_leaves(X_binned, node_feature, node_sets, node_left, tree_roots):
     leaves = np.empty((X_binned.shape[0], tree_roots.size), dtype=np.int32)
     for t, root in enumerate(tree_roots):
         node = np.full(X_binned.shape[0], root, dtype=np.int64)
         rows = np.flatnonzero(node_feature[node] >= 0)
         while rows.size:
             at = node[rows]
-            node[rows] = ref_child(X_binned, rows, node_feature[at], node_bitset[at], node_left[at])
+            node[rows] = ref_child(X_binned, rows, node_feature[at], node_sets, at, node_left[at])
             rows = rows[node_feature[node[rows]] >= 0]
         leaves[:, t] = node
     return leaves
@@ -140,12 +148,23 @@ def guarded(values, sentinel=0):
 
 
 def random_bitsets(rng, n_nodes, n_bins=MAX_NARROW_N_BINS):
-    """Random bitmaps; with more than 256 bins, random range ends and extra
-    bins (words 8 and 9) among the bins, 0 (none) for some nodes."""
+    """Random LeftSets: bitmaps; with more than 256 bins, random range ends
+    and extra bins (words 8 and 9) among the bins, 0 (none) for some nodes,
+    and for about half the nodes random words beyond (bins 256 ..), from one
+    to one more than the bins need (a bin past a node's words goes right);
+    the words of the nodes in a shuffled order, each node's start into them."""
     words = rng.integers(0, 2**32, (n_nodes, BITSET_WORDS), dtype=np.uint64).astype(np.uint32)
     high = rng.integers(0, max(n_bins, 256), (n_nodes, 2)) * (rng.random((n_nodes, 2)) < 0.8)
     words[:, 8:] = np.where(high >= 256, high, 0) if n_bins > 256 else 0
-    return words
+    n_words = np.zeros(n_nodes, dtype=np.int32)
+    if n_bins > 256:
+        wanted = rng.integers(1, extension_words(n_bins) + 2, n_nodes)
+        n_words = np.where(rng.random(n_nodes) < 0.5, wanted, 0).astype(np.int32)
+    order = rng.permutation(n_nodes)
+    start = np.zeros(n_nodes, dtype=np.int64)
+    start[order] = np.concatenate([[0], np.cumsum(n_words[order])[:-1]])
+    beyond = rng.integers(0, 2**32, int(n_words.sum()), dtype=np.uint64).astype(np.uint32)
+    return LeftSets(words, beyond, start, n_words)
 
 
 def random_forest(rng, n_trees, n_features, max_depth, n_bins=MAX_NARROW_N_BINS):
@@ -286,9 +305,9 @@ def test_update_positions_matches_reference(launch, n_samples, n_features, n_lev
     level_start = n_level_nodes - 1
     positions = random_level(rng, n_samples, level_start, n_level_nodes)
     split_feature = guarded(rng.integers(-1, n_features, n_level_nodes).astype(np.int32))
-    split_bitset = random_bitsets(rng, n_level_nodes, n_bins)
+    split_sets = random_bitsets(rng, n_level_nodes, n_bins)
     left_child = (level_start + n_level_nodes + 2 * np.arange(n_level_nodes)).astype(np.int32)
-    args = (X_binned, positions, level_start, split_feature, split_bitset, left_child)
+    args = (X_binned, positions, level_start, split_feature, split_sets, left_child)
     expected = ref_update_positions(*args)
     got = kernels(*launch).update_positions(*args)
     assert got is positions

@@ -71,7 +71,7 @@ def _signatures():
     a = _arrays()
     scan = (a.i64(4), a.i32(1), a.u8(1), a.u8(2), a.int64, a.i64(1), a.f64(1), a.f64(1),
             a.i64(2), a.f64(2), a.i32(2), a.i64(3), a.f64(3), a.f64(2), a.u8(2), a.u32(3),
-            a.i64(3), a.f64(2))
+            a.i64(3), a.f64(2), a.u32(3))
     summaries = (a.i64(2), a.i64(1), a.f64(1), a.f64(1), a.f64(3), a.f64(1))
     devmath = (a.int64, a.f64(1), a.f64(1))
     ranking = (a.i64(1), a.f64(1), a.i32(1), a.f64(1), a.f64(1), a.f64(1), a.f64(1), a.float64,

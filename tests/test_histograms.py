@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference
+from gputree._dtypes import BITSET_WORDS
+from gputree.tree import LeftSets
 from gputree.criteria import GINI, SQUARED_ERROR, classification_statistics, regression_statistics
 from gputree.fixed_point import fixed_point_scale, to_fixed_point
 
@@ -53,10 +55,11 @@ def _root_and_children(backend, rng, n=500, n_features=3, n_bins=17):
     X_binned, stats, _ = _level(rng, n, n_features, n_bins, 1)
     root = np.zeros(n, dtype=np.int32)
     parent = backend.build_histograms(X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
-    bitset = np.zeros((1, 8), dtype=np.uint32)
+    bitset = np.zeros((1, BITSET_WORDS), dtype=np.uint32)
     bitset[0, 0] = (1 << 8) - 1
     positions = root.copy()
-    backend.update_positions(X_binned, positions, 0, np.array([1], np.int32), bitset,
+    backend.update_positions(X_binned, positions, 0, np.array([1], np.int32),
+                             LeftSets.of_bitset(bitset).map(backend.asarray),
                              np.array([1], np.int32))
     children = backend.build_histograms(X_binned, stats, positions, 1,
                                         np.array([0, 1], np.int32), 2, n_bins)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 import reference
-from gputree._dtypes import BITSET_WORDS, bin_dtype
+from gputree._dtypes import BITSET_WORDS, bin_dtype, extension_words
 from gputree.backends.base import Backend
 from gputree.data.binning import BinMapper
 from gputree.criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, classification_statistics, regression_statistics
@@ -19,7 +19,7 @@ from gputree.data.binned import BinnedData
 from gputree.growth.params import GrowthParams
 from gputree.growth.histogram_pool import HistogramPool
 from gputree.growth.levelwise import grow_tree
-from gputree.tree import concatenate_trees
+from gputree.tree import LeftSets, concatenate_trees
 
 
 def _grow(backend, X, y, criterion="squared_error", w=None, categorical=None, seed=0,
@@ -49,7 +49,7 @@ def _node_rows(tree, X_binned):
         left = tree.left_child[node]
         if left >= 0:
             go_left = np.isin(X_binned[:, tree.feature[node]],
-                              list(reference.bins_of(tree.bitset[node])))
+                              list(reference.set_bins(tree.left_sets, node)))
             rows[left] = rows[node] & go_left
             rows[left + 1] = rows[node] & ~go_left
     return rows
@@ -66,7 +66,8 @@ def _regression_data(seed, n=240, n_features=3):
 @pytest.mark.parametrize("n_bins", [256, 5000])
 def test_update_positions_matches_reference(backend, n_bins):
     """8-bit codes, and 16-bit codes whose split sets use the words for bins
-    beyond 255 (range end, extra bin)."""
+    beyond 255 (range end, extra bin) and, for some splits, words beyond the
+    bitset (categories from bin 256 on)."""
     rng = np.random.RandomState(0)
     n, n_features, n_level = 1000, 4, 6
     X_binned = np.asfortranarray(rng.randint(0, n_bins, (n, n_features)).astype(bin_dtype(n_bins)))
@@ -75,9 +76,15 @@ def test_update_positions_matches_reference(backend, n_bins):
     split_feature = rng.randint(-1, n_features, n_level).astype(np.int32)
     bitset = rng.randint(0, 2**32, (n_level, BITSET_WORDS), dtype=np.uint64).astype(np.uint32)
     bitset[:, 8:] = rng.randint(256, n_bins, (n_level, 2)) if n_bins > 256 else 0
+    n_words = (rng.randint(0, extension_words(n_bins) + 1, n_level) * (rng.rand(n_level) < 0.6)
+               if n_bins > 256 else np.zeros(n_level, int)).astype(np.int32)
+    start = np.concatenate([[0], np.cumsum(n_words)[:-1]]).astype(np.int64)
+    words = rng.randint(0, 2**32, n_words.sum(), dtype=np.uint64).astype(np.uint32)
+    sets = LeftSets(bitset, words, start, n_words)
     left_child = (20 + 2 * np.arange(n_level)).astype(np.int32)
-    expected = reference.update_positions(X_binned, positions, 3, split_feature, bitset, left_child)
-    backend.update_positions(X_binned, positions, 3, split_feature, bitset, left_child)
+    expected = reference.update_positions(X_binned, positions, 3, split_feature, sets, left_child)
+    backend.update_positions(X_binned, positions, 3, split_feature, sets.map(backend.asarray),
+                             left_child)
     np.testing.assert_array_equal(positions, expected)
 
 
@@ -129,7 +136,7 @@ def test_predict_leaves_on_every_kind_of_split_set(backend):
             frontier = next_frontier
     feature, left = np.array(feature, np.int32), np.array(left, np.int32)
     bitset, roots = np.array(bitset, np.uint32), np.array(roots, np.int32)
-    got = backend.predict_leaves(X_binned, feature, bitset, left, roots)
+    got = backend.predict_leaves(X_binned, feature, LeftSets.of_bitset(bitset), left, roots)
     for t, root in enumerate(roots):
         for i in range(n):
             node = root
@@ -153,11 +160,11 @@ def test_add_leaf_values_adds_each_trees_leaf_values_in_tree_order(backend, impl
     expected = start.copy()
     for tree, value, column in zip(trees, values, columns):
         expected[:, column:column + 2] += value[reference.predict_leaves(tree, X_binned)]
-    feature, bitset, left, roots = concatenate_trees(trees)
+    feature, sets, left, roots = concatenate_trees(trees)
     out = backend.asarray(start)
     add = backend.add_leaf_values if implementation == "backend" else functools.partial(
         Backend.add_leaf_values, backend)
-    add(X_binned, backend.asarray(feature), backend.asarray(bitset),
+    add(X_binned, backend.asarray(feature), sets.map(backend.asarray),
         backend.asarray(left), backend.asarray(roots),
         backend.asarray(np.concatenate(values)), columns, out)
     # same additions in the same order: bit for bit

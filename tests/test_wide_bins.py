@@ -206,11 +206,12 @@ def test_max_bins_out_of_range_names_the_argument(estimator, max_bins):
         estimator(max_bins=max_bins, device="cpu").fit(np.arange(8.0)[:, None], [0, 1] * 4)
 
 
-def test_more_than_255_categories_is_an_error_whatever_max_bins():
-    X = np.arange(300, dtype=float)[:, None]
-    model = gputree.DecisionTreeClassifier(max_bins=1000, categorical_features=[0], device="cpu")
-    with pytest.raises(ValueError, match=f"300 categories, more than {MAX_CATEGORIES}"):
-        model.fit(X, np.arange(300) % 2)
+def test_more_than_65535_categories_is_an_error_whatever_max_bins():
+    X = np.arange(MAX_CATEGORIES + 1, dtype=float)[:, None]
+    model = gputree.DecisionTreeClassifier(max_bins=16, categorical_features=[0], device="cpu")
+    with pytest.raises(ValueError, match=f"{MAX_CATEGORIES + 1} categories, more than "
+                                         f"{MAX_CATEGORIES}.*Merge rare categories"):
+        model.fit(X, np.arange(X.shape[0]) % 2)
 
 
 def test_histograms_that_do_not_fit_raise_a_clear_memory_error(monkeypatch):

@@ -91,19 +91,19 @@ class Backend(abc.ABC):
         go to the lowest feature, then the lowest bin."""
 
     @abc.abstractmethod
-    def update_positions(self, X_binned, positions, level_start, split_feature, split_bitset,
+    def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,
                          left_child):
         """positions int32 (n,) INOUT: rows of level node k = positions -
-        level_start move to ``left_child[k]`` (+1 when their bin's bit in
-        split_bitset uint32 (n_level, BITSET_WORDS) is clear) where
-        split_feature int32 (n_level,) is >= 0."""
+        level_start move to ``left_child[k]`` (+1 when their bin is not in
+        split k's left set: ``split_sets`` a :class:`gputree.tree.LeftSets`
+        of n_level splits) where split_feature int32 (n_level,) is >= 0."""
 
     @abc.abstractmethod
-    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+    def predict_leaves(self, X_binned, node_feature, node_sets, node_left, tree_roots):
         """int32 (n, n_trees): every row's leaf in each tree, as ids into the
-        trees' concatenated nodes (node_feature int32 (m,), node_bitset
-        uint32 (m, BITSET_WORDS), node_left int32 (m,), tree_roots int32
-        (n_trees,): :func:`gputree.tree.concatenate_trees`)."""
+        trees' concatenated nodes (node_feature int32 (m,), node_sets a
+        :class:`gputree.tree.LeftSets` of m nodes, node_left int32 (m,),
+        tree_roots int32 (n_trees,): :func:`gputree.tree.concatenate_trees`)."""
 
     @abc.abstractmethod
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
@@ -175,14 +175,14 @@ class Backend(abc.ABC):
         node_values float64 (n_nodes, V), positions int32 (n,) (backend)."""
         out[:, first_column:first_column + node_values.shape[1]] += node_values[positions]
 
-    def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
+    def add_leaf_values(self, X_binned, node_feature, node_sets, node_left, tree_roots,
                         node_values, tree_columns, out):
         """Default: leaf ids of a block of trees at a time, then one gather
         per tree (node_values on the backend, tree_columns a host array)."""
         width = node_values.shape[1]
         for first in range(0, tree_roots.shape[0], _TREES_PER_LAUNCH):
             roots = tree_roots[first:first + _TREES_PER_LAUNCH]
-            leaves = self.predict_leaves(X_binned, node_feature, node_bitset, node_left, roots)
+            leaves = self.predict_leaves(X_binned, node_feature, node_sets, node_left, roots)
             for t in range(roots.shape[0]):
                 column = int(tree_columns[first + t])
                 out[:, column:column + width] += node_values[leaves[:, t]]

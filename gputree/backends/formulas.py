@@ -50,10 +50,15 @@ KIND_CLASSIFICATION, KIND_REGRESSION, KIND_NEWTON = 0, 1, 2
  LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL, LAYOUT_COUNT_CHANNEL,
  LAYOUT_N_CHANNELS) = range(10)
 LAYOUT_SIZE = 10
-# positions inside the float64 ``params`` array
+# positions inside the float64 ``params`` array; the categorical search
+# (scan.py): PARAM_CAT_SEARCH 0 is CART's exact search (trees, forests), 1
+# LightGBM's (boosting) with its cat_smooth, cat_l2, min_data_per_group,
+# max_cat_threshold and max_cat_to_onehot, 2 LightGBM's for features of more
+# than 255 categories and CART's for the others
 (PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_LAMBDA, PARAM_REG_ALPHA,
- PARAM_CONSTRAINTS) = range(5)
-PARAMS_SIZE = 5
+ PARAM_CONSTRAINTS, PARAM_CAT_SEARCH, PARAM_CAT_SMOOTH, PARAM_CAT_L2, PARAM_MIN_DATA_PER_GROUP,
+ PARAM_MAX_CAT_THRESHOLD, PARAM_MAX_CAT_TO_ONEHOT) = range(11)
+PARAMS_SIZE = 11
 # ``params[PARAM_CONSTRAINTS]`` is 0 (no value constraints) or the offset
 # ``off`` of a tail appended to ``params`` (newton, one output; formulas
 # specialised to another kind ignore it): the monotonic
@@ -228,10 +233,9 @@ def make_criterion_functions(jit, inline=None, measure=None):
         return score
 
     @inline
-    def bounded_value(S, inv, params, lower, upper):
-        """Output 0's Newton value -T(G) / (H + lambda), clipped to [lower, upper]."""
-        v = -soft_threshold(S[0] * inv[0], params[PARAM_REG_ALPHA]) / (
-            S[1] * inv[1] + params[PARAM_REG_LAMBDA])
+    def bounded_value_with(S, inv, reg_lambda, reg_alpha, lower, upper):
+        """Output 0's Newton value -T(G) / (H + reg_lambda), clipped to [lower, upper]."""
+        v = -soft_threshold(S[0] * inv[0], reg_alpha) / (S[1] * inv[1] + reg_lambda)
         if v < lower:
             return lower
         if v > upper:
@@ -239,13 +243,24 @@ def make_criterion_functions(jit, inline=None, measure=None):
         return v
 
     @inline
-    def value_score(S, inv, params, v):
+    def bounded_value(S, inv, params, lower, upper):
+        """bounded_value_with the params' reg_lambda and reg_alpha."""
+        return bounded_value_with(S, inv, params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA],
+                                  lower, upper)
+
+    @inline
+    def value_score_with(S, inv, reg_lambda, reg_alpha, v):
         """-2 x the regularised objective G v + (H + lambda) v**2 / 2 + alpha |v|
         of output 0 at value v (equals newton_score at the unclipped value)."""
         g = S[0] * inv[0]
-        h = S[1] * inv[1] + params[PARAM_REG_LAMBDA]
+        h = S[1] * inv[1] + reg_lambda
         magnitude = v if v >= 0.0 else -v
-        return -(2.0 * g * v + h * v * v + 2.0 * params[PARAM_REG_ALPHA] * magnitude)
+        return -(2.0 * g * v + h * v * v + 2.0 * reg_alpha * magnitude)
+
+    @inline
+    def value_score(S, inv, params, v):
+        """value_score_with the params' reg_lambda and reg_alpha."""
+        return value_score_with(S, inv, params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA], v)
 
     @inline
     def poisson_child_ok(S, layout, inv):
@@ -366,6 +381,42 @@ def make_criterion_functions(jit, inline=None, measure=None):
             return -math.inf
         return 0.5 * (value_score(L, inv, params, vl) + value_score(R, inv, params, vr) - parent)
 
+    @inline
+    def categorical_gain(L, R, parent, layout, inv, params, row, f, n_features):
+        """bounded_gain of a many-category subset split (LightGBM's search,
+        scan.py): boosting scores the children with reg_lambda +
+        PARAM_CAT_L2 (LightGBM's cat_l2; the parent keeps reg_lambda, as in
+        LightGBM, so the extra penalty lowers such splits' gains);
+        bounded_gain itself for the other criteria."""
+        if kind_of(layout) != KIND_NEWTON:
+            return bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
+        wl = node_weight(L, layout, inv)
+        wr = node_weight(R, layout, inv)
+        if not children_allowed(node_count(L, layout, inv), node_count(R, layout, inv),
+                                wl, wr, params):
+            return -math.inf
+        lam = params[PARAM_REG_LAMBDA] + params[PARAM_CAT_L2]
+        alpha = params[PARAM_REG_ALPHA]
+        off = int(params[PARAM_CONSTRAINTS])
+        if off == 0:
+            return 0.5 * (newton_score(L, layout, inv, lam, alpha)
+                          + newton_score(R, layout, inv, lam, alpha) - parent)
+        b = off + n_features + 2 * row
+        vl = bounded_value_with(L, inv, lam, alpha, params[b], params[b + 1])
+        vr = bounded_value_with(R, inv, lam, alpha, params[b], params[b + 1])
+        sign = params[off + f]
+        if (sign > 0.0 and vl > vr) or (sign < 0.0 and vl < vr):
+            return -math.inf
+        return 0.5 * (value_score_with(L, inv, lam, alpha, vl)
+                      + value_score_with(R, inv, lam, alpha, vr) - parent)
+
+    @inline
+    def smoothed_ratio(S, inv, params):
+        """G / (H + cat_smooth) of output 0 (LightGBM's order of categories
+        for its subset search)."""
+        h = S[1] * inv[1] + params[PARAM_CAT_SMOOTH]
+        return (S[0] * inv[0]) / h if h > 0.0 else 0.0
+
     @jit
     def sort_key(S, T, layout, inv, params, majority):
         """Value that orders categories for the optimal-subset scan."""
@@ -406,4 +457,5 @@ def make_criterion_functions(jit, inline=None, measure=None):
                            newton_gain_scalars=newton_gain_scalars,
                            kind_of=kind_of,
                            bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
+                           categorical_gain=categorical_gain, smoothed_ratio=smoothed_ratio,
                            sort_key=sort_key, node_value=node_value)

@@ -10,9 +10,24 @@ with the same arithmetic. Candidates, in order (the first strictly best wins):
   then left; then "all non-missing left, missing right" (a bin ``b > 0``
   holding no rows of the node is skipped: it would repeat the candidate
   before it, which wins ties anyway);
-* categorical: categories with rows in the node sorted (stably) by the
-  criterion's sort key, prefixes of that order (missing right, then left),
-  then each category alone, then "all categories left, missing right";
+* categorical (``params[PARAM_CAT_SEARCH]`` 0: CART's exact search, trees
+  and forests): categories with rows in the node sorted by the criterion's
+  sort key (ties by category code: their bin), prefixes of that order
+  (missing right, then left), then each category alone, then "all
+  categories left, missing right";
+* categorical, LightGBM's search (``PARAM_CAT_SEARCH`` 1, boosting; 2:
+  for features of more than 255 categories, CART's exact search for the
+  others): a
+  feature of at most ``PARAM_MAX_CAT_TO_ONEHOT`` categories tries each
+  category alone (one-vs-rest; missing right, then left); otherwise the
+  categories with at least ``max(1, PARAM_CAT_SMOOTH)`` rows in the node,
+  sorted by G / (H + cat_smooth) (output 0's sums; ties by category code),
+  give the prefixes of that order from its start, then from its end, of at
+  most ``min(PARAM_MAX_CAT_THRESHOLD, (n + 1) // 2)`` categories, each
+  prefix tried when its categories since the last one tried hold at least
+  ``PARAM_MIN_DATA_PER_GROUP`` rows (and so does the rest), scored with
+  ``reg_lambda + PARAM_CAT_L2`` for the children (formulas.categorical_gain);
+  categories left out of the order go right;
 * categorical with multiway splits on (``layout[LAYOUT_MULTIWAY]``, ID3 /
   C4.5): one candidate, one child per category with rows in the node, the
   node's missing rows joining the heaviest child (the lowest bin on ties);
@@ -31,18 +46,21 @@ import math
 
 import numpy as np
 
-from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE, STAT_DTYPE
+from .._dtypes import (BITMAP_BINS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE,
+                       STAT_DTYPE, extension_words)
 from .devmath import make_devmath
 from .formulas import (KIND_NEWTON, LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS,
-                       LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO, PARAM_CONSTRAINTS,
-                       PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF, PARAM_REG_ALPHA,
-                       PARAM_REG_LAMBDA, make_criterion_functions, specialised)
+                       LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO, PARAM_CAT_SEARCH, PARAM_CAT_SMOOTH,
+                       PARAM_CONSTRAINTS, PARAM_MAX_CAT_THRESHOLD, PARAM_MAX_CAT_TO_ONEHOT,
+                       PARAM_MIN_DATA_PER_GROUP, PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF,
+                       PARAM_REG_ALPHA, PARAM_REG_LAMBDA, make_criterion_functions, specialised)
 from .splitset import make_splitset
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
 SCRATCH_VECTORS = 5
-#: scratch slots per categorical scan (categories are at most _dtypes.MAX_CATEGORIES)
-MAX_CATEGORIES = 256
+#: scratch slots per categorical scan at least (one per category: the
+#: histograms' non-missing bins when more)
+MIN_CATEGORY_SLOTS = 256
 #: candidates per block of the vectorized boosting scan (``vector``)
 BLOCK_BINS = 256
 
@@ -66,7 +84,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
     scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, missing_bin, layout, inv, params,
          scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
-         out_gain, out_missing_left, out_bitset, out_left, out_info)
+         out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
       t                  : int, task index = node * n_features + feature
       slot               : int, the scratch row the task may use (one task at
                            a time per slot: a GPU thread's t, a CPU worker's)
@@ -76,8 +94,8 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
       feature_allowed    : IN  uint8 (n_nodes, n_features)
       layout, inv, params: IN  criterion description (criteria.py)
       scratch_sums       : OUT int64 (n_slots, SCRATCH_VECTORS * n_channels)
-      scratch_keys       : OUT float64 (n_slots or 1, MAX_CATEGORIES)
-      scratch_order      : OUT int32 (n_slots or 1, MAX_CATEGORIES)
+      scratch_keys       : OUT float64 (n_slots or 1, >= categories of a feature)
+      scratch_order      : OUT int32 (n_slots or 1, >= categories of a feature)
       scratch_prefix     : OUT int64 (n_slots or 1, 4, BLOCK_BINS or 1)
       scratch_gains      : OUT float64 (n_slots or 1, 2, BLOCK_BINS or 1)
                            (the last two: ``vector`` only)
@@ -88,12 +106,18 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                            left child's sums of the feature's best split
       out_info           : OUT float64 (n_nodes, n_features), multiway mode:
                            the information gain of that split (else -inf)
+      out_words          : OUT uint32 (n_nodes, n_features, n_ext): a
+                           categorical split's bins from 256 on (splitset's
+                           words; n_ext >= 1, enough for every category)
     """
     inline = inline or jit
     crit = make_criterion_functions(jit, inline, measure)
     bounded_gain, node_count, bounded_parent_score, sort_key = (
         crit.bounded_gain, crit.node_count, crit.bounded_parent_score, crit.sort_key)
-    goes_left, add_bin, add_bins_upto = make_splitset(inline)
+    categorical_gain, smoothed_ratio = crit.categorical_gain, crit.smoothed_ratio
+    sets = make_splitset(inline)
+    goes_left, add_bin, add_bins_upto = sets.goes_left, sets.add_bin, sets.add_bins_upto
+    in_words, add_word_bin = sets.in_words, sets.add_word_bin
     node_weight, impurity, impurity_gain = crit.node_weight, crit.impurity, crit.impurity_gain
     newton_gain_one, kind_of = crit.newton_gain_one, crit.kind_of
     newton_gain_scalars = crit.newton_gain_scalars
@@ -267,24 +291,50 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                 best, best_bin, best_ml = gain, n_non_missing - 1, 0
         return best, best_bin, best_ml
 
+    @inline
+    def sorts_before(keys, order, i, j):
+        """Entry i of (keys, order) sorts before entry j: by key, ties by
+        bin (a total order: bins are distinct)."""
+        return keys[i] < keys[j] or (keys[i] == keys[j] and order[i] < order[j])
+
+    @inline
+    def sift_down(keys, order, root, end):
+        """Heap property of (keys, order)[:end] restored below ``root``."""
+        while 2 * root + 1 < end:
+            child = 2 * root + 1
+            if child + 1 < end and sorts_before(keys, order, child, child + 1):
+                child += 1
+            if not sorts_before(keys, order, root, child):
+                return
+            keys[root], keys[child] = keys[child], keys[root]
+            order[root], order[child] = order[child], order[root]
+            root = child
+
+    @jit
+    def sort_entries(keys, order, n):
+        """(keys, order)[:n] sorted in place by key, ties by bin: heapsort
+        (n log n steps, no recursion nor memory; one order however the
+        entries came, so every device sorts alike)."""
+        for root in range(n // 2 - 1, -1, -1):
+            sift_down(keys, order, root, n)
+        for end in range(n - 1, 0, -1):
+            keys[0], keys[end] = keys[end], keys[0]
+            order[0], order[end] = order[end], order[0]
+            sift_down(keys, order, 0, end)
+
     @jit
     def sort_categories(H, T, A, n_non_missing, keys, order, layout, inv, params):
-        """Fill order[:n] with the bins that hold rows, stably sorted by key
-        (A is scratch)."""
+        """Fill order[:n] with the bins that hold rows, sorted by key, ties
+        by bin (A is scratch)."""
         majority = majority_class(T, layout)
         n = 0
         for b in range(n_non_missing):
             copy_bin(A, H, b)
             if node_count(A, layout, inv) > 0:
-                key = sort_key(A, T, layout, inv, params, majority)
-                j = n
-                while j > 0 and keys[j - 1] > key:
-                    keys[j] = keys[j - 1]
-                    order[j] = order[j - 1]
-                    j -= 1
-                keys[j] = key
-                order[j] = b
+                keys[n] = sort_key(A, T, layout, inv, params, majority)
+                order[n] = b
                 n += 1
+        sort_entries(keys, order, n)
         return n
 
     @jit
@@ -320,6 +370,107 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
             if gain > best:
                 best, best_kind, best_index, best_ml = gain, 2, n_cat - 1, 0
         return best, best_kind, best_index, best_ml, n_cat
+
+    @jit
+    def scan_one_vs_rest(H, T, L, R, A, M, n_non_missing, has_missing, parent, layout, inv,
+                         params, order, row, f, n_features):
+        """LightGBM's one-vs-rest candidates: each category with rows alone
+        (missing right, then left). Returns (gain, index, missing_left, n);
+        the category is order[index]."""
+        best, best_index, best_ml = -math.inf, -1, 0
+        n_ml = 2 if has_missing else 1
+        n = 0
+        for b in range(n_non_missing):
+            copy_bin(A, H, b)
+            if node_count(A, layout, inv) <= 0:
+                continue
+            order[n] = b
+            for ml in range(n_ml):
+                combine(L, R, A, M, T, ml == 1)
+                gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
+                if gain > best:
+                    best, best_index, best_ml = gain, n, ml
+            n += 1
+        return best, best_index, best_ml, n
+
+    @jit
+    def sort_smoothed(H, A, n_non_missing, keys, order, layout, inv, params):
+        """Fill order[:n] with the bins of at least max(1, cat_smooth) rows,
+        sorted by G / (H + cat_smooth), ties by bin (A is scratch)."""
+        least = max(params[PARAM_CAT_SMOOTH], 1.0)
+        n = 0
+        for b in range(n_non_missing):
+            copy_bin(A, H, b)
+            if node_count(A, layout, inv) >= least:
+                keys[n] = smoothed_ratio(A, inv, params)
+                order[n] = b
+                n += 1
+        sort_entries(keys, order, n)
+        return n
+
+    @jit
+    def scan_sorted_groups(H, T, L, R, A, M, has_missing, parent, layout, inv, params,
+                           order, n_used, row, f, n_features):
+        """LightGBM's many-vs-many candidates over order[:n_used] (see the
+        module's docstring). Returns (gain, direction, index, missing_left):
+        the left set is order[:index + 1] (direction 0) or order[n_used -
+        1 - index:] (direction 1)."""
+        best, best_dir, best_index, best_ml = -math.inf, 0, -1, 0
+        n_ml = 2 if has_missing else 1
+        min_samples, min_weight = params[PARAM_MIN_SAMPLES_LEAF], params[PARAM_MIN_WEIGHT_LEAF]
+        per_group = params[PARAM_MIN_DATA_PER_GROUP]
+        n_steps = min(n_used, min(int(params[PARAM_MAX_CAT_THRESHOLD]), (n_used + 1) // 2))
+        total = node_count(T, layout, inv)
+        for direction in range(2):
+            for c in range(A.shape[0]):
+                A[c] = 0
+            group, before = 0.0, 0.0
+            for i in range(n_steps):
+                accumulate(A, H, order[i] if direction == 0 else order[n_used - 1 - i])
+                count = node_count(A, layout, inv)
+                group += count - before
+                before = count
+                if count < min_samples or node_weight(A, layout, inv) < min_weight:
+                    continue
+                combine(L, R, A, M, T, False)
+                rest = total - count
+                if (rest < min_samples or rest < per_group
+                        or node_weight(R, layout, inv) < min_weight):
+                    break
+                if group < per_group:
+                    continue
+                group = 0.0
+                for ml in range(n_ml):
+                    combine(L, R, A, M, T, ml == 1)
+                    gain = categorical_gain(L, R, parent, layout, inv, params, row, f,
+                                            n_features)
+                    if gain > best:
+                        best, best_dir, best_index, best_ml = gain, direction, i, ml
+        return best, best_dir, best_index, best_ml
+
+    @jit
+    def search_categories(H, T, L, R, A, M, n_non_missing, has_missing, parent, layout, inv,
+                          params, keys, order, row, f, n_features):
+        """The categorical scan of the node: (gain, first, last, missing_left);
+        the split's categories are order[first:last + 1]."""
+        search = params[PARAM_CAT_SEARCH]
+        if search == 0 or (search == 2 and n_non_missing < BITMAP_BINS):
+            gain, kind, index, ml, n_cat = scan_categorical(
+                H, T, L, R, A, M, n_non_missing, has_missing, parent, layout, inv, params,
+                keys, order, row, f, n_features)
+            return (gain, index if kind == 1 else 0, index if kind != 2 else n_cat - 1, ml)
+        if n_non_missing <= params[PARAM_MAX_CAT_TO_ONEHOT]:
+            gain, index, ml, _ = scan_one_vs_rest(
+                H, T, L, R, A, M, n_non_missing, has_missing, parent, layout, inv, params,
+                order, row, f, n_features)
+            return gain, index, index, ml
+        n_used = sort_smoothed(H, A, n_non_missing, keys, order, layout, inv, params)
+        gain, direction, index, ml = scan_sorted_groups(
+            H, T, L, R, A, M, has_missing, parent, layout, inv, params, order, n_used, row, f,
+            n_features)
+        if direction == 0:
+            return gain, 0, index, ml
+        return gain, n_used - 1 - index, n_used - 1, ml
 
     @jit
     def heaviest_bin(H, A, n_non_missing, layout, inv):
@@ -363,23 +514,34 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
             return gain / split_info, gain
         return gain, gain
 
+    @inline
+    def add_category(bitset, f, words, b):
+        """Category bin b goes left at split row f of bitset (its words
+        ``words`` uint32 (n_ext,) from bin 256 on)."""
+        if b < BITMAP_BINS:
+            add_bin(bitset, f, b)
+        else:
+            add_word_bin(words, 0, b)
+
     @jit
-    def left_sums(H, bitset, f, n_bins, L):
-        """L = sum of H over the bins of split row f of bitset."""
+    def left_sums(H, bitset, f, words, n_bins, L):
+        """L = sum of H over the bins of split row f of bitset (and its
+        words)."""
         for c in range(L.shape[0]):
             L[c] = 0
         for b in range(n_bins):
-            if goes_left(bitset, f, b):
+            if goes_left(bitset, f, b) or in_words(words, 0, words.shape[0], b):
                 accumulate(L, H, b)
 
     @jit
-    def finish(H, T, L, R, bitset, f, missing_bin, has_missing, layout, inv, left_known):
+    def finish(H, T, L, R, bitset, f, words, missing_bin, has_missing, layout, inv,
+               left_known):
         """Fill L (unless ``left_known``: the scan left the split's sums in
-        it) and R from split row f of bitset; without missing values in the
-        node, send the missing bin to the larger child. Returns
-        missing_left."""
+        it) and R from split row f of bitset (and its words); without
+        missing values in the node, send the missing bin to the larger
+        child. Returns missing_left."""
         if not left_known:
-            left_sums(H, bitset, f, missing_bin + 1, L)
+            left_sums(H, bitset, f, words, missing_bin + 1, L)
         for c in range(L.shape[0]):
             R[c] = T[c] - L[c]
         if not has_missing:
@@ -391,7 +553,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
     def scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
              feature_allowed, missing_bin, layout, inv, params,
              scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
-             out_gain, out_missing_left, out_bitset, out_left, out_info):
+             out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
         node = t // n_features
         f = t - node * n_features
         out_gain[node, f] = -math.inf
@@ -400,6 +562,9 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         bitset = out_bitset[node]       # (n_features, BITSET_WORDS): row f is this split
         for w in range(bitset.shape[1]):
             bitset[f, w] = 0
+        words = out_words[node, f]      # (n_ext,): its categories from bin 256 on
+        for w in range(words.shape[0]):
+            words[w] = 0
         if feature_allowed[node, f] == 0:
             return
         C = layout[LAYOUT_N_CHANNELS]
@@ -422,15 +587,13 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
             return
         if categorical and is_categorical[f]:
             keys, order = scratch_keys[slot], scratch_order[slot]
-            gain, kind, index, ml, n_cat = scan_categorical(
+            gain, first, last, ml = search_categories(
                 H, T, L, R, A, M, n_non_missing, has_missing, parent,
                 layout, inv, params, keys, order, node, f, n_features)
             if gain == -math.inf:
                 return
-            first = index if kind == 1 else 0
-            last = index if kind != 2 else n_cat - 1
             for i in range(first, last + 1):
-                add_bin(bitset, f, order[i])
+                add_category(bitset, f, words, order[i])
         else:
             # (conditions on constants of this compilation first: numba drops
             # the code they rule out before compiling it)
@@ -453,7 +616,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         if ml == 1:
             add_bin(bitset, f, missing_bin)
         out_gain[node, f] = gain
-        out_missing_left[node, f] = finish(H, T, L, R, bitset, f, missing_bin,
+        out_missing_left[node, f] = finish(H, T, L, R, bitset, f, words, missing_bin,
                                            has_missing, layout, inv, left_known)
         for c in range(C):
             out_left[node, f, c] = L[c]
@@ -463,13 +626,15 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
     return scan
 
 
-def scratch_shapes(n_slots, n_channels, any_categorical, vector=False):
+def scratch_shapes(n_slots, n_channels, any_categorical, n_bins, vector=False):
     """Shapes of the scan's scratch buffers (sums, keys, order, prefix,
-    gains) for ``n_slots`` tasks at a time."""
+    gains) for ``n_slots`` tasks at a time on histograms of ``n_bins``
+    bins (one category slot per non-missing bin)."""
     n_cat = n_slots if any_categorical else 1
     n_block, block = (n_slots, BLOCK_BINS) if vector else (1, 1)
-    return ((n_slots, SCRATCH_VECTORS * n_channels), (n_cat, MAX_CATEGORIES),
-            (n_cat, MAX_CATEGORIES), (n_block, 4, block), (n_block, 2, block))
+    slots = max(MIN_CATEGORY_SLOTS, n_bins - 1) if any_categorical else 1
+    return ((n_slots, SCRATCH_VECTORS * n_channels), (n_cat, slots),
+            (n_cat, slots), (n_block, 4, block), (n_block, 2, block))
 
 
 class SplitInfo:
@@ -477,37 +642,49 @@ class SplitInfo:
 
     gain float64 (n_nodes,) (-inf: no valid split); feature int32 (n_nodes,);
     bitset uint32 (n_nodes, BITSET_WORDS); missing_left uint8 (n_nodes,);
-    left_sums int64 (n_nodes, n_channels).
+    left_sums int64 (n_nodes, n_channels); words uint32 (n_nodes, n_ext): a
+    categorical split's bins from 256 on (splitset's words; zeros for
+    other splits).
     """
 
-    def __init__(self, gain, feature, bitset, missing_left, left_sums):
+    def __init__(self, gain, feature, bitset, missing_left, left_sums, words):
         self.gain = gain
         self.feature = feature
         self.bitset = bitset
         self.missing_left = missing_left
         self.left_sums = left_sums
+        self.words = words
 
 
-def best_split_per_node(xp, gain, missing_left, bitset, left, info=None):
+def best_split_per_node(xp, gain, missing_left, bitset, left, info, words):
     """Reduce per-(node, feature) results to the best feature per node; ties go
     to the lowest feature index (argmax returns the first maximum)."""
     feature = xp.argmax(gain, axis=1).astype(FEATURE_DTYPE)
     nodes = xp.arange(gain.shape[0])
     return SplitInfo(gain[nodes, feature], feature, bitset[nodes, feature],
-                     missing_left[nodes, feature], left[nodes, feature])
+                     missing_left[nodes, feature], left[nodes, feature],
+                     words[nodes, feature])
 
 
-def empty_scan_outputs(xp, n_nodes, n_features, n_channels):
-    """Allocate the scan's OUT arrays (gain, missing_left, bitset, left, info)."""
+def scan_words(n_bins):
+    """Words of a (node, feature)'s categorical split beyond its bitset, on
+    histograms of ``n_bins`` bins (at least 1)."""
+    return max(1, extension_words(n_bins - 1))
+
+
+def empty_scan_outputs(xp, n_nodes, n_features, n_channels, n_bins):
+    """Allocate the scan's OUT arrays (gain, missing_left, bitset, left, info,
+    words) for histograms of ``n_bins`` bins."""
     return (xp.empty((n_nodes, n_features), dtype=FLOAT_DTYPE),
             xp.empty((n_nodes, n_features), dtype=np.uint8),
             xp.empty((n_nodes, n_features, BITSET_WORDS), dtype=BITSET_DTYPE),
             xp.zeros((n_nodes, n_features, n_channels), dtype=STAT_DTYPE),
-            xp.empty((n_nodes, n_features), dtype=FLOAT_DTYPE))
+            xp.empty((n_nodes, n_features), dtype=FLOAT_DTYPE),
+            xp.empty((n_nodes, n_features, scan_words(n_bins)), dtype=BITSET_DTYPE))
 
 
-def empty_scratch(xp, n_slots, n_channels, any_categorical, vector=False):
+def empty_scratch(xp, n_slots, n_channels, any_categorical, n_bins, vector=False):
     """The scan's scratch buffers (scratch_shapes)."""
-    shapes = scratch_shapes(n_slots, n_channels, any_categorical, vector)
+    shapes = scratch_shapes(n_slots, n_channels, any_categorical, n_bins, vector)
     dtypes = (STAT_DTYPE, FLOAT_DTYPE, np.int32, STAT_DTYPE, FLOAT_DTYPE)
     return tuple(xp.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, dtypes))

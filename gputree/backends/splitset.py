@@ -11,21 +11,29 @@ A split is a row of ``BITSET_WORDS`` uint32 words (gputree/_dtypes.py):
 
 With at most 256 bins (8-bit codes) the bitmap is the whole set and words 8
 and 9 stay 0. With more bins, a numerical split "bins <= t" sets the bitmap up
-to min(t, 255) and word 8 to t when t >= 256; categorical features have at
-most 255 categories (``MAX_CATEGORIES``), so their bins lie in the bitmap; the
-missing bin, the last one, goes left through the bitmap (8-bit) or word 9.
-So a split takes 40 bytes whatever the number of bins, and partitioning and
+to min(t, 255) and word 8 to t when t >= 256; the missing bin, the last one,
+goes left through the bitmap (8-bit) or word 9. A categorical split on a
+feature with more than 256 categories keeps its bins from 256 on in
+further words (``extension_words`` of them at most): word j holds bins
+256 + 32 j .. 256 + 32 j + 31. Partitioning and prediction read them
+through :class:`gputree.tree.LeftSets` (the words of all splits in one
+array, each split's start and count: ``goes_left_words``); the split scan
+keeps one row of them per (node, feature) (``in_words``). So a split takes
+40 bytes plus the words of its many categories, and partitioning and
 prediction still need no split kinds. The CUDA C copy of the rule is
-``gt_goes_left`` in kernels/common.cuh.
+``gt_goes_left_words`` in kernels/common.cuh.
 """
 from collections import namedtuple
 
 import numpy as np
 
 from .._dtypes import (BITMAP_BINS, BITMAP_WORDS, BITSET_DTYPE, BITSET_EXTRA_WORD,
-                       BITSET_RANGE_WORD)
+                       BITSET_RANGE_WORD, BITSET_WORD_BITS, WORD_COUNT_DTYPE, WORD_START_DTYPE)
+from ..tree import LeftSets
 
-SplitSetFunctions = namedtuple("SplitSetFunctions", "goes_left add_bin add_bins_upto")
+SplitSetFunctions = namedtuple("SplitSetFunctions",
+                               "goes_left add_bin add_bins_upto in_words add_word_bin "
+                               "goes_left_words")
 
 
 def make_splitset(jit):
@@ -36,6 +44,14 @@ def make_splitset(jit):
     add_bin(bitset, k, b)          row k INOUT: bin b goes left too (b < 256
                                    or the one extra bin >= 256)
     add_bins_upto(bitset, k, last) row k INOUT: bins 0 .. last go left
+    in_words(words, first, n_words, b) -> 0/1: bin b (>= 256) in the
+                                   n_words words from words[first] (IN
+                                   uint32 (m,)); 0 for b < 256 and beyond
+    add_word_bin(words, first, b)  words INOUT: bin b (>= 256) goes left
+    goes_left_words(bitset, k, b, words, start, n_words) -> 0/1: bin b
+                                   under split k of the LeftSets (bitset,
+                                   words, start, n_words): goes_left or
+                                   in_words(words, start[k], n_words[k], b)
     """
 
     # indices and bins as uint64: numba mixes int64 and uint64 into float64,
@@ -66,27 +82,114 @@ def make_splitset(jit):
         if last >= BITMAP_BINS:
             bitset[np.uint64(k), BITSET_RANGE_WORD] = np.uint32(last)
 
-    return SplitSetFunctions(goes_left, add_bin, add_bins_upto)
+    @jit
+    def in_words(words, first, n_words, b):
+        u = np.uint64(b)
+        if u < np.uint64(BITMAP_BINS):
+            return np.uint32(0)
+        j = (u - np.uint64(BITMAP_BINS)) >> np.uint64(5)
+        if j >= np.uint64(n_words):
+            return np.uint32(0)
+        return (words[np.uint64(first) + j] >> np.uint32(u & np.uint64(31))) & np.uint32(1)
+
+    @jit
+    def add_word_bin(words, first, b):
+        u = np.uint64(b)
+        j = (u - np.uint64(BITMAP_BINS)) >> np.uint64(5)
+        words[np.uint64(first) + j] |= np.uint32(1) << np.uint32(u & np.uint64(31))
+
+    @jit
+    def goes_left_words(bitset, k, b, words, start, n_words):
+        if goes_left(bitset, k, b):
+            return np.uint32(1)
+        row = np.uint64(k)
+        if n_words[row] == 0:
+            return np.uint32(0)
+        return in_words(words, start[row], n_words[row], b)
+
+    return SplitSetFunctions(goes_left, add_bin, add_bins_upto, in_words, add_word_bin,
+                             goes_left_words)
 
 
-def goes_left(bitset, bins):
+def goes_left(bitset, bins, words=None):
     """bool array shaped like ``bins`` (int array): whether they go left under
     the split rows ``bitset`` (uint32 (..., BITSET_WORDS); the leading axes
-    broadcast to ``bins``'s shape)."""
+    broadcast to ``bins``'s shape) and, for bins from 256 on, their words
+    ``words`` (uint32 (..., m), broadcast alike; None: no words)."""
     bins = np.asarray(bins).astype(np.int64)
     bitset = np.broadcast_to(bitset, bins.shape + (np.shape(bitset)[-1],))
     word = np.take_along_axis(bitset, np.minimum(bins >> 5, BITMAP_WORDS - 1)[..., None],
                               axis=-1)[..., 0]
     in_map = (word >> (bins & 31).astype(np.uint32)) & 1
     high = (bins <= bitset[..., BITSET_RANGE_WORD]) | (bins == bitset[..., BITSET_EXTRA_WORD])
+    if words is not None and np.shape(words)[-1] > 0:
+        words = np.broadcast_to(words, bins.shape + (np.shape(words)[-1],))
+        j = (bins - BITMAP_BINS) >> 5
+        inside = (j >= 0) & (j < words.shape[-1])
+        word = np.take_along_axis(words, np.clip(j, 0, words.shape[-1] - 1)[..., None],
+                                  axis=-1)[..., 0]
+        high |= inside & (((word >> (bins & 31).astype(np.uint32)) & 1) == 1)
     return np.where(bins < BITMAP_BINS, in_map.astype(bool), high)
 
 
-def left_bins(bitset_row, n_bins):
+def left_bins(bitset_row, n_bins, words=None):
     """int64 ascending: the bins < ``n_bins`` that go left under one split
-    row (uint32 (BITSET_WORDS,))."""
+    row (uint32 (BITSET_WORDS,)) with its words beyond (uint32 (m,) or
+    None)."""
     bins = np.arange(n_bins)
-    return bins[goes_left(bitset_row, bins)]
+    return bins[goes_left(bitset_row, bins, words)]
+
+
+def node_left_bins(tree, node, n_bins):
+    """int64 ascending: the bins < ``n_bins`` that go left at split ``node``
+    of ``tree`` (TreeArrays), its words included."""
+    return left_bins(tree.bitset[node], n_bins, tree.node_words(node))
+
+
+def nodes_go_left(tree, nodes, bins):
+    """bool (n,): whether ``bins`` (int (n,)) go left at ``nodes`` (int (n,))
+    of ``tree`` (TreeArrays), their words included."""
+    bins = np.asarray(bins).astype(np.int64)
+    left = goes_left(tree.bitset[nodes], bins)
+    if tree.has_cat_words:
+        j = (bins - BITMAP_BINS) >> 5
+        inside = (j >= 0) & (j < tree.cat_n_words[nodes])
+        at = np.where(inside, tree.cat_start[nodes] + np.maximum(j, 0), 0)
+        word = tree.cat_words[at] if tree.cat_words.size else np.zeros(bins.shape, np.uint32)
+        left |= inside & (((word >> (bins & 31).astype(np.uint32)) & 1) == 1)
+    return left
+
+
+def words_of_bins(bins, n_words):
+    """uint32 (n_words,): the words beyond the bitmap holding ``bins`` (int
+    array, each >= 256)."""
+    words = np.zeros(n_words, dtype=BITSET_DTYPE)
+    bins = np.asarray(bins, dtype=np.int64) - BITMAP_BINS
+    np.bitwise_or.at(words, bins // BITSET_WORD_BITS,
+                     (np.uint32(1) << (bins % BITSET_WORD_BITS).astype(np.uint32)))
+    return words
+
+
+def left_sets(bitset, word_rows):
+    """LeftSets (host) of splits ``bitset`` (uint32 (n, BITSET_WORDS)) whose
+    words beyond are the rows of ``word_rows`` (uint32 (n, m)), each kept
+    up to its last non-zero word (a tree's layout)."""
+    word_rows = np.asarray(word_rows, dtype=BITSET_DTYPE).reshape(bitset.shape[0], -1)
+    columns = np.arange(word_rows.shape[1])
+    last = np.where(word_rows != 0, columns[None, :], -1).max(axis=1, initial=-1)
+    n_words = (last + 1).astype(WORD_COUNT_DTYPE)
+    start = np.zeros(n_words.shape[0], dtype=WORD_START_DTYPE)
+    start[1:] = np.cumsum(n_words[:-1], dtype=WORD_START_DTYPE)
+    words = word_rows[columns[None, :] < n_words[:, None]]
+    return LeftSets(bitset, words, np.where(n_words > 0, start, 0).astype(WORD_START_DTYPE),
+                    n_words)
+
+
+def trimmed_words(words):
+    """``words`` (uint32 (m,)) without its trailing zero words: how a tree
+    stores a split's words."""
+    nonzero = np.flatnonzero(words)
+    return words[:nonzero[-1] + 1] if nonzero.size else words[:0]
 
 
 def last_left_bin(bitset, missing_bin):

@@ -24,6 +24,7 @@ import numpy as np
 from .._threads import resolve_n_jobs
 from ..backends import get_backend
 from ..backends.base import Backend
+from ..tree import LeftSets
 from .partitions import RemoteRows
 
 
@@ -80,13 +81,13 @@ class DistributedBackend(Backend):
         themselves, :mod:`gputree.dask.inputs`)."""
         return self.local.map_to_bins(X, thresholds, is_categorical, missing_bin)
 
-    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+    def predict_leaves(self, X_binned, node_feature, node_sets, node_left, tree_roots):
         """Leaves of host rows on the driver; rows held by the workers are
         predicted through the fitted model (``to_local()``), not here."""
         if isinstance(X_binned, RemoteRows):
             raise NotImplementedError("the distributed backend does not predict rows held by "
                                       "the workers; predict with the fitted model.")
-        return self.local.predict_leaves(X_binned, node_feature, node_bitset, node_left,
+        return self.local.predict_leaves(X_binned, node_feature, node_sets, node_left,
                                          tree_roots)
 
     def add_node_values(self, node_values, positions, out, first_column):
@@ -110,14 +111,14 @@ class DistributedBackend(Backend):
             out[:n_build] += hist
         return out
 
-    def update_positions(self, X_binned, positions, level_start, split_feature, split_bitset,
+    def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,
                          left_child):
         """Every partition's positions moved to the children (new futures,
         the same RemoteRows)."""
         old = positions.futures
         positions.futures = self.partitions.map(
             _worker_positions, X_binned.futures, old, level_start=level_start,
-            split_feature=np.asarray(split_feature), split_bitset=np.asarray(split_bitset),
+            split_feature=np.asarray(split_feature), split_sets=[np.asarray(a) for a in split_sets],
             left_child=np.asarray(left_child), device=self.device)
         for future in old:
             future.release()
@@ -180,12 +181,13 @@ def _worker_histograms(X_binned, stats, positions, level_start, node_to_build, n
     return backend.to_host(hist)
 
 
-def _worker_positions(X_binned, positions, level_start, split_feature, split_bitset, left_child,
+def _worker_positions(X_binned, positions, level_start, split_feature, split_sets, left_child,
                       device):
     backend = worker_backend(device)
     moved = positions.copy()
     backend.update_positions(X_binned, moved, level_start, backend.asarray(split_feature),
-                             backend.asarray(split_bitset), backend.asarray(left_child))
+                             LeftSets(*split_sets).map(backend.asarray),
+                             backend.asarray(left_child))
     return moved
 
 

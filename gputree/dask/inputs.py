@@ -131,7 +131,7 @@ def _edges_from(summaries, max_bins):
 
     def edges_of(f):
         if f in summaries[0][1]:
-            return category_edges(merged(f, 0), merged(f, 1), f, max_bins)
+            return category_edges(merged(f, 0), merged(f, 1), f)
         return quantile_edges(sample[:, f], max_bins)
 
     return edges_of

@@ -4,9 +4,13 @@ values to bin codes: uint8 up to 255 non-missing bins, uint16 beyond
 
 Numerical features get quantile thresholds computed from a seeded subsample
 (midpoints between distinct values when there are fewer distinct values than
-bins, so splits are exact). Categorical features get one bin per category
-code seen at fit. NaN, and categories unseen at fit, go to the missing bin,
-which is always bin ``n_bins - 1`` with ``n_bins = max_bins + 1``.
+bins, so splits are exact): at most ``max_bins`` bins. Categorical features
+get one bin per category code seen at fit, however many (up to
+``MAX_CATEGORIES``, 65535): their categories, not ``max_bins``, decide their
+bins. NaN, and categories unseen at fit, go to the missing bin, which is
+always bin ``n_bins - 1`` with ``n_bins = max(max_bins, most categories of a
+feature) + 1`` (every feature's bins share that range: a feature with many
+categories widens every feature's histogram, see the README).
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,10 +28,11 @@ class BinMapper:
     Parameters
     ----------
     max_bins : int, 2..65535
-        Non-missing bins per feature; one more bin holds missing values.
-        Codes are uint8 up to 255, uint16 beyond (twice the memory of the
-        binned data; histograms grow with the bins). Categorical features
-        hold at most 255 categories whatever max_bins.
+        Non-missing bins per numerical feature; one more bin holds missing
+        values. Codes are uint8 up to 255 bins, uint16 beyond (twice the
+        memory of the binned data; histograms grow with the bins). A
+        categorical feature has one bin per category (up to 65535) whatever
+        max_bins; the bins of all features then reach the most categories.
     is_categorical : bool array (n_features,) or None
         Which columns hold category codes (non-negative integers, NaN missing).
     subsample : int or None
@@ -37,14 +42,14 @@ class BinMapper:
 
     Attributes
     ----------
-    bin_thresholds_ : float64 (n_features, max_bins)
+    bin_thresholds_ : float64 (n_features, missing_bin_)
         Per feature, ``x`` goes to bin ``searchsorted(row, x, 'left')``; rows
         are padded with +inf. For categorical features the row holds the
         sorted category codes and a value's bin is the index of its code.
     n_bins_non_missing_ : int32 (n_features,)
     is_categorical_ : bool (n_features,)
-    missing_bin_ : int, equal to ``max_bins``
-    n_bins_ : int, equal to ``max_bins + 1``
+    missing_bin_ : int, ``max(max_bins, most categories of a feature)``
+    n_bins_ : int, equal to ``missing_bin_ + 1``
     """
 
     def __init__(self, max_bins=255, is_categorical=None, subsample=200_000,
@@ -73,7 +78,7 @@ class BinMapper:
             if is_cat[f]:
                 column = full(f)
                 return category_edges(distinct_codes(column), distinct_codes(column[used]),
-                                      f, self.max_bins)
+                                      f)
             return quantile_edges(sample(f), self.max_bins)
 
         return self.fit_edges(n_features, edges_of)
@@ -99,22 +104,22 @@ class BinMapper:
             raise ValueError(f"max_bins must be in [2, {MAX_NON_MISSING_BINS}], "
                              f"got {self.max_bins}.")
         is_cat = self._categorical_mask(n_features)
-        # max_bins columns (n_bins - 1): numerical features use at most
-        # max_bins - 1 of them, a categorical one up to max_bins codes
-        thresholds = np.full((n_features, self.max_bins), np.inf,
-                             dtype=THRESHOLD_DTYPE)
-        n_non_missing = np.zeros(n_features, dtype=np.int32)
         # numpy's sorts release the GIL: features in parallel threads
         with ThreadPoolExecutor(max(1, min(n_features, numba.get_num_threads()))) as pool:
             all_edges = list(pool.map(edges_of, range(n_features)))
+        # missing_bin columns (n_bins - 1): numerical features use at most
+        # max_bins - 1 of them, a categorical one a column per category
+        missing_bin = max([self.max_bins] + [len(e) for e, c in zip(all_edges, is_cat) if c])
+        thresholds = np.full((n_features, missing_bin), np.inf, dtype=THRESHOLD_DTYPE)
+        n_non_missing = np.zeros(n_features, dtype=np.int32)
         for f, edges in enumerate(all_edges):
             thresholds[f, :len(edges)] = edges
             n_non_missing[f] = len(edges) + (0 if is_cat[f] else 1)
         self.bin_thresholds_ = thresholds
         self.n_bins_non_missing_ = n_non_missing
         self.is_categorical_ = is_cat
-        self.missing_bin_ = self.max_bins
-        self.n_bins_ = self.max_bins + 1
+        self.missing_bin_ = missing_bin
+        self.n_bins_ = missing_bin + 1
         return self
 
     def transform(self, X, backend=None):
@@ -158,10 +163,11 @@ def distinct_codes(column):
     return np.unique(column[~np.isnan(column)])
 
 
-def category_edges(all_codes, used_codes, feature, max_bins):
+def category_edges(all_codes, used_codes, feature):
     """Sorted category codes (float64) of one categorical column: those seen
-    in the rows that shape the bins (``used_codes``); every row's code
-    (``all_codes``, both from :func:`distinct_codes`) is checked."""
+    in the rows that shape the bins (``used_codes``), at most MAX_CATEGORIES;
+    every row's code (``all_codes``, both from :func:`distinct_codes`) is
+    checked."""
     codes = all_codes
     bad = codes[(codes < 0) | (codes != np.round(codes))]
     if bad.size:
@@ -170,12 +176,9 @@ def category_edges(all_codes, used_codes, feature, max_bins):
             f"category codes (NaN for missing); found {bad[:3]}. "
             "Pass a pandas 'category' column or encode the categories as 0, 1, 2, ...")
     codes = used_codes
-    limit = min(max_bins, MAX_CATEGORIES)
-    if codes.size > limit:
+    if codes.size > MAX_CATEGORIES:
         raise ValueError(
-            f"Categorical feature {feature} has {codes.size} categories, more "
-            f"than {limit} (max_bins={max_bins}; a categorical feature holds at most "
-            f"{MAX_CATEGORIES} categories whatever max_bins). Merge rare categories"
-            f"{', raise max_bins' if max_bins < MAX_CATEGORIES else ''}, or treat the "
-            "feature as numerical.")
+            f"Categorical feature {feature} has {codes.size} categories, more than "
+            f"{MAX_CATEGORIES} (categories take 16-bit codes). Merge rare categories, or "
+            "treat the feature as numerical.")
     return codes.astype(THRESHOLD_DTYPE)

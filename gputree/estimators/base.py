@@ -110,9 +110,9 @@ class BaseTreeModel(BaseEstimator):
         """int32 (n_samples, n_trees) leaf ids (host) of X in ``trees``."""
         data = self._bin_new_data(X)
         backend = self._backend
-        feature, bitset, left, roots = concatenate_trees(trees or self._trees_for_prediction())
+        feature, sets, left, roots = concatenate_trees(trees or self._trees_for_prediction())
         leaves = backend.predict_leaves(data.X_binned, backend.asarray(feature),
-                                        backend.asarray(bitset), backend.asarray(left),
+                                        sets.map(backend.asarray), backend.asarray(left),
                                         backend.asarray(roots))
         return backend.to_host(leaves) - roots[None, :]
 

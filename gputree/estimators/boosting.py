@@ -39,7 +39,7 @@ from ..explain import with_pred_contrib
 from ..growth.constraints import TreeConstraints, check_interaction_cst, check_monotonic_cst
 from ..growth.histogram_pool import HistogramPool
 from ..growth.levelwise import grow_tree
-from ..growth.params import GrowthParams
+from ..growth.params import GrowthParams, categorical_search
 from ..model import register_estimator, saved_floats, saved_int, saved_int_pairs
 from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
@@ -193,7 +193,17 @@ class _BaseGradientBoosting(BaseTreeModel):
             max_leaf_nodes=check_int(self.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True) or 0,
             reg_lambda=check_float(self.reg_lambda, "reg_lambda", 0.0),
             reg_alpha=check_float(self.reg_alpha, "reg_alpha", 0.0),
-            min_split_gain=check_float(self.gamma, "gamma", 0.0))
+            min_split_gain=check_float(self.gamma, "gamma", 0.0),
+            categorical=self._categorical_search())
+
+    def _categorical_search(self):
+        """LightGBM's categorical search (growth.params.categorical_search);
+        None (CART's exact search) with criterion="friedman_mse", whose
+        splits are least squares on the residuals."""
+        search = categorical_search(self.categorical_search, self.cat_smooth, self.cat_l2,
+                                    self.min_data_per_group, self.max_cat_threshold,
+                                    self.max_cat_to_onehot)
+        return search if self.criterion == "newton" else None
 
     def _constraints(self, data, n_outputs):
         """TreeConstraints from monotonic_cst and interaction_cst (None if unset)."""
@@ -551,6 +561,20 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     ``sum(y - p) / sum(p (1 - p))``, which is also what the default
     criterion's leaves are), see :mod:`gputree.estimators.treeboost`.
 
+    Categorical features (``categorical_features``, pandas ``category``
+    columns) hold up to 65,535 categories. Their splits send a subset of
+    the categories left, found as LightGBM finds them (criterion "newton"):
+    categories of at least ``cat_smooth`` rows in the node sorted by
+    ``G / (H + cat_smooth)``, prefixes of that order of at most
+    ``max_cat_threshold`` categories scanned from both ends, each adding at
+    least ``min_data_per_group`` rows, the children scored with
+    ``reg_lambda + cat_l2``; one category against the rest for features of
+    at most ``max_cat_to_onehot`` categories. ``categorical_search``:
+    "auto" (that search for features of more than 255 categories, the exact
+    sorted-prefix search of the trees for the others, as before such
+    features existed), "lightgbm" (for all) or "exact" (for none; rare
+    categories then overfit).
+
     Attributes: ``classes_``, ``n_iter_``, ``n_trees_per_iteration_``,
     ``train_score_`` (``-loss`` on the training rows, before the first round
     and after each), ``validation_score_`` (``scoring`` on the validation
@@ -568,7 +592,9 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
                  multi_strategy="one_output_per_tree", class_weight=None, warm_start=False,
                  random_state=None, verbose=0, device="auto", reg_alpha=0.0,
                  monotonic_cst=None, interaction_cst=None, eval_metric=None, n_jobs=None,
-                 criterion="newton"):
+                 criterion="newton",
+                 categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
+                 max_cat_threshold=32, max_cat_to_onehot=4):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):
@@ -692,7 +718,9 @@ class GradientBoostingRegressor(RegressorMixin, _OneOutputBoosting):
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  warm_start=False, random_state=None, verbose=0, device="auto", alpha=0.9,
                  reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, eval_metric=None,
-                 n_jobs=None, criterion="newton"):
+                 n_jobs=None, criterion="newton",
+                 categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
+                 max_cat_threshold=32, max_cat_to_onehot=4):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):

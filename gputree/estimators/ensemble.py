@@ -35,8 +35,8 @@ def tree_rng(seed, index, stream=0):
 def device_leaves(backend, X_binned, trees):
     """Leaf of every row in every tree, as ids into the trees' concatenated
     node arrays: int32 (n_samples, n_trees) on the backend (one launch)."""
-    feature, bitset, left, roots = concatenate_trees(trees)
-    return backend.predict_leaves(X_binned, backend.asarray(feature), backend.asarray(bitset),
+    feature, sets, left, roots = concatenate_trees(trees)
+    return backend.predict_leaves(X_binned, backend.asarray(feature), sets.map(backend.asarray),
                                   backend.asarray(left), backend.asarray(roots))
 
 
@@ -47,9 +47,9 @@ def add_tree_values(backend, X_binned, trees, columns, out):
     ints). One launch on the CPU; no (n_samples, n_trees) leaf array."""
     if not trees:
         return
-    feature, bitset, left, roots = concatenate_trees(trees)
+    feature, sets, left, roots = concatenate_trees(trees)
     values = np.concatenate([t.value.reshape(t.node_count, -1) for t in trees])
-    backend.add_leaf_values(X_binned, backend.asarray(feature), backend.asarray(bitset),
+    backend.add_leaf_values(X_binned, backend.asarray(feature), sets.map(backend.asarray),
                             backend.asarray(left), backend.asarray(roots),
                             backend.asarray(values), np.asarray(columns, dtype=np.int32), out)
 

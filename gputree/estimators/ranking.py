@@ -100,7 +100,9 @@ class GradientBoostingRanker(_OneOutputBoosting):
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10,
                  lambdarank_truncation_level=30, lambdarank_norm=True, label_gain=None,
                  sigmoid=1.0, warm_start=False, random_state=None, verbose=0, device="auto",
-                 reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, n_jobs=None):
+                 reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, n_jobs=None,
+                 categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
+                 max_cat_threshold=32, max_cat_to_onehot=4):
         set_params_from(self, locals())
 
     # --------------------------------------------------------------- params

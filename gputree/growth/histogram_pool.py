@@ -110,5 +110,6 @@ def _check_histogram_memory(backend, n_new_rows, row_shape):
         f"The histograms of this tree level need {needed / 2**20:.0f} MiB more "
         f"({n_new_rows} nodes x {n_features} features x {n_bins} bins x {n_channels} "
         f"channels x 8 bytes) but {backend.name} has {free / 2**20:.0f} MiB free. Lower "
-        "max_bins (histograms grow with it), limit max_depth / max_leaf_nodes, or raise "
-        "min_samples_leaf.")
+        "max_bins (histograms grow with it; a categorical feature's categories count as "
+        "bins of every feature: merge its rare categories), limit max_depth / "
+        "max_leaf_nodes, or raise min_samples_leaf.")

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._dtypes import NODE_DTYPE
+from .._dtypes import NODE_DTYPE, extension_words
+from ..backends.splitset import left_sets
+from ..tree import LeftSets
 from .histogram_pool import HistogramPool
 from .policy import (NodeTable, accept_splits, counts_and_weights, feature_mask, finish_tree,
                      no_splits, splittable)
@@ -68,6 +70,10 @@ class _TreeGrowth:
             "inv": stats.inv_scale, "params": growth.criterion_params()})
         self.partition = {}      # host arrays of splits not yet applied to positions
         self.partition_start = 0
+        # words of a categorical split beyond its bitset: enough for the
+        # feature with the most categories (0: no feature has over 256)
+        self.n_words = int(extension_words(
+            data.n_bins_non_missing[data.is_categorical != 0]).max(initial=0))
         # monotonic / interaction constraints: bounds and path features per node
         self.constrained = (growth.constraints.start_tree() if growth.constraints is not None
                             else None)
@@ -168,7 +174,7 @@ class _TreeGrowth:
             return
         device = self.backend.upload_many(self.partition)
         self.backend.update_positions(self.data.X_binned, self.positions, self.partition_start,
-                                      device["split_feature"], device["split_bitset"],
+                                      device["split_feature"], _split_sets(device),
                                       device["left_child"])
         self.partition = {}
 
@@ -181,7 +187,7 @@ class _TreeGrowth:
         if device["zero_rows"].size and not backend.overwrites_built_rows:
             backend.zero_rows(hist, device["zero_rows"])
         if self.partition:
-            moves = (self.partition_start, device["split_feature"], device["split_bitset"],
+            moves = (self.partition_start, device["split_feature"], _split_sets(device),
                      device["left_child"])
             self.partition = {}
             backend.move_and_build_histograms(self.data.X_binned, self.positions, moves,
@@ -202,10 +208,11 @@ class _TreeGrowth:
     def _found(self, split, device):
         """What the host needs about the candidates (backend arrays, in the
         order of ``device["rows"]``): gain float64 (k,), feature int32 (k,),
-        bitset uint32 (k, BITSET_WORDS), missing_left uint8 (k,), left_sums
-        int64 (k, n_channels) and child_impurity float64 (2k,), the (left,
-        right) children's impurity (both the node itself where no split is
-        valid)."""
+        bitset uint32 (k, BITSET_WORDS), words uint32 (k, self.n_words) (a
+        categorical split's bins from 256 on), missing_left uint8 (k,),
+        left_sums int64 (k, n_channels) and child_impurity float64 (2k,), the
+        (left, right) children's impurity (both the node itself where no
+        split is valid)."""
         xp, rows, totals = self.backend.xp, device["rows"], device["totals"]
         gain, left = split.gain[rows], split.left_sums[rows]
         valid = xp.isfinite(gain)[:, None]
@@ -215,6 +222,7 @@ class _TreeGrowth:
                                                   *self.criterion_inputs(),
                                                   self.stats.n_outputs, self.stats.n_classes)
         return {"gain": gain, "feature": split.feature[rows], "bitset": split.bitset[rows],
+                "words": split.words[rows][:, :self.n_words],
                 "missing_left": split.missing_left[rows], "left_sums": left,
                 "child_impurity": impurity}
 
@@ -226,12 +234,16 @@ class _TreeGrowth:
         bitset[split_nodes] = found["bitset"][accept]
         node_gain[split_nodes] = found["gain"][accept]
         missing_left[split_nodes] = found["missing_left"][accept]
-        table.record_level(feature, bitset, node_gain, missing_left)
+        words = np.zeros((n_level, self.n_words), dtype=bitset.dtype)
+        words[split_nodes] = found["words"][accept]
+        sets = left_sets(bitset, words)
+        table.record_level(feature, sets, node_gain, missing_left)
         if split_nodes.size:
             left_child = np.full(n_level, -1, dtype=NODE_DTYPE)
             left_child[split_nodes] = level_start + n_level + 2 * np.arange(split_nodes.size)
-            self.partition = {"split_feature": feature, "split_bitset": bitset,
-                              "left_child": left_child}
+            self.partition = {"split_feature": feature, "split_bitset": sets.bitset,
+                              "split_words": sets.words, "split_start": sets.start,
+                              "split_n_words": sets.n_words, "left_child": left_child}
             self.partition_start = level_start
 
 
@@ -241,6 +253,12 @@ def _max_level_nodes(n_samples, growth):
     by_rows = max(1, n_samples // max(1, growth.min_samples_leaf))
     by_leaves = growth.max_leaf_nodes or by_rows
     return int(min(by_depth, by_rows, by_leaves))
+
+
+def _split_sets(device):
+    """The LeftSets of the recorded splits in the uploaded ``device`` dict."""
+    return LeftSets(device["split_bitset"], device["split_words"], device["split_start"],
+                    device["split_n_words"])
 
 
 @dataclass

@@ -41,7 +41,7 @@ from ..quantiles import grouped_weighted_median
 from .policy import (NodeTable, accept_splits, feature_mask, finish_tree, no_splits,
                      splittable)
 
-_, _add_bin, _add_bins_upto = make_splitset(numba.njit(inline="always"))
+_add_bin, _add_bins_upto = make_splitset(numba.njit(inline="always"))[1:3]
 #: candidates whose children's deviation is within TIE times the node's own
 #: deviation count as ties (the first, by feature then threshold, wins): the
 #: pinball sums round differently for partitions of equal deviation, which

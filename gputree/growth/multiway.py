@@ -30,7 +30,8 @@ they read any tree.
 """
 import numpy as np
 
-from .._dtypes import BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from .._dtypes import (BITMAP_BINS, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE,
+                       WORD_COUNT_DTYPE, WORD_START_DTYPE, extension_words)
 from ..backends import splitset
 from ..criteria import LAYOUT_MULTIWAY, LAYOUT_SPLIT_INFO
 from ..tree import TreeArrays, compact
@@ -170,7 +171,7 @@ class _Growth:
                                     "allowed": allowed.astype(np.uint8)})
         hist = backend.build_histograms(data.X_binned, self.stats.stats, self.positions,
                                         level_start, plan["node_to_build"], k, data.n_bins)
-        gain, _, bitset, left, info = backend.scan_splits(
+        gain, _, bitset, left, info, _ = backend.scan_splits(
             hist, const["n_bins_non_missing"], const["is_categorical"], plan["allowed"],
             data.missing_bin, const["layout"], const["inv"], const["params"])
         found = backend.download_many({"gain": gain, "info": info})
@@ -252,14 +253,14 @@ def _category_children(node_hist, data, layout, inv, f):
 def _chain_tree(nodes, data, layout, inv, summaries):
     """TreeArrays of the grown nodes, each multiway split as a chain of
     binary nodes (:mod:`gputree.tree`), renumbered breadth-first."""
-    arrays = {"feature": [], "bitset": [], "left": [], "missing_left": [], "totals": [],
-              "depth": [], "parent": [], "gain": [], "chain_link": []}
+    arrays = {"feature": [], "bitset": [], "words": [], "left": [], "missing_left": [],
+              "totals": [], "depth": [], "parent": [], "gain": [], "chain_link": []}
 
     def new_node(totals, depth, parent, link=0):
         for name, value in (("feature", -1), ("bitset", np.zeros(BITSET_WORDS, np.uint32)),
-                            ("left", -1), ("missing_left", 0), ("totals", totals),
-                            ("depth", depth), ("parent", parent), ("gain", 0.0),
-                            ("chain_link", link)):
+                            ("words", np.zeros(0, np.uint32)), ("left", -1),
+                            ("missing_left", 0), ("totals", totals), ("depth", depth),
+                            ("parent", parent), ("gain", 0.0), ("chain_link", link)):
             arrays[name].append(value)
         return len(arrays["feature"]) - 1
 
@@ -281,8 +282,12 @@ def _chain_tree(nodes, data, layout, inv, summaries):
             continue
         remaining = node.totals.copy()
         for i, (child, b) in enumerate(zip(node.children[:-1], node.child_bins[:-1])):
-            bitset = np.zeros(BITSET_WORDS, np.uint32)   # category bins are < 256
-            bitset[b >> 5] = np.uint32(1) << np.uint32(b & 31)
+            bitset = np.zeros(BITSET_WORDS, np.uint32)
+            if b < BITMAP_BINS:
+                bitset[b >> 5] = np.uint32(1) << np.uint32(b & 31)
+            else:       # a category from bin 256 on: in the words beyond
+                arrays["words"][at] = splitset.trimmed_words(splitset.words_of_bins(
+                    [b], extension_words(b + 1)))
             depth = arrays["depth"][at] + 1
             left = new_node(nodes[child].totals, depth, at)
             remaining = remaining - nodes[child].totals
@@ -303,6 +308,8 @@ def _tree_arrays(arrays, data, layout, inv, summaries):
     count, weight = counts_and_weights(totals, layout, inv)
     feature = np.asarray(arrays["feature"], dtype=np.int32)
     bitset = np.stack(arrays["bitset"]).astype(np.uint32)
+    n_words = np.asarray([w.size for w in arrays["words"]], dtype=WORD_COUNT_DTYPE)
+    start = np.concatenate([[0], np.cumsum(n_words[:-1])]).astype(WORD_START_DTYPE)
     is_categorical = np.where(feature >= 0, data.is_categorical[np.maximum(feature, 0)],
                               0).astype(np.uint8)
     return TreeArrays(
@@ -315,4 +322,6 @@ def _tree_arrays(arrays, data, layout, inv, summaries):
         gain=np.asarray(arrays["gain"], FLOAT_DTYPE),
         depth=np.asarray(arrays["depth"], np.int32),
         parent=np.asarray(arrays["parent"], NODE_DTYPE),
-        chain_link=np.asarray(arrays["chain_link"], np.uint8))
+        chain_link=np.asarray(arrays["chain_link"], np.uint8),
+        cat_words=np.concatenate(arrays["words"]).astype(np.uint32),
+        cat_start=np.where(n_words > 0, start, 0).astype(WORD_START_DTYPE), cat_n_words=n_words)

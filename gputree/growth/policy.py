@@ -10,7 +10,7 @@ from ..backends.splitset import last_left_bin
 from ..criteria import (IMPURITY_SQUARED_ERROR, KIND_CLASSIFICATION, KIND_NEWTON,
                         LAYOUT_COUNT_CHANNEL, LAYOUT_IMPURITY, LAYOUT_KIND, LAYOUT_N_OUTPUTS,
                         LAYOUT_PER_OUTPUT, LAYOUT_VALUE_OFFSET, LAYOUT_WEIGHT_CHANNEL)
-from ..tree import TreeArrays
+from ..tree import LeftSets, TreeArrays
 
 
 #: relative tolerance of "pure" and of min_impurity_decrease, in units of
@@ -35,10 +35,22 @@ class NodeTable:
         self.parent.append(np.repeat(parents, 2).astype(NODE_DTYPE))
 
     def record_level(self, feature, bitset, gain, missing_left):
+        """The level's splits: ``bitset`` their LeftSets (host), or a
+        bitset alone (uint32 (n_level, BITSET_WORDS): no words beyond)."""
         self.feature.append(feature)
-        self.bitset.append(bitset)
+        self.bitset.append(bitset if isinstance(bitset, LeftSets)
+                           else LeftSets.of_bitset(bitset))
         self.gain.append(gain)
         self.missing_left.append(missing_left)
+
+    def left_sets(self, n_nodes):
+        """The LeftSets of the first ``n_nodes`` nodes, level after level."""
+        sets = self.bitset
+        offsets = np.cumsum([0] + [s.words.shape[0] for s in sets])[:-1]
+        return LeftSets(np.concatenate([s.bitset for s in sets])[:n_nodes],
+                        np.concatenate([s.words for s in sets]),
+                        np.concatenate([s.start + off for s, off in zip(sets, offsets)])[:n_nodes],
+                        np.concatenate([s.n_words for s in sets])[:n_nodes])
 
     def totals_all(self):
         return np.concatenate(self.totals)
@@ -145,7 +157,8 @@ def finish_tree(backend, table, data, stats, criterion_inputs):
                                               stats.n_outputs, stats.n_classes)
     summaries = backend.download_many({"values": values, "impurity": impurity})
     feature = np.concatenate(table.feature)[:n_nodes]
-    bitset = np.concatenate(table.bitset)[:n_nodes]
+    sets = table.left_sets(n_nodes)
+    bitset = sets.bitset
     parent = np.concatenate(table.parent)
     left_child = np.full(n_nodes, -1, dtype=NODE_DTYPE)
     # children are created in pairs, in the order their parents split
@@ -164,7 +177,8 @@ def finish_tree(backend, table, data, stats, criterion_inputs):
         n_node_samples=np.rint(count).astype(np.int64),
         weighted_n_node_samples=weight.astype(FLOAT_DTYPE),
         gain=np.concatenate(table.gain)[:n_nodes],
-        depth=np.concatenate(table.depth), parent=parent)
+        depth=np.concatenate(table.depth), parent=parent, cat_words=sets.words,
+        cat_start=np.where(sets.n_words > 0, sets.start, 0), cat_n_words=sets.n_words)
 
 
 def real_thresholds(feature, bitset, is_categorical, data):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._dtypes import BITSET_DTYPE, FEATURE_DTYPE, FLOAT_DTYPE
-from ..backends.splitset import goes_left
+from ..backends.splitset import nodes_go_left
 
 
 @dataclass
@@ -61,8 +61,8 @@ class Surrogates:
 
 
 def _goes_left(tree, nodes, bins):
-    """bool: whether rows with ``bins`` at ``nodes`` go left (the bitset)."""
-    return goes_left(tree.bitset[nodes], bins)
+    """bool: whether rows with ``bins`` at ``nodes`` go left (their left sets)."""
+    return nodes_go_left(tree, nodes, bins)
 
 
 def _has_bit(bitsets, bins):

@@ -29,7 +29,7 @@ from ..backends import get_backend
 from ..data.adapters import as_float_2d
 from ..data.binned import bin_with
 from ..tree import concatenate_trees, decision_path_indicator
-from ..backends.splitset import left_bins
+from ..backends.splitset import node_left_bins
 
 TREE_UNDEFINED = -2
 
@@ -95,7 +95,7 @@ class SklearnTree:
         """Category codes (float64) that go left at categorical split ``node``."""
         if not self.arrays.is_categorical[node]:
             raise ValueError(f"node {node} is not a categorical split.")
-        bins = left_bins(self.arrays.bitset[node], self.bin_mapper.missing_bin_)
+        bins = node_left_bins(self.arrays, node, self.bin_mapper.missing_bin_)
         feature = self.arrays.feature[node]
         return self.bin_mapper.bin_thresholds_[feature, bins[
             bins < self.bin_mapper.n_bins_non_missing_[feature]]]
@@ -109,8 +109,8 @@ class SklearnTree:
             raise ValueError(f"X has {X.shape[1]} features but the tree was fitted with "
                              f"{self.n_features}; pass the same columns.")
         binned = bin_with(backend, self.bin_mapper, X).X_binned
-        feature, bitset, left, roots = concatenate_trees([self.arrays])
-        return backend.predict_leaves(binned, feature, bitset, left, roots)[:, 0].astype(np.intp)
+        feature, sets, left, roots = concatenate_trees([self.arrays])
+        return backend.predict_leaves(binned, feature, sets, left, roots)[:, 0].astype(np.intp)
 
     def decision_path(self, X):
         """CSR indicator (n_samples, node_count) of the nodes each row visits."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.splitset import left_bins
+from ..backends.splitset import node_left_bins
 from ..growth.surrogates import sent_bins
 
 
@@ -106,7 +106,7 @@ def _branches(model, tree, node, style):
     branches, categories = [], []
     while True:
         labels = _category_labels(model, tree.feature[node],
-                                  left_bins(tree.bitset[node], model.thresholds.shape[1]))
+                                  node_left_bins(tree, node, model.thresholds.shape[1]))
         categories += labels
         branches.append((tree.left_child[node], f"{name} = {labels[0]}"))
         right = tree.left_child[node] + 1
@@ -160,7 +160,7 @@ def _split_text(model, tree, node, style):
     if not tree.is_categorical[node]:
         t = f"{tree.threshold[node]:.{style.decimals}f}"
         return f"{name} <= {t}{missing_left}", f"{name} >  {t}{missing_right}"
-    bins = left_bins(tree.bitset[node], model.thresholds.shape[1])
+    bins = node_left_bins(tree, node, model.thresholds.shape[1])
     left = ", ".join(_category_labels(model, f, bins))
     return f"{name} in {{{left}}}{missing_left}", f"{name} not in {{{left}}}{missing_right}"
 

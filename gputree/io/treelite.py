@@ -13,7 +13,7 @@ through exp). Trees with surrogate splits are refused (Treelite has none).
 """
 import numpy as np
 
-from ..backends.splitset import left_bins
+from ..backends.splitset import node_left_bins
 from ..model import FittedModel
 from ..growth.surrogates import refuse_surrogates
 
@@ -80,7 +80,7 @@ def _add_tree(builder, tree, model):
             builder.leaf(float(value[0]) if value.size == 1 else value.tolist())
         elif tree.is_categorical[node]:
             seen = model.thresholds[feature, :model.n_bins_non_missing[feature]]
-            going_left = seen[left_bins(tree.bitset[node], seen.shape[0])]
+            going_left = seen[node_left_bins(tree, node, seen.shape[0])]
             listed = np.setdiff1d(seen, going_left) if missing_left else going_left
             builder.categorical_test(feature, default_left=missing_left,
                                      category_list=[int(c) for c in listed],

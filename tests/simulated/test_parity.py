@@ -62,3 +62,36 @@ def test_multi_output_regression_identical():
     Y = np.column_stack([y, -2 * y + 1])
     cpu, sim = fit_both(DecisionTreeRegressor, X, Y, max_depth=3, max_bins=10)
     assert_same_tree(cpu.tree_, sim.tree_)
+
+
+def _many_categories(seed, n=1500, n_categories=300):
+    """A column of 300 categories (bins from 256 on in the splits' words)
+    with an effect each, NaN for some rows, and a numerical column."""
+    rng = np.random.RandomState(seed)
+    codes = rng.randint(0, n_categories, n).astype(float)
+    codes[rng.rand(n) < 0.05] = np.nan
+    effect = rng.normal(size=n_categories)
+    x1 = rng.normal(size=n)
+    signal = np.where(np.isnan(codes), 0.0, effect[np.nan_to_num(codes).astype(int)]) + 0.5 * x1
+    return np.column_stack([codes, x1]), signal
+
+
+@pytest.mark.parametrize("search", ["exact", "lightgbm"])
+def test_many_category_trees_identical(search):
+    """Trees (CART's exact search) and boosting (both searches) on 300
+    categories: every tree field identical, words included."""
+    from gputree import GradientBoostingRegressor
+    X, signal = _many_categories(0)
+    if search == "exact":
+        cpu, sim = fit_both(DecisionTreeRegressor, X, signal, max_depth=4,
+                            categorical_features=[0])
+        trees = [(cpu.tree_, sim.tree_)]
+    else:
+        cpu, sim = fit_both(GradientBoostingRegressor, X, signal, n_estimators=2, max_depth=2,
+                            categorical_features=[0], early_stopping=False,
+                            min_data_per_group=5, cat_smooth=1.0)
+        trees = list(zip(cpu.model_.trees, sim.model_.trees))
+    assert any(a.has_cat_words for a, _ in trees), "no split used the words: a weak test"
+    for a, b in trees:
+        assert_same_tree(a, b)
+    assert np.array_equal(cpu.predict(X), sim.predict(X))

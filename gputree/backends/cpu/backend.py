@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
+from ...tree import LeftSets
 from ..base import Backend
 from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
                         measure_of)
@@ -79,7 +80,8 @@ class CPUBackend(Backend):
         other channels are added."""
         no_move = np.empty(0, np.int32)
         return self.move_and_build_histograms(
-            X_binned, positions, (0, no_move, np.empty((0, 1), np.uint32), no_move), stats,
+            X_binned, positions, (0, no_move, LeftSets.of_bitset(np.empty((0, 1), np.uint32)),
+                                  no_move), stats,
             level_start, node_to_build, n_build, n_bins, out, bin_counts)
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
@@ -92,7 +94,7 @@ class CPUBackend(Backend):
                             dtype=STAT_DTYPE)
         built = node_to_build >= 0
         built_rows = node_to_build[built].astype(np.int64)
-        moves_start, split_feature, split_bitset, left_child = moves
+        moves_start, split_feature, split_sets, left_child = moves
         n_add = stats.shape[1]
         if (built_rows.size == 1 and built[0] and level_start == 0 and split_feature.size == 0
                 and not positions.any()):
@@ -107,7 +109,7 @@ class CPUBackend(Backend):
             rows = cache.rows(X_binned, "rows")
             node_first = partition.rows_by_node(
                 2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
-                split_bitset, left_child, level_start, build_index, built_rows.size,
+                split_sets, left_child, level_start, build_index, built_rows.size,
                 partition.gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
                 cache.rows(X_binned, "found_node"), rows)
             rows = rows[:node_first[-1]]
@@ -131,10 +133,11 @@ class CPUBackend(Backend):
                     feature_allowed, missing_bin, layout, inv, params):
         n_nodes, n_features, n_bins, n_channels = hist.shape
         any_categorical = bool(is_categorical.any())
-        outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels)
+        outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
         n_tasks = n_nodes * n_features
         n_slots = min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * numba.get_num_threads())
-        scratch = empty_scratch(np, max(n_slots, 1), n_channels, any_categorical, vector=True)
+        scratch = empty_scratch(np, max(n_slots, 1), n_channels, any_categorical, n_bins,
+                                vector=True)
         measure = measure_of(layout)
         newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                       and int(params[PARAM_CONSTRAINTS]) == 0)
@@ -145,14 +148,14 @@ class CPUBackend(Backend):
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
-                         split_bitset, left_child):
+                         split_sets, left_child):
         partition.update_positions.run(positions.shape[0], self.binned.columns(X_binned),
-                                       positions, level_start, split_feature, split_bitset,
+                                       positions, level_start, split_feature, *split_sets,
                                        left_child)
 
-    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+    def predict_leaves(self, X_binned, node_feature, node_sets, node_left, tree_roots):
         leaves = np.empty((X_binned.shape[0], tree_roots.shape[0]), dtype=NODE_DTYPE)
-        predict.walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves,
+        predict.walk(X_binned, node_feature, node_sets, node_left, tree_roots, leaves,
                      np.empty((0, 0)), tree_roots, np.empty((0, 0)))
         return leaves
 
@@ -168,9 +171,9 @@ class CPUBackend(Backend):
         ranking.query_terms.run(scores.shape[0] * per_row,
                                 *kernel_arguments(scores, queries, settings, g, h, ndcg))
 
-    def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
+    def add_leaf_values(self, X_binned, node_feature, node_sets, node_left, tree_roots,
                         node_values, tree_columns, out):
-        predict.walk(X_binned, node_feature, node_bitset, node_left, tree_roots,
+        predict.walk(X_binned, node_feature, node_sets, node_left, tree_roots,
                      np.empty((0, 0), dtype=NODE_DTYPE), node_values, tree_columns, out)
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):

@@ -72,4 +72,5 @@ U64 = np.uint64
 part_bounds = part_bounds_jit
 
 
-goes_left = make_splitset(ir_inline).goes_left
+#: the split rule of partitioning and prediction (their LeftSets)
+goes_left_words = make_splitset(ir_inline).goes_left_words

@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit
 
 from ..kernel_cache import cache_numba_cpu_kernels
-from .jit import U64, goes_left, part_bounds
+from .jit import U64, goes_left_words, part_bounds
 from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
@@ -26,18 +26,21 @@ def gather_chunk(n_rows, n_build):
 
 
 @njit(inline="always")
-def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, left_child):
+def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, split_words,
+           split_start, split_n_words, left_child):
     """Row i's position once its node (level-relative k, if it splits) sends
-    it to a child."""
+    it to a child (the splits' LeftSets: split_bitset, split_words,
+    split_start, split_n_words)."""
     p = positions[U64(i)]
     k = p - level_start
     if 0 <= k < split_feature.shape[0] and split_feature[U64(k)] >= 0:
         b = X_binned[U64(i), U64(split_feature[U64(k)])]
-        p = left_child[U64(k)] + (0 if goes_left(split_bitset, k, b) else 1)
+        left = goes_left_words(split_bitset, k, b, split_words, split_start, split_n_words)
+        p = left_child[U64(k)] + (0 if left else 1)
     return p
 
 
-def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_bitset,
+def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_sets,
                  left_child, level_start, build_index, n_build, chunk_rows, found, found_node,
                  rows):
     """The rows of the nodes to build, grouped by node (``build_index``
@@ -46,7 +49,8 @@ def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_bi
     1,), node j's rows are ``rows[node_first[j]:node_first[j + 1]]``. Each
     row first moves as update_positions would (positions int32 INOUT;
     moves_start and the split arrays as its level_start and split arrays:
-    empty, no move). found, found_node int32 (n,): scratch (the caller
+    empty, no move; ``split_sets`` the splits' LeftSets). found, found_node
+    int32 (n,): scratch (the caller
     allocates the three (n,) arrays: numpy's large arrays get huge pages,
     a kernel's own 4 KiB pages, faulted in one by one: 30k faults a tree
     at 7M rows). ``work``: the job's work (ThreadedKernel.run).
@@ -59,7 +63,7 @@ def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_bi
     n_chunks = (n_samples + chunk_rows - 1) // chunk_rows
     n_found = np.zeros(n_chunks, dtype=np.int64)
     counts = np.zeros((n_chunks, n_build), dtype=np.int64)
-    _move_and_list.run(work, X_binned, positions, moves_start, split_feature, split_bitset,
+    _move_and_list.run(work, X_binned, positions, moves_start, split_feature, *split_sets,
                        left_child, level_start, build_index, chunk_rows, found, found_node,
                        n_found, counts)
     # counts -> offsets: node by node, chunk by chunk
@@ -71,9 +75,9 @@ def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_bi
 
 
 @threaded
-def _move_and_list(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
-                   level_start, build_index, chunk_rows, found, found_node, n_found, counts,
-                   part, n_parts):
+def _move_and_list(X_binned, positions, moves_start, split_feature, split_bitset, split_words,
+                   split_start, split_n_words, left_child, level_start, build_index,
+                   chunk_rows, found, found_node, n_found, counts, part, n_parts):
     """rows_by_node's first pass over chunks ``part`` of ``n_parts``: the
     chunk's rows moved, listed in ``found`` from the chunk's first row on
     with their node's build index in ``found_node`` (rows of nodes not
@@ -86,7 +90,7 @@ def _move_and_list(X_binned, positions, moves_start, split_feature, split_bitset
         k = start
         for i in range(start, min(start + chunk_rows, n_samples)):
             p = _moved(X_binned, positions, i, moves_start, split_feature, split_bitset,
-                       left_child)
+                       split_words, split_start, split_n_words, left_child)
             positions[U64(i)] = p
             j = -1
             if level_start <= p < level_start + build_index.shape[0]:
@@ -114,11 +118,13 @@ def _place_listed(chunk_rows, found, found_node, n_found, offsets, rows, part, n
 
 
 @threaded
-def update_positions(X_binned, positions, level_start, split_feature,
-                     split_bitset, left_child, part, n_parts):
-    """positions int32 (n,) INOUT: rows of split nodes move to a child; in
-    parts over rows."""
+def update_positions(X_binned, positions, level_start, split_feature, split_bitset,
+                     split_words, split_start, split_n_words, left_child, part, n_parts):
+    """positions int32 (n,) INOUT: rows of split nodes move to a child (the
+    splits' LeftSets: split_bitset, split_words, split_start,
+    split_n_words); in parts over rows."""
     first, stop = part_bounds(positions.shape[0], part, n_parts)
     for i in range(first, stop):
         positions[U64(i)] = _moved(X_binned, positions, i, level_start, split_feature,
-                                  split_bitset, left_child)
+                                  split_bitset, split_words, split_start, split_n_words,
+                                  left_child)

@@ -9,7 +9,7 @@ from numba import njit
 
 from ..._threads import kernel_jit, parts_for, run_parts
 from ..kernel_cache import cache_numba_cpu_kernels
-from .jit import U64, goes_left, part_bounds
+from .jit import U64, goes_left_words, part_bounds
 from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
@@ -23,7 +23,9 @@ def _walk_arrays(node_feature, node_bitset, node_left, tree_roots):
     the same for every node: a leaf gets feature 0, an all-ones bitset and
     ``next = itself + 1`` (it goes "left" to itself); an internal node gets
     ``next = left + 1``, so the child is ``next - goes_left``. Also returns
-    each tree's depth (int32 (n_trees,)): the number of steps to take."""
+    each tree's depth (int32 (n_trees,)): the number of steps to take. (A
+    leaf's all-ones bitset sends every bin left, so its words, if any, are
+    never read.)"""
     feature = np.maximum(node_feature, 0)
     bitset = node_bitset.copy()
     step_next = np.empty(node_left.shape[0], dtype=np.int32)
@@ -56,9 +58,11 @@ def _fill_walk_arrays(node_feature, node_left, tree_roots, bitset, step_next, de
 
 
 @njit(inline="always")
-def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next, nodes):
+def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, words, word_start,
+             n_words, step_next, nodes):
     """nodes int32 (>= n_rows,) OUT: leaf of rows start .. start+n_rows-1 in
-    the tree at ``root`` (arrays from _walk_arrays). All rows of the block
+    the tree at ``root`` (arrays from _walk_arrays; words, word_start and
+    n_words those of the trees' LeftSets). All rows of the block
     step down one level together, branch-free, so their loads overlap."""
     for j in range(n_rows):
         nodes[j] = root
@@ -66,13 +70,15 @@ def _descend(X_binned, start, n_rows, root, n_steps, feature, bitset, step_next,
         for j in range(n_rows):
             node = U64(nodes[j])
             b = X_binned[U64(start + j), U64(feature[node])]
-            nodes[j] = step_next[node] - np.int32(goes_left(bitset, node, b))
+            nodes[j] = step_next[node] - np.int32(
+                goes_left_words(bitset, node, b, words, word_start, n_words))
 
 
 @threaded
-def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, leaves,
-                node_values, tree_columns, out, scratch, part, n_parts):
-    """Every row down every tree (tree arrays from _walk_arrays), in tree
+def _walk_trees(X_binned, feature, bitset, words, word_start, n_words, step_next, tree_roots,
+                tree_depth, leaves, node_values, tree_columns, out, scratch, part, n_parts):
+    """Every row down every tree (tree arrays from _walk_arrays; words,
+    word_start, n_words of the trees' LeftSets), in tree
     order, then with the leaf reached:
 
     leaves       OUT   int32 (n, n_trees) leaf ids, or (0, 0) to skip;
@@ -92,7 +98,7 @@ def _walk_trees(X_binned, feature, bitset, step_next, tree_roots, tree_depth, le
         n_rows = min(_PREDICT_BLOCK, n_samples - start)
         for t in range(tree_roots.shape[0]):
             _descend(X_binned, start, n_rows, tree_roots[t], tree_depth[t], feature, bitset,
-                     step_next, nodes)
+                     words, word_start, n_words, step_next, nodes)
             if leaves.shape[0] > 0:
                 for j in range(n_rows):
                     leaves[start + j, t] = nodes[j]
@@ -128,13 +134,16 @@ def _loop_vectorizer_off():
         numba.config.LOOP_VECTORIZE = saved
 
 
-def walk(X_binned, node_feature, node_bitset, node_left, tree_roots, leaves, node_values,
-          tree_columns, out):
-    """_walk_trees of these trees (its outputs as there)."""
-    walk = _walk_arrays(node_feature, node_bitset, node_left, tree_roots)
-    steps = X_binned.shape[0] * (int(walk[3].sum()) + tree_roots.shape[0])
+def walk(X_binned, node_feature, node_sets, node_left, tree_roots, leaves, node_values,
+         tree_columns, out):
+    """_walk_trees of these trees (node_sets: their LeftSets; its outputs
+    as there)."""
+    feature, bitset, step_next, depth = _walk_arrays(node_feature, node_sets.bitset,
+                                                     node_left, tree_roots)
+    steps = X_binned.shape[0] * (int(depth.sum()) + tree_roots.shape[0])
     n_parts = parts_for(steps)
     scratch = np.empty((n_parts, _PREDICT_BLOCK), dtype=np.int32)
     with _loop_vectorizer_off():
-        run_parts(_walk_trees.compiled, n_parts, X_binned, *walk[:3], tree_roots, walk[3],
-                  leaves, node_values, tree_columns, out, scratch)
+        run_parts(_walk_trees.compiled, n_parts, X_binned, feature, bitset, node_sets.words,
+                  node_sets.start, node_sets.n_words, step_next, tree_roots, depth, leaves,
+                  node_values, tree_columns, out, scratch)

@@ -35,7 +35,7 @@ _scan = _node_summary = None
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
-                 out_bitset, out_left, out_info, part, n_parts):
+                 out_bitset, out_left, out_info, out_words, part, n_parts):
     """The split scan of every (node, feature) (arguments as
     scan.make_split_scanner; the scan inlined), in parts over the scratch
     slots, slot s scanning tasks s, s + n_slots, ...; compiled per criterion
@@ -48,7 +48,7 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
             _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
                   is_categorical, feature_allowed, missing_bin, layout, inv, params,
                   scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
-                  out_gain, out_missing_left, out_bitset, out_left, out_info)
+                  out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
 
 
 def _node_summaries(totals, layout, inv, params, values, impurity):

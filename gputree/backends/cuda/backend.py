@@ -150,17 +150,17 @@ class CUDABackend(Backend):
         hist[derived_rows] = parent_hist[parent_rows] - hist[built_rows]
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
-                         split_bitset, left_child):
+                         split_sets, left_child):
         self._count("update_positions")
         self.kernels.update_positions(X_binned, positions, level_start, split_feature,
-                                      split_bitset, left_child)
+                                      split_sets, left_child)
         partition = self._partitions.get(id(positions))
         if partition is not None:
             partition.record_split(level_start, split_feature, left_child)
 
-    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots):
+    def predict_leaves(self, X_binned, node_feature, node_sets, node_left, tree_roots):
         self._count("predict_leaves")
-        return self.kernels.predict_leaves(X_binned, node_feature, node_bitset, node_left,
+        return self.kernels.predict_leaves(X_binned, node_feature, node_sets, node_left,
                                            tree_roots)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
@@ -178,11 +178,11 @@ class CUDABackend(Backend):
 
     def _scan(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
               missing_bin, layout, inv, params):
-        n_nodes, n_features, _, n_channels = hist.shape
+        n_nodes, n_features, n_bins, n_channels = hist.shape
         # categorical scratch for every thread, whatever the features: knowing
         # whether any is categorical would cost a device->host read per level
-        outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels)
-        scratch = empty_scratch(self, n_nodes * n_features, n_channels, True)
+        outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels, n_bins)
+        scratch = empty_scratch(self, n_nodes * n_features, n_channels, True, n_bins)
         blocks = math.ceil(n_nodes * n_features / THREADS_PER_BLOCK)
         numba_kernels._find_splits[blocks, THREADS_PER_BLOCK](
                 hist, n_bins_non_missing, is_categorical, feature_allowed,
@@ -257,13 +257,15 @@ def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nod
     per_row = (n_features * code + n_channels * stat
                + 4 * np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
     histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
-    per_node = n_features * _scan_bytes_per_thread(n_channels) + _NODE_RECORD_BYTES * n_channels
+    per_node = (n_features * _scan_bytes_per_thread(n_channels, n_bins)
+                + _NODE_RECORD_BYTES * n_channels)
     return binning + n_samples * per_row + histograms + max_level_nodes * per_node
 
 
-def _scan_bytes_per_thread(n_channels):
-    """Bytes of the split scan's outputs and scratch per (node, feature)
-    (categorical scratch included, as find_best_splits allocates it)."""
-    arrays = (empty_scan_outputs(np, 1, 1, n_channels)
-              + empty_scratch(np, 1, n_channels, True))
+def _scan_bytes_per_thread(n_channels, n_bins):
+    """Bytes of the split scan's outputs and scratch per (node, feature) on
+    histograms of ``n_bins`` bins (categorical scratch included, one slot
+    per bin, as find_best_splits allocates it)."""
+    arrays = (empty_scan_outputs(np, 1, 1, n_channels, n_bins)
+              + empty_scratch(np, 1, n_channels, True, n_bins))
     return sum(a.nbytes for a in arrays)

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from ..._dtypes import (BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, NODE_DTYPE, STAT_DTYPE,
-                       THRESHOLD_DTYPE, X_BINNED_DTYPE, X_BINNED_WIDE_DTYPE, X_DTYPE, bin_dtype)
+                       THRESHOLD_DTYPE, WORD_COUNT_DTYPE, WORD_START_DTYPE, X_BINNED_DTYPE,
+                       X_BINNED_WIDE_DTYPE, X_DTYPE, bin_dtype)
 from .row_partition import segments_from_positions
 
 RUNTIMES = ("cupy", "emulator")
@@ -390,33 +391,43 @@ class CudaKernels:
             *level, scan, next_begin, next_end, np.int32(n_level), np.int32(next_start),
             np.int32(n_next)))
 
+    def _left_sets(self, sets):
+        """The four arrays of a LeftSets (bitset, words, start, n_words) as
+        the kernels take them: contiguous, of their dtypes."""
+        xp = self.xp
+        return (xp.ascontiguousarray(sets[0], dtype=BITSET_DTYPE).reshape(-1, BITSET_WORDS),
+                xp.ascontiguousarray(sets[1], dtype=BITSET_DTYPE).reshape(-1),
+                xp.ascontiguousarray(sets[2], dtype=WORD_START_DTYPE),
+                xp.ascontiguousarray(sets[3], dtype=WORD_COUNT_DTYPE))
+
     def update_positions(self, X_binned, positions, level_start: int, split_feature,
-                         split_bitset, left_child):
+                         split_sets, left_child):
         """Move the rows of split level nodes to their children, in place.
 
         X_binned uint8 or uint16 (n_samples, n_features) F-order; positions
         INOUT int32 (n_samples,); split_feature int32 (n_level_nodes,) (-1 =
-        not split); split_bitset uint32 (n_level_nodes, BITSET_WORDS); left_child int32
-        (n_level_nodes,). Returns ``positions``.
+        not split); split_sets the LeftSets (gputree.tree) of the
+        n_level_nodes splits; left_child int32 (n_level_nodes,). Returns
+        ``positions``.
         """
         xp = self.xp
         X_binned, suffix = _binned(xp, X_binned)
         _require(positions, "positions", NODE_DTYPE, 1)
         split_feature = xp.ascontiguousarray(split_feature, dtype=FEATURE_DTYPE)
-        split_bitset = xp.ascontiguousarray(split_bitset, dtype=BITSET_DTYPE).reshape(-1, BITSET_WORDS)
+        sets = self._left_sets(split_sets)
         left_child = xp.ascontiguousarray(left_child, dtype=NODE_DTYPE)
         if positions.size and split_feature.size:
             self._launch("update_positions" + suffix, (self._blocks(positions.size),), (
-                X_binned, positions, split_feature, split_bitset, left_child,
+                X_binned, positions, split_feature, *sets, left_child,
                 np.int32(positions.size), np.int32(level_start), np.int32(split_feature.size)))
         return positions
 
-    def predict_leaves(self, X_binned, node_feature, node_bitset, node_left, tree_roots, out=None):
+    def predict_leaves(self, X_binned, node_feature, node_sets, node_left, tree_roots, out=None):
         """Leaf reached by every row in every tree of a concatenated batch.
 
         X_binned uint8 or uint16 (n_samples, n_features) F-order; node_feature
-        int32 (n_total_nodes,) (-1 = leaf); node_bitset uint32 (n_total_nodes,
-        BITSET_WORDS);
+        int32 (n_total_nodes,) (-1 = leaf); node_sets the LeftSets
+        (gputree.tree) of the n_total_nodes nodes;
         node_left int32 (n_total_nodes,); tree_roots int32 (n_trees,); ``out``
         optional int32 (n_samples, n_trees). Returns leaves int32 (n_samples,
         n_trees): global node ids.
@@ -424,7 +435,7 @@ class CudaKernels:
         xp = self.xp
         X_binned, suffix = _binned(xp, X_binned)
         node_feature = xp.ascontiguousarray(node_feature, dtype=FEATURE_DTYPE)
-        node_bitset = xp.ascontiguousarray(node_bitset, dtype=BITSET_DTYPE).reshape(-1, BITSET_WORDS)
+        sets = self._left_sets(node_sets)
         node_left = xp.ascontiguousarray(node_left, dtype=NODE_DTYPE)
         tree_roots = xp.ascontiguousarray(tree_roots, dtype=NODE_DTYPE)
         n_samples, n_trees = X_binned.shape[0], tree_roots.size
@@ -434,7 +445,7 @@ class CudaKernels:
         if out.size:
             grid = (self._blocks(n_samples), min(n_trees, self.max_blocks, 65535))
             self._launch("predict_leaves" + suffix, grid, (
-                X_binned, node_feature, node_bitset, node_left, tree_roots, out,
+                X_binned, node_feature, *sets, node_left, tree_roots, out,
                 np.int32(n_samples), np.int32(n_trees)))
         return out
 

@@ -44,7 +44,7 @@ _CACHE_KERNELS = cache_numba_cuda_kernels(__file__)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
                  scratch_prefix, scratch_gains,
-                 out_gain, out_missing_left, out_bitset, out_left, out_info):
+                 out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
     """One thread per (node, feature), its scratch slot its own index;
     arguments as scan.make_split_scanner."""
     t = cuda.grid(1)
@@ -52,7 +52,7 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, miss
         _scan(t, t, hist, hist.shape[1], n_bins_non_missing, is_categorical, feature_allowed,
               missing_bin, layout, inv, params, scratch_sums, scratch_keys, scratch_order,
               scratch_prefix, scratch_gains,
-              out_gain, out_missing_left, out_bitset, out_left, out_info)
+              out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
 
 
 @cuda.jit(cache=_CACHE_KERNELS)
