@@ -61,7 +61,8 @@ def takes_dataset(fit):
 def streams(method):
     """Predict-like ``method(X, ...)`` wrapper: a Dataset X is predicted
     block by block on its binned codes, an iterator of chunks (arrays,
-    DataFrames, or tuples whose first item is X) chunk by chunk."""
+    DataFrames, or tuples whose first item is X) chunk by chunk, chunks of
+    no rows skipped."""
     @functools.wraps(method)
     def wrapper(self, X, *args, **kwargs):
         if isinstance(X, Dataset):
@@ -70,7 +71,8 @@ def streams(method):
                 self._encoder, self._bin_mapper, self._backend, type(self).__name__,
                 PREDICT_BLOCK_ROWS))
         elif isinstance(X, Iterator):
-            blocks = (chunk[0] if isinstance(chunk, tuple) else chunk for chunk in X)
+            blocks = (chunk for chunk in (c[0] if isinstance(c, tuple) else c for c in X)
+                      if len(chunk))
         else:
             return method(self, X, *args, **kwargs)
         return _stacked([method(self, block, *args, **kwargs) for block in blocks])
