@@ -11,6 +11,8 @@ import signal
 import numpy as np
 import pytest
 
+import frames
+
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
@@ -47,15 +49,7 @@ def small_bin_subsample(monkeypatch):
 
 def make_frame(seed=0):
     """(pandas X with NaNs and a category column, labels, float target, weights)."""
-    rng = np.random.RandomState(seed)
-    X = pd.DataFrame(rng.normal(size=(N_ROWS, 4)), columns=list("abcd"))
-    X.loc[rng.rand(N_ROWS) < 0.1, "a"] = np.nan
-    X["colour"] = pd.Categorical(rng.choice(["red", "green", "blue", "cyan"], N_ROWS))
-    code = X["colour"].cat.codes.to_numpy()
-    signal = np.nan_to_num(X["a"].to_numpy()) + X["b"].to_numpy() + (code == 1)
-    labels = np.digitize(signal + 0.5 * rng.normal(size=N_ROWS), [-0.5, 0.7])
-    weights = rng.rand(N_ROWS) * (rng.rand(N_ROWS) > 0.1)
-    return X, labels, signal + rng.normal(size=N_ROWS), weights
+    return frames.make_frame(N_ROWS, seed)
 
 
 def dask_frame(X, n_partitions):

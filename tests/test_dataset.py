@@ -10,6 +10,8 @@ import dataclasses
 import numpy as np
 import pytest
 
+import frames
+
 import gputree
 from gputree import Dataset
 from gputree.data.binning import BinMapper
@@ -29,16 +31,9 @@ def small_bin_subsample(monkeypatch):
 
 
 def make_frame(seed=0):
-    """(pandas X with NaNs and a category column, labels, float target, weights with zeros)."""
-    rng = np.random.RandomState(seed)
-    X = pd.DataFrame(rng.normal(size=(N_ROWS, 4)).astype(np.float32), columns=list("abcd"))
-    X.loc[rng.rand(N_ROWS) < 0.1, "a"] = np.nan
-    X["colour"] = pd.Categorical(rng.choice(["red", "green", "blue", "cyan"], N_ROWS))
-    code = X["colour"].cat.codes.to_numpy()
-    signal = np.nan_to_num(X["a"].to_numpy()) + X["b"].to_numpy() + (code == 1)
-    labels = np.digitize(signal + 0.5 * rng.normal(size=N_ROWS), [-0.5, 0.7])
-    weights = rng.rand(N_ROWS) * (rng.rand(N_ROWS) > 0.1)
-    return X, labels, signal + rng.normal(size=N_ROWS), weights
+    """(pandas X, float32, with NaNs and a category column, labels, float target,
+    weights with zeros)."""
+    return frames.make_frame(N_ROWS, seed, np.float32)
 
 
 def row_bounds(sizes):
