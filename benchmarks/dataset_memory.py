@@ -15,8 +15,9 @@ Parts:
 * ``memory``: peak RSS (``ru_maxrss``) raised by a 20-round boosting fit
   (depth 6, no early stopping) on ``--rows`` x 28 float32 rows read from
   the Parquet folder: (a) read into a float32 array with pyarrow, then
-  ``fit(X, y)``; (b) ``fit(Dataset(folder, label="y"))``. The raise is
-  measured from the RSS just before the data is touched.
+  ``fit(X, y)``; (b) ``fit(Dataset(folder, label="y"))``, with the raise
+  after building the Dataset alone. The raise is measured from the RSS
+  just before the data is touched (MiB).
 * ``build``: seconds to build ``Dataset(folder, label="y")`` (median of
   3) against ``lightgbm.Dataset(X, label=y).construct()`` on the same rows
   as a float32 array in memory, and ``Dataset(X, label=y)`` in memory.
@@ -100,9 +101,11 @@ def child(part, folder):
             X, y = read_folder(folder)
             model = gputree.GradientBoostingRegressor(**PARAMS).fit(X, y)
         else:
-            model = gputree.GradientBoostingRegressor(**PARAMS).fit(
-                gputree.Dataset(folder, label="y"))
-        out = {"rss_before_mb": before, "peak_mb": peak_mb(), "raise_mb": peak_mb() - before,
+            dataset = gputree.Dataset(folder, label="y", random_state=0)
+            out["build_raise_mb"] = peak_mb() - before
+            out["codes_mb"] = dataset.codes.nbytes / 2 ** 20
+            model = gputree.GradientBoostingRegressor(**PARAMS).fit(dataset)
+        out |= {"rss_before_mb": before, "peak_mb": peak_mb(), "raise_mb": peak_mb() - before,
                "seconds": time.perf_counter() - start, "n_iter": model.n_iter_}
     elif part == "build":
         import lightgbm
@@ -110,7 +113,7 @@ def child(part, folder):
         times = {"gputree_parquet": [], "gputree_memory": [], "lightgbm_memory": []}
         for _ in range(3):
             t = time.perf_counter()
-            gputree.Dataset(folder, label="y")
+            gputree.Dataset(folder, label="y", random_state=0)
             times["gputree_parquet"].append(time.perf_counter() - t)
             t = time.perf_counter()
             gputree.Dataset(X, label=y)
@@ -123,7 +126,7 @@ def child(part, folder):
         X, y = read_folder(folder)
         grid = [dict(PARAMS, max_depth=d, learning_rate=r) for d in (4, 6) for r in (0.1, 0.2)]
         t = time.perf_counter()
-        dataset = gputree.Dataset(folder, label="y")
+        dataset = gputree.Dataset(folder, label="y", random_state=0)
         build = time.perf_counter() - t
         for params in grid:
             gputree.GradientBoostingRegressor(**params).fit(dataset)
@@ -135,7 +138,7 @@ def child(part, folder):
                "in_memory_total": time.perf_counter() - t}
     elif part == "equal":
         X, y = read_folder(folder)
-        a = gputree.GradientBoostingRegressor(**PARAMS).fit(gputree.Dataset(folder, label="y"))
+        a = gputree.GradientBoostingRegressor(**PARAMS).fit(gputree.Dataset(folder, label="y", random_state=0))
         b = gputree.GradientBoostingRegressor(**PARAMS).fit(X, y)
         out = {"predictions_equal": bool(np.array_equal(a.predict(X), b.predict(X)))}
     print(json.dumps(out))

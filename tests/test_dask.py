@@ -43,7 +43,7 @@ def small_bin_subsample(monkeypatch):
     """Bins learned from a 250-row subsample (the default is 200,000): the
     sampled rows must be the same global rows on the cluster."""
     defaults = list(BinMapper.__init__.__defaults__)
-    defaults[1] = 250
+    defaults[2] = 250  # subsample (index 1 is is_categorical)
     monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
 
 

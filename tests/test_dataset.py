@@ -26,8 +26,10 @@ def small_bin_subsample(monkeypatch):
     """Bins learned from a 250-row subsample (the default is 200,000), so
     that the sampled rows must be the same global rows across chunks."""
     defaults = list(BinMapper.__init__.__defaults__)
-    defaults[1] = 250
+    names = BinMapper.__init__.__code__.co_varnames[1:1 + len(defaults)]
+    defaults[names.index("subsample")] = 250
     monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
+    assert BinMapper().subsample == 250
 
 
 def make_frame(seed=0):
@@ -62,8 +64,8 @@ def union_frame(X, sizes):
 
 
 def assert_same_bins(dataset, X, weights=None, categorical_features=None):
-    inputs, _ = gputree.data.training.bin_training_data(X, 255, categorical_features, "cpu", 0,
-                                                        weights)
+    inputs, _ = gputree.data.training.bin_training_data(X, 255, categorical_features, "cpu",
+                                                        dataset._seed, weights)
     np.testing.assert_array_equal(dataset.bin_mapper.bin_thresholds_,
                                   inputs.bin_mapper.bin_thresholds_)
     np.testing.assert_array_equal(dataset.bin_mapper.is_categorical_,
@@ -123,7 +125,7 @@ def test_parquet_folder_and_csv(tmp_path, small_bin_subsample):
     for i, (a, b) in enumerate(row_bounds([300, 0, 250, 150])):
         pq.write_table(pa.Table.from_pandas(table.iloc[a:b], preserve_index=False),
                        folder / f"part-{i:03d}.parquet", row_group_size=64)
-    dataset = Dataset(folder, label="label", weight="w", chunk_rows=100)
+    dataset = Dataset(folder, label="label", weight="w", chunk_rows=100, random_state=0)
     assert_same_bins(dataset, X, w)
     model = gputree.GradientBoostingClassifier(n_estimators=5, early_stopping=False,
                                                random_state=0).fit(dataset)
@@ -198,10 +200,10 @@ def test_one_binning_for_many_fits_and_reference_data(small_bin_subsample):
         np.testing.assert_array_equal(model.predict(valid), reference.predict(X.iloc[500:]))
     # eval_set on reference data: the validation rows are binned with the fit's bins
     booster = gputree.GradientBoostingClassifier(n_estimators=6, early_stopping=True,
-                                                 n_iter_no_change=2, random_state=0)
+                                                 n_iter_no_change=2)
     booster.fit(train, eval_set=(valid, labels[500:]))
     expected = gputree.GradientBoostingClassifier(n_estimators=6, early_stopping=True,
-                                                  n_iter_no_change=2, random_state=0)
+                                                  n_iter_no_change=2)
     expected.fit(X.iloc[:500], labels[:500], eval_set=(X.iloc[500:], labels[500:]))
     assert_same_model(booster, expected)
 
@@ -291,3 +293,15 @@ def test_subset_keeps_the_bins():
     np.testing.assert_array_equal(part.label, labels[rows])
     model = gputree.DecisionTreeClassifier(max_depth=3).fit(part)
     np.testing.assert_array_equal(model.predict(part), model.predict(X.iloc[rows]))
+
+
+def test_a_seeded_estimator_gets_its_own_subsample(small_bin_subsample):
+    """More rows than the bin subsample: the Dataset's random_state draws the
+    rows an estimator of that random_state draws; another seed is refused."""
+    X, _, y, _ = make_frame(5)
+    dataset = Dataset(frame_chunks(X, SIZES, y), random_state=7)
+    model = gputree.GradientBoostingRegressor(n_estimators=3, random_state=7).fit(dataset)
+    reference = gputree.GradientBoostingRegressor(n_estimators=3, random_state=7)
+    assert_same_model(model, reference.fit(union_frame(X, SIZES), y))
+    with pytest.raises(ValueError, match="random_state=None.*random_state=7"):
+        gputree.DecisionTreeRegressor().fit(dataset)

@@ -15,6 +15,8 @@ the union of every chunk's categories; Parquet reads only those columns),
 the sample (the values of the global subsample rows of the in-memory binner,
 and the categorical codes), and the binning.
 """
+import numbers
+
 import numpy as np
 
 from .._dtypes import MAX_NON_MISSING_BINS, bin_dtype
@@ -26,7 +28,8 @@ from .binning import BinMapper, used_rows
 from .chunks import (DEFAULT_CHUNK_ROWS, chunk_source, chunk_summary, edges_from, is_chunked,
                      local_rows)
 from .encoder import FeatureEncoder
-from .training import DEFAULT_BINNING_SEED, TrainingInputs, bin_training_data
+from .training import (DEFAULT_BINNING_SEED, TrainingInputs, bin_training_data, binning_seed,
+                       seed_from)
 from .validation import check_int, check_sample_weight
 
 
@@ -44,9 +47,10 @@ class Dataset:
         row, or None. ``fit(dataset)`` takes y and sample_weight from them.
     categorical_features, max_bins : as the estimators' parameters; an
         estimator fitted on the Dataset must agree with them.
-    random_state : int or None, the seed of the bin-edge subsample (used
-        with more than 200,000 rows); None is the seed estimators use when
-        their own ``random_state`` is None.
+    random_state : int or None: the bin-edge subsample (drawn with more
+        than 200,000 rows) is the one an estimator with this ``random_state``
+        draws; an estimator of another int or None seed refuses the Dataset
+        then (its bins would differ).
     reference : a Dataset whose feature layout and bins this one uses
         (validation data, ``eval_set``), so that nothing is learned here.
     binned_path : None (codes in memory) or a file to hold the codes as a
@@ -62,8 +66,7 @@ class Dataset:
         self.max_bins = check_int(max_bins, "max_bins", 2, MAX_NON_MISSING_BINS)
         self.categorical_features = categorical_features
         self.random_state = random_state
-        self._seed = DEFAULT_BINNING_SEED if random_state is None else check_int(
-            random_state, "random_state", 0, np.iinfo(np.int32).max)
+        self._seed = _binning_seed(random_state)
         if reference is not None and not isinstance(reference, Dataset):
             raise TypeError(f"reference must be a gputree.Dataset, got {type(reference).__name__}.")
         self.chunk_rows = check_int(chunk_rows, "chunk_rows", 1)
@@ -238,6 +241,14 @@ class Dataset:
 
     def _check_binning_params(self, estimator):
         name = type(estimator).__name__
+        seed = estimator.random_state
+        if (self.n_rows > BinMapper().subsample and (seed is None or isinstance(seed, numbers.Integral))
+                and seed != self.random_state):
+            raise ValueError(
+                f"{name}(random_state={seed!r}) differs from the Dataset's random_state="
+                f"{self.random_state!r}, which drew the rows that shape the bins (the Dataset "
+                f"has more than {BinMapper().subsample} rows); build the Dataset with "
+                f"random_state={seed!r}, or set the estimator's to {self.random_state!r}.")
         if estimator.max_bins != self.max_bins:
             raise ValueError(
                 f"{name}(max_bins={estimator.max_bins}) differs from the Dataset's "
@@ -299,6 +310,15 @@ class BinnedRows:
 
     def __len__(self):
         return self.shape[0]
+
+
+def _binning_seed(random_state):
+    """The bin-edge subsample's seed of estimators with ``random_state``
+    (None or an int): every estimator draws it first from its RandomState."""
+    if random_state is None:
+        return DEFAULT_BINNING_SEED
+    check_int(random_state, "random_state", 0, np.iinfo(np.int32).max)
+    return binning_seed(random_state, seed_from(np.random.RandomState(random_state)))
 
 
 def _same_bins(encoder_a, mapper_a, encoder_b, mapper_b):
