@@ -138,7 +138,8 @@ def child(part, folder):
                "in_memory_total": time.perf_counter() - t}
     elif part == "equal":
         X, y = read_folder(folder)
-        a = gputree.GradientBoostingRegressor(**PARAMS).fit(gputree.Dataset(folder, label="y", random_state=0))
+        dataset = gputree.Dataset(folder, label="y", random_state=0)
+        a = gputree.GradientBoostingRegressor(**PARAMS).fit(dataset)
         b = gputree.GradientBoostingRegressor(**PARAMS).fit(X, y)
         out = {"predictions_equal": bool(np.array_equal(a.predict(X), b.predict(X)))}
     print(json.dumps(out))

@@ -242,8 +242,8 @@ class Dataset:
     def _check_binning_params(self, estimator):
         name = type(estimator).__name__
         seed = estimator.random_state
-        if (self.n_rows > BinMapper().subsample and (seed is None or isinstance(seed, numbers.Integral))
-                and seed != self.random_state):
+        seeded = seed is None or isinstance(seed, numbers.Integral)
+        if self.n_rows > BinMapper().subsample and seeded and seed != self.random_state:
             raise ValueError(
                 f"{name}(random_state={seed!r}) differs from the Dataset's random_state="
                 f"{self.random_state!r}, which drew the rows that shape the bins (the Dataset "
