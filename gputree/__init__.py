@@ -35,6 +35,11 @@ def _fixed_point():
     return fixed_point
 
 
+def _dataset():
+    from .data import dataset
+    return dataset
+
+
 def _model_selection():
     from . import model_selection
     return model_selection
@@ -48,14 +53,14 @@ _EXPORTS = {
     "RandomForestClassifier": _estimators, "RandomForestRegressor": _estimators,
     "load_model": _json, "export_graphviz": _plotting, "plot_tree": _plotting,
     "export_text": _text, "PrecisionWarning": _fixed_point,
-    "choose_ccp_alpha": _model_selection,
+    "choose_ccp_alpha": _model_selection, "Dataset": _dataset,
 }
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
            "GradientBoostingClassifier", "GradientBoostingRanker", "GradientBoostingRegressor",
            "load_model",
            "RandomForestClassifier", "RandomForestRegressor", "export_graphviz", "plot_tree",
-           "choose_ccp_alpha", "PrecisionWarning"]
+           "choose_ccp_alpha", "PrecisionWarning", "Dataset"]
 __version__ = "0.1.0"
 
 

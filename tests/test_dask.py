@@ -11,6 +11,8 @@ import signal
 import numpy as np
 import pytest
 
+import frames
+
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
@@ -41,21 +43,13 @@ def small_bin_subsample(monkeypatch):
     """Bins learned from a 250-row subsample (the default is 200,000): the
     sampled rows must be the same global rows on the cluster."""
     defaults = list(BinMapper.__init__.__defaults__)
-    defaults[1] = 250
+    defaults[2] = 250  # subsample (index 1 is is_categorical)
     monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
 
 
 def make_frame(seed=0):
     """(pandas X with NaNs and a category column, labels, float target, weights)."""
-    rng = np.random.RandomState(seed)
-    X = pd.DataFrame(rng.normal(size=(N_ROWS, 4)), columns=list("abcd"))
-    X.loc[rng.rand(N_ROWS) < 0.1, "a"] = np.nan
-    X["colour"] = pd.Categorical(rng.choice(["red", "green", "blue", "cyan"], N_ROWS))
-    code = X["colour"].cat.codes.to_numpy()
-    signal = np.nan_to_num(X["a"].to_numpy()) + X["b"].to_numpy() + (code == 1)
-    labels = np.digitize(signal + 0.5 * rng.normal(size=N_ROWS), [-0.5, 0.7])
-    weights = rng.rand(N_ROWS) * (rng.rand(N_ROWS) > 0.1)
-    return X, labels, signal + rng.normal(size=N_ROWS), weights
+    return frames.make_frame(N_ROWS, seed)
 
 
 def dask_frame(X, n_partitions):

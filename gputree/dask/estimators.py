@@ -24,6 +24,7 @@ import numpy as np
 
 from .._arrays import to_host
 from ..backends import get_backend
+from ..data.dataset import Dataset
 from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
                           GradientBoostingClassifier, GradientBoostingRegressor,
                           RandomForestClassifier, RandomForestRegressor)
@@ -61,6 +62,9 @@ class _DaskEstimator:
         """Fit on a dask collection X (n_samples, n_features); y and
         sample_weight (n_samples,) dask or host vectors."""
         self._check_dask_params(fit_params)
+        if isinstance(X, Dataset):
+            raise TypeError(f"{type(self).__name__} fits Dask collections; fit a gputree.Dataset "
+                            f"with the ordinary {self._local_class.__name__}.")
         client = _client(self.client)
         encoder = fit_encoder(X, self.categorical_features)
         before = dict(self.__dict__)

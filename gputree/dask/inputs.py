@@ -8,15 +8,16 @@ and the subsample among them are chosen by global row index with the same
 seeded draw (:meth:`BinMapper.sample_rows`, on the driver: an O(n) index
 vector), each worker returns the values of its sampled rows and the
 distinct category codes of its categorical columns, and the driver computes
-the edges with the one-machine functions. At most ``BinMapper.subsample``
+the edges with the one-machine functions: the "bins from row chunks" code of
+:mod:`gputree.data.chunks`, which a chunked :class:`gputree.Dataset` uses too. At most ``BinMapper.subsample``
 (200,000) rows of X come to the driver, never the whole of it.
 """
 import numpy as np
 
 from .._dtypes import MAX_NON_MISSING_BINS, X_DTYPE, bin_dtype
-from .._arrays import to_host
 from ..data.binned import BinnedData
-from ..data.binning import BinMapper, category_edges, distinct_codes, quantile_edges, used_rows
+from ..data.binning import BinMapper, used_rows
+from ..data.chunks import chunk_summary, edges_from
 from ..data.encoder import FeatureEncoder
 from ..data.training import TrainingInputs
 from ..data.validation import check_int, check_sample_weight
@@ -95,9 +96,9 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
     mapper = BinMapper(max_bins, encoder.is_categorical_, random_state=seed)
     used = used_rows(partitions.n_rows, sample_weight)
     summaries = partitions.gather(partitions.map(
-        _bin_summary, partitions.parts, partitions.local_rows(mapper.sample_rows(used)),
+        chunk_summary, partitions.parts, partitions.local_rows(mapper.sample_rows(used)),
         partitions.local_rows(used), is_categorical=encoder.is_categorical_))
-    mapper.fit_edges(encoder.n_features_in_, _edges_from(summaries, max_bins))
+    mapper.fit_edges(encoder.n_features_in_, edges_from(summaries, max_bins))
     binned = partitions.map(_bin_part, partitions.parts, thresholds=mapper.bin_thresholds_,
                             is_categorical=mapper.is_categorical_.astype(np.uint8),
                             missing_bin=mapper.missing_bin_, device=device)
@@ -109,32 +110,6 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
     return TrainingInputs(backend, encoder, mapper, data, weight)
-
-
-def _bin_summary(X_float, sampled, used, is_categorical):
-    """What one partition tells the driver about its bins: (its sampled
-    rows' values, host float64 (k_p, F); per categorical feature f, the
-    distinct codes of all rows and of the used rows)."""
-    X = np.asarray(to_host(X_float), dtype=X_DTYPE)
-    codes = {f: (distinct_codes(X[:, f]), distinct_codes(X[used, f]))
-             for f in np.flatnonzero(is_categorical)}
-    return X[sampled], codes
-
-
-def _edges_from(summaries, max_bins):
-    """edges_of(f) for BinMapper.fit_edges from the partitions' summaries,
-    as the one-machine fit computes them on the concatenated rows."""
-    sample = np.concatenate([s[0] for s in summaries])
-
-    def merged(f, which):
-        return np.unique(np.concatenate([s[1][f][which] for s in summaries]))
-
-    def edges_of(f):
-        if f in summaries[0][1]:
-            return category_edges(merged(f, 0), merged(f, 1), f)
-        return quantile_edges(sample[:, f], max_bins)
-
-    return edges_of
 
 
 def _bin_part(X_float, thresholds, is_categorical, missing_bin, device):

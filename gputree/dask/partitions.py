@@ -16,6 +16,7 @@ live on the driver.
 import numpy as np
 
 from .._arrays import to_host
+from ..data.chunks import local_rows
 
 #: seconds between checks that every worker of the fit is still there
 _POLL_SECONDS = 1.0
@@ -80,8 +81,7 @@ class RowPartitions:
 
     def local_rows(self, rows):
         """Per-partition local indices (int64) of sorted global ``rows``."""
-        bounds = np.searchsorted(rows, self.offsets)
-        return [rows[a:b] - off for a, b, off in zip(bounds[:-1], bounds[1:], self.offsets[:-1])]
+        return local_rows(rows, self.offsets)
 
     def map(self, function, *columns, **common):
         """One task per partition: ``function(column_0[p], column_1[p], ...,

@@ -12,6 +12,7 @@ from .._threads import THREADED_METHODS, wrap_threaded_methods
 from ..backends import get_backend
 from ..backends.compile_notice import announce_methods
 from ..data.binned import bin_with
+from ..data.dataset import BinnedRows, Dataset
 from ..data.training import TrainingInputs, bin_training_data, binning_seed, seed_from
 from ..data.validation import check_choice, check_float, check_int, check_random_state
 from ..growth.params import GrowthParams
@@ -19,6 +20,7 @@ from ..io.json import save_model
 from ..io.treelite import to_treelite
 from ..model import FittedModel
 from ..tree import concatenate_trees
+from .streaming import wrap_dataset_methods
 
 
 #: max_depth=None: deeper than any tree can grow
@@ -93,6 +95,7 @@ class BaseTreeModel(BaseEstimator):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         wrap_threaded_methods(cls)
+        wrap_dataset_methods(cls)
         announce_methods(cls, THREADED_METHODS)
 
     def _check_fitted(self):
@@ -100,8 +103,16 @@ class BaseTreeModel(BaseEstimator):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
                                  "Call 'fit' with appropriate arguments before using this estimator.")
 
+    #: sample_weight of fit holds one weight per row (a Dataset's weight fits it)
+    _row_sample_weight = True
+
     def _bin_new_data(self, X):
         self._check_fitted()
+        if isinstance(X, BinnedRows):
+            return X.data
+        if isinstance(X, Dataset):
+            return X.binned_for(self._encoder, self._bin_mapper, self._backend,
+                                type(self).__name__)
         return bin_with(self._backend, self._bin_mapper,
                         self._encoder.transform(X, type(self).__name__,
                                                 self._backend.device_xp))
@@ -119,7 +130,9 @@ class BaseTreeModel(BaseEstimator):
     def _bin_training_data(self, X, seed, sample_weight):
         """TrainingInputs of the training X: bins learned with ``seed``, X
         binned on the backend (:func:`gputree.data.training.bin_training_data`;
-        gputree.dask learns them across a cluster instead)."""
+        gputree.dask learns them across a cluster instead; a Dataset has them)."""
+        if isinstance(X, Dataset):
+            return X.training_inputs(self, sample_weight)
         inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features, self.device,
                                       seed, sample_weight)
         return inputs

@@ -43,7 +43,8 @@ from ..growth.params import GrowthParams, categorical_search
 from ..model import register_estimator, saved_floats, saved_int, saved_int_pairs
 from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
-from .ensemble import Progress, add_tree_values, training_data, tree_rng
+from .._progress import Progress
+from .ensemble import add_tree_values, training_data, tree_rng
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
                       encode_labels)

@@ -35,7 +35,8 @@ from ..growth.median import grow_absolute_error
 from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
 from ..tree import decision_path_indicator
 from .base import BaseTreeModel, growth_params, set_params_from, tree_random_streams
-from .ensemble import (Progress, add_tree_values, device_leaves, stacked_values,
+from .._progress import Progress
+from .ensemble import (add_tree_values, device_leaves, stacked_values,
                        training_data, tree_rng)
 from .importances import impurity_importances
 from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets

@@ -90,6 +90,8 @@ class GradientBoostingRanker(_OneOutputBoosting):
     """
 
     _losses = tuple(RANKING_LOSSES)
+    #: sample_weight weighs queries, not rows
+    _row_sample_weight = False
     #: ranking trees split and take leaves by the Newton step
     criterion = "newton"
 

@@ -1,0 +1,307 @@
+"""gputree.Dataset: built from chunks (a callable, a numpy.memmap, Parquet and
+CSV files) it holds the bins and codes the in-memory binner gives the
+concatenated rows, bit for bit (NaNs, weights with zeros, a bin subsample
+smaller than the data, category columns whose categories differ between
+chunks); every estimator fitted on it is the in-memory model, bit for bit;
+predictions on a Dataset or a chunk iterator equal those on X; bad input
+gets errors naming the chunk, the column or the parameter."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import frames
+
+import gputree
+from gputree import Dataset
+from gputree.data.binning import BinMapper
+
+pd = pytest.importorskip("pandas")
+
+N_ROWS = 700
+
+
+@pytest.fixture
+def small_bin_subsample(monkeypatch):
+    """Bins learned from a 250-row subsample (the default is 200,000), so
+    that the sampled rows must be the same global rows across chunks."""
+    defaults = list(BinMapper.__init__.__defaults__)
+    names = BinMapper.__init__.__code__.co_varnames[1:1 + len(defaults)]
+    defaults[names.index("subsample")] = 250
+    monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
+    assert BinMapper().subsample == 250
+
+
+def make_frame(seed=0):
+    """(pandas X, float32, with NaNs and a category column, labels, float target,
+    weights with zeros)."""
+    return frames.make_frame(N_ROWS, seed, np.float32)
+
+
+def row_bounds(sizes):
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def frame_chunks(X, sizes, *vectors):
+    """A callable of chunks of X in rows of ``sizes``, each chunk's category
+    column holding only the categories it uses (so chunks differ)."""
+    def make():
+        for a, b in row_bounds(sizes):
+            part = X.iloc[a:b].copy()
+            part["colour"] = part["colour"].cat.remove_unused_categories()
+            yield (part,) + tuple(v[a:b] for v in vectors) if vectors else part
+    return make
+
+
+def union_frame(X, sizes):
+    """X as one frame whose categories are the chunks' union in order of
+    appearance (what pandas.concat gives with union_categoricals)."""
+    parts = [X["colour"].iloc[a:b].cat.remove_unused_categories() for a, b in row_bounds(sizes)]
+    out = X.copy()
+    out["colour"] = pd.api.types.union_categoricals(parts)
+    return out
+
+
+def assert_same_bins(dataset, X, weights=None, categorical_features=None):
+    inputs, _ = gputree.data.training.bin_training_data(X, 255, categorical_features, "cpu",
+                                                        dataset._seed, weights)
+    np.testing.assert_array_equal(dataset.bin_mapper.bin_thresholds_,
+                                  inputs.bin_mapper.bin_thresholds_)
+    np.testing.assert_array_equal(dataset.bin_mapper.is_categorical_,
+                                  inputs.bin_mapper.is_categorical_)
+    np.testing.assert_array_equal(dataset.codes, inputs.data.X_binned)
+    assert dataset.codes.dtype == inputs.data.X_binned.dtype
+
+
+def assert_same_model(a, b):
+    """Every array of every tree equal."""
+    trees_a, trees_b = a._trees_for_prediction(), b._trees_for_prediction()
+    assert len(trees_a) == len(trees_b)
+    for ta, tb in zip(trees_a, trees_b):
+        for field in dataclasses.fields(ta):
+            np.testing.assert_array_equal(getattr(ta, field.name), getattr(tb, field.name),
+                                          err_msg=field.name)
+
+
+SIZES = [1, 299, 0, 250, 150]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_chunks_bin_as_the_concatenated_rows(small_bin_subsample, weighted):
+    X, _, y, w = make_frame()
+    weights = w if weighted else None
+    vectors = (y, w) if weighted else (y,)
+    dataset = Dataset(frame_chunks(X, SIZES, *vectors))
+    assert_same_bins(dataset, union_frame(X, SIZES), weights)
+    np.testing.assert_array_equal(dataset.label, y)
+    assert (dataset.weight is None) == (not weighted)
+    # the union is not the categories of the first chunk
+    first = X["colour"].iloc[:1].cat.remove_unused_categories().cat.categories
+    assert len(dataset.encoder.categories_[4]) == 4 > len(first)
+
+
+def test_memmap_and_binned_file(tmp_path, small_bin_subsample):
+    X, _, y, _ = make_frame()
+    values = X.drop(columns="colour").to_numpy()
+    mapped = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", dtype=values.dtype,
+                                       shape=values.shape)
+    mapped[:] = values
+    dataset = Dataset(mapped, label=y, chunk_rows=96, binned_path=tmp_path / "codes.npy")
+    assert isinstance(dataset.codes, np.memmap)
+    assert_same_bins(dataset, values)
+    model = gputree.DecisionTreeRegressor(max_depth=6).fit(dataset)
+    reference = gputree.DecisionTreeRegressor(max_depth=6).fit(values, y)
+    assert_same_model(model, reference)
+
+
+def test_parquet_folder_and_csv(tmp_path, small_bin_subsample):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    X, labels, _, w = make_frame()
+    table = X.assign(label=labels, w=w)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, (a, b) in enumerate(row_bounds([300, 0, 250, 150])):
+        pq.write_table(pa.Table.from_pandas(table.iloc[a:b], preserve_index=False),
+                       folder / f"part-{i:03d}.parquet", row_group_size=64)
+    dataset = Dataset(folder, label="label", weight="w", chunk_rows=100, random_state=0)
+    assert_same_bins(dataset, X, w)
+    model = gputree.GradientBoostingClassifier(n_estimators=5, early_stopping=False,
+                                               random_state=0).fit(dataset)
+    reference = gputree.GradientBoostingClassifier(n_estimators=5, early_stopping=False,
+                                                   random_state=0).fit(X, labels, w)
+    assert_same_model(model, reference)
+    np.testing.assert_array_equal(model.predict_proba(dataset), reference.predict_proba(X))
+
+    numeric = X.drop(columns="colour")
+    numeric.assign(label=labels).to_csv(tmp_path / "data.csv", index=False)
+    from_csv = Dataset(tmp_path / "data.csv", label="label")
+    # CSV holds decimal text: the reference is what pandas reads back
+    read_back = pd.read_csv(tmp_path / "data.csv").drop(columns="label")
+    assert_same_bins(from_csv, read_back)
+    np.testing.assert_array_equal(from_csv.label, labels)
+
+
+ESTIMATORS = [
+    lambda: gputree.DecisionTreeClassifier(max_depth=5),
+    lambda: gputree.DecisionTreeRegressor(max_depth=5, missing_strategy="surrogate"),
+    lambda: gputree.RandomForestClassifier(n_estimators=4, max_depth=5, random_state=1),
+    lambda: gputree.RandomForestRegressor(n_estimators=4, max_depth=5, random_state=1,
+                                          oob_score=True),
+    lambda: gputree.GradientBoostingClassifier(n_estimators=5, random_state=2),
+    lambda: gputree.GradientBoostingRegressor(n_estimators=5, subsample=0.7, random_state=2),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_every_estimator_fits_a_dataset_as_its_data(make):
+    """The bins are learned on all rows here (fewer than the subsample), so
+    the estimators' own binning seed does not matter."""
+    X, labels, y, w = make_frame(1)
+    estimator = make()
+    target = labels if hasattr(estimator, "predict_proba") else y
+    dataset = Dataset(frame_chunks(X, SIZES, target, w), categorical_features=None)
+    model = make().fit(dataset)
+    reference = make().fit(union_frame(X, SIZES), target, w)
+    assert_same_model(model, reference)
+    frame = union_frame(X, SIZES)
+    np.testing.assert_array_equal(model.predict(dataset), reference.predict(frame))
+    chunks = (part for part in frame_chunks(X, SIZES)())
+    np.testing.assert_array_equal(model.predict(chunks), reference.predict(frame))
+    if hasattr(reference, "oob_score_"):
+        assert model.oob_score_ == reference.oob_score_
+    if hasattr(model, "apply"):
+        np.testing.assert_array_equal(model.apply(dataset), reference.apply(frame))
+
+
+def test_ranker_fits_a_dataset():
+    rng = np.random.RandomState(3)
+    X = rng.normal(size=(400, 3))
+    y = rng.randint(0, 4, 400)
+    group = [100, 150, 150]
+    model = gputree.GradientBoostingRanker(n_estimators=4, early_stopping=False)
+    model.fit(Dataset(X, label=y), group=group)
+    reference = gputree.GradientBoostingRanker(n_estimators=4, early_stopping=False)
+    assert_same_model(model, reference.fit(X, y, group=group))
+
+
+def test_one_binning_for_many_fits_and_reference_data(small_bin_subsample):
+    X, labels, _, _ = make_frame(2)
+    train = Dataset(X.iloc[:500], label=labels[:500])
+    valid = Dataset(X.iloc[500:], label=labels[500:], reference=train)
+    assert valid.bin_mapper is train.bin_mapper
+    for depth in (2, 4):
+        model = gputree.DecisionTreeClassifier(max_depth=depth).fit(train)
+        reference = gputree.DecisionTreeClassifier(max_depth=depth).fit(X.iloc[:500],
+                                                                        labels[:500])
+        assert_same_model(model, reference)
+        np.testing.assert_array_equal(model.predict(valid), reference.predict(X.iloc[500:]))
+    # eval_set on reference data: the validation rows are binned with the fit's bins
+    booster = gputree.GradientBoostingClassifier(n_estimators=6, early_stopping=True,
+                                                 n_iter_no_change=2)
+    booster.fit(train, eval_set=(valid, labels[500:]))
+    expected = gputree.GradientBoostingClassifier(n_estimators=6, early_stopping=True,
+                                                  n_iter_no_change=2)
+    expected.fit(X.iloc[:500], labels[:500], eval_set=(X.iloc[500:], labels[500:]))
+    assert_same_model(booster, expected)
+
+
+def test_prediction_on_a_dataset_with_other_bins_rebins_its_source():
+    X, labels, _, _ = make_frame(4)
+    model = gputree.DecisionTreeClassifier(max_depth=4).fit(X, labels)
+    other = Dataset(frame_chunks(X, [350, 350]), max_bins=16)
+    np.testing.assert_array_equal(model.predict(other),
+                                  model.predict(union_frame(X, [350, 350])))
+    in_memory = Dataset(X, max_bins=16)
+    with pytest.raises(ValueError, match="reference="):
+        model.predict(in_memory)
+
+
+def test_binning_parameters_must_agree():
+    X, labels, _, _ = make_frame()
+    dataset = Dataset(X, label=labels, max_bins=63)
+    with pytest.raises(ValueError, match="max_bins=255.*max_bins=63"):
+        gputree.DecisionTreeClassifier().fit(dataset)
+    with pytest.raises(ValueError, match="categorical_features"):
+        gputree.DecisionTreeClassifier(max_bins=63, categorical_features=[0]).fit(dataset)
+    # the same categorical columns, named again: fine
+    gputree.DecisionTreeClassifier(max_bins=63, categorical_features=["colour"]).fit(dataset)
+    with pytest.raises(ValueError, match="y is required"):
+        gputree.DecisionTreeClassifier(max_bins=63).fit(Dataset(X, max_bins=63))
+    weights = np.ones(N_ROWS)
+    weights[3] = 0.0
+    with pytest.raises(ValueError, match="zero weight"):
+        gputree.DecisionTreeClassifier(max_bins=63).fit(dataset, sample_weight=weights)
+
+
+def test_inconsistent_chunks_are_named():
+    X, labels, _, _ = make_frame()
+    values = X.drop(columns="colour").to_numpy()
+
+    def narrow():
+        yield values[:300]
+        yield values[300:, :3]
+    with pytest.raises(ValueError, match="chunk 1: X has 3 features"):
+        Dataset(narrow)
+
+    def text():
+        yield X.iloc[:300]
+        yield X.iloc[300:].assign(b="x")
+    with pytest.raises(ValueError, match="chunk 1: Column 'b'"):
+        Dataset(text)
+
+    with pytest.raises(ValueError, match="chunk 0 has no column 'target'"):
+        Dataset(lambda: iter([X]), label="target")
+
+    def half_labelled():
+        yield values[:300], labels[:300]
+        yield values[300:]
+    with pytest.raises(ValueError, match="chunk 1 has no y"):
+        Dataset(half_labelled)
+
+    def changing(state={"calls": 0}):
+        state["calls"] += 1
+        return iter([values[:300 + state["calls"]]])
+    with pytest.raises(ValueError, match="same rows every time"):
+        Dataset(changing)
+
+    with pytest.raises(TypeError, match="fresh iterable"):
+        Dataset(lambda: 3)
+
+
+def test_files_need_pyarrow(monkeypatch, tmp_path):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_pyarrow(name, *args, **kwargs):
+        if name.startswith("pyarrow"):
+            raise ImportError("no pyarrow")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    with pytest.raises(ImportError, match=r"gputree\[parquet\]"):
+        Dataset(tmp_path)
+
+
+def test_subset_keeps_the_bins():
+    X, labels, _, _ = make_frame()
+    dataset = Dataset(X, label=labels)
+    rows = np.arange(0, N_ROWS, 3)
+    part = dataset.subset(rows)
+    np.testing.assert_array_equal(part.codes, dataset.codes[rows])
+    np.testing.assert_array_equal(part.label, labels[rows])
+    model = gputree.DecisionTreeClassifier(max_depth=3).fit(part)
+    np.testing.assert_array_equal(model.predict(part), model.predict(X.iloc[rows]))
+
+
+def test_a_seeded_estimator_gets_its_own_subsample(small_bin_subsample):
+    """More rows than the bin subsample: the Dataset's random_state draws the
+    rows an estimator of that random_state draws; another seed is refused."""
+    X, _, y, _ = make_frame(5)
+    dataset = Dataset(frame_chunks(X, SIZES, y), random_state=7)
+    model = gputree.GradientBoostingRegressor(n_estimators=3, random_state=7).fit(dataset)
+    reference = gputree.GradientBoostingRegressor(n_estimators=3, random_state=7)
+    assert_same_model(model, reference.fit(union_frame(X, SIZES), y))
+    with pytest.raises(ValueError, match="random_state=None.*random_state=7"):
+        gputree.DecisionTreeRegressor().fit(dataset)
