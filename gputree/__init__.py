@@ -3,7 +3,8 @@ quantile-binned features, on an NVIDIA GPU (``device="cuda"``) or the CPU.
 
 Public estimators only; see the README for the two commands to start.
 """
-from .estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
+from .estimators import (DecisionTreeClassifier, DecisionTreeRegressor, ExtraTreeClassifier,
+                         ExtraTreeRegressor, ExtraTreesClassifier, ExtraTreesRegressor,
                          GradientBoostingClassifier, GradientBoostingRegressor,
                          RandomForestClassifier, RandomForestRegressor)
 from .io.json import load_model
@@ -15,5 +16,6 @@ from .model_selection import choose_ccp_alpha
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
            "GradientBoostingClassifier", "GradientBoostingRegressor", "load_model",
            "RandomForestClassifier", "RandomForestRegressor", "export_graphviz", "plot_tree",
-           "choose_ccp_alpha", "PrecisionWarning"]
+           "choose_ccp_alpha", "PrecisionWarning", "ExtraTreeClassifier", "ExtraTreeRegressor",
+           "ExtraTreesClassifier", "ExtraTreesRegressor"]
 __version__ = "0.1.0"

@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernel_cache import cache_numba_cpu_kernels
+from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
 from .jit import inline_helper, ir_inline, plain_jit
@@ -33,7 +34,7 @@ _scan = _node_summary = None
 
 
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
-                 missing_bin, layout, inv, params, scratch_sums, scratch_keys,
+                 split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
                  out_bitset, out_left, out_info):
     """The split scan of every (node, feature) (arguments as
@@ -47,9 +48,9 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
         # there): one signature, compiled once
         for t in range(np.int64(slot), n_tasks, n_slots):
             _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
-                  is_categorical, feature_allowed, missing_bin, layout, inv, params,
-                  scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
-                  out_gain, out_missing_left, out_bitset, out_left, out_info)
+                  is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
+                  params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
+                  scratch_gains, out_gain, out_missing_left, out_bitset, out_left, out_info)
 
 
 def _node_summaries(totals, layout, inv, params, values, impurity):
@@ -58,6 +59,26 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
     Compiled per criterion by summaries_kernel."""
     for node in range(totals.shape[0]):
         _node_summary(node, totals, layout, inv, params, values, impurity)
+
+
+_soft_limit_row, _random_bin_task, _ = make_node_features(ir_inline)
+
+
+@staged(cache=_CACHE_SCAN)
+def choose_node_features(hist, order, max_features, soft, draws, random, n_bins_non_missing,
+                         missing_bin, is_categorical, layout, allowed, split_bin):
+    """Per histogram row, in parallel: the soft limit of ``max_features``
+    (when ``soft``) then the random thresholds (when ``random``) of
+    :mod:`gputree.backends.node_features` (arguments as there; ``order``
+    and ``draws`` are not read when their flag is off)."""
+    for row in prange(hist.shape[0]):
+        if soft:
+            _soft_limit_row(row, hist, order, max_features, n_bins_non_missing, missing_bin,
+                            layout, allowed)
+        if random:
+            for f in range(hist.shape[1]):
+                _random_bin_task(row, f, hist, draws, n_bins_non_missing, missing_bin,
+                                 is_categorical, layout, allowed, split_bin)
 
 
 @functools.lru_cache(maxsize=None)
