@@ -23,10 +23,12 @@ from sklearn_suite import Suite, run_suite  # noqa: E402
 SUBSTITUTES = {
     "DecisionTreeClassifier": "DecisionTreeClassifier",
     "DecisionTreeRegressor": "DecisionTreeRegressor",
+    "ExtraTreeClassifier": "ExtraTreeClassifier",
+    "ExtraTreeRegressor": "ExtraTreeRegressor",
 }
 
 #: scikit-learn trees without a gputree counterpart: their tests are deselected
-NOT_PROVIDED = ("ExtraTreeClassifier", "ExtraTreeRegressor")
+NOT_PROVIDED = ()
 
 #: test-id prefixes expected to fail, and why (see the README)
 KNOWN_FAILURES = {}

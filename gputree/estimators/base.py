@@ -80,12 +80,17 @@ def resolve_max_features(max_features, n_features):
 
 def resolve_count(value, name, n_samples, minimum, fraction_high=1.0):
     """Absolute sample count from an int or a fraction of n_samples."""
+    what = (f"The {name!r} parameter must be an int in the range [{minimum}, inf) or a "
+            f"float in the range (0.0, {fraction_high}], got {value!r}.")
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return check_int(value, name, minimum)
+        if value < minimum:
+            raise ValueError(what)
+        return int(value)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        fraction = check_float(value, name, 0.0, fraction_high, low_open=True)
-        return max(minimum, int(math.ceil(fraction * n_samples)))
-    raise TypeError(f"{name} must be an int or a float, got {value!r}.")
+        if not 0.0 < value <= fraction_high:
+            raise ValueError(what)
+        return max(minimum, int(math.ceil(value * n_samples)))
+    raise TypeError(what)
 
 
 def growth_params(est, n_samples, total_weight, n_features):

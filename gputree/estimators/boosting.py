@@ -182,6 +182,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             check_float(self.validation_fraction, "validation_fraction", 0.0, 1.0, low_open=True)
         if self.early_stopping not in ("auto", True, False):
             raise ValueError(f"early_stopping must be 'auto', True or False, got {self.early_stopping!r}.")
+        if self.extra_trees not in (True, False):
+            raise ValueError(f"extra_trees must be True or False, got {self.extra_trees!r}.")
         max_depth = check_int(self.max_depth, "max_depth", 1, allow_none=True)
         return GrowthParams(
             max_depth=UNLIMITED_DEPTH if max_depth is None else max_depth,
@@ -190,7 +192,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             max_leaf_nodes=check_int(self.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True) or 0,
             reg_lambda=check_float(self.reg_lambda, "reg_lambda", 0.0),
             reg_alpha=check_float(self.reg_alpha, "reg_alpha", 0.0),
-            min_split_gain=check_float(self.gamma, "gamma", 0.0))
+            min_split_gain=check_float(self.gamma, "gamma", 0.0),
+            random_thresholds=bool(self.extra_trees))
 
     def _constraints(self, data, n_outputs):
         """TreeConstraints from monotonic_cst and interaction_cst (None if unset)."""
@@ -545,6 +548,12 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     ``y - p``, leaves the Newton step (with ``reg_lambda=0``, Friedman's
     ``sum(y - p) / sum(p (1 - p))``, which is also what the default
     criterion's leaves are), see :mod:`gputree.estimators.treeboost`.
+    ``extra_trees=True`` (LightGBM's option): each feature of a node is
+    split at one threshold drawn at random between the node's lowest and
+    highest bins holding rows (a categorical one at one random cut of its
+    sorted categories), the best of those splits taken, as
+    :class:`gputree.ExtraTreeClassifier` splits
+    (:mod:`gputree.backends.node_features`).
 
     Attributes: ``classes_``, ``n_iter_``, ``n_trees_per_iteration_``,
     ``train_score_`` (``-loss`` on the training rows, before the first round
@@ -563,7 +572,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
                  multi_strategy="one_output_per_tree", class_weight=None, warm_start=False,
                  random_state=None, verbose=0, device="auto", reg_alpha=0.0,
                  monotonic_cst=None, interaction_cst=None, eval_metric=None, n_jobs=None,
-                 criterion="newton"):
+                 criterion="newton", extra_trees=False):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):
@@ -667,7 +676,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  warm_start=False, random_state=None, verbose=0, device="auto", alpha=0.9,
                  reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, eval_metric=None,
-                 n_jobs=None, criterion="newton"):
+                 n_jobs=None, criterion="newton", extra_trees=False):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):

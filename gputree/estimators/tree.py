@@ -19,7 +19,8 @@ from ..tree import decision_path_indicator
 from .base import (SPLITTERS, BaseTreeModel, growth_params, set_params_from,
                    squared_error_alias, tree_random_streams)
 from .importances import impurity_importances, normalised, split_improvements
-from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets
+from .targets import (CLASS_ATTRIBUTES, ClassTargets, RegressionTargets, as_float_targets,
+                      check_poisson_targets)
 
 
 class _BaseDecisionTree(BaseTreeModel):
@@ -280,6 +281,10 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y float (n_samples,) or (n_samples,
         n_outputs); sample_weight (n_samples,) >= 0."""
+        if self.criterion == "poisson":
+            # y's own requirement first, before its length against X's, as
+            # scikit-learn orders the errors
+            check_poisson_targets(np.atleast_1d(as_float_targets(y)))
         return self._fit(X, y, sample_weight)
 
     def _targets(self, y):
