@@ -20,11 +20,8 @@ TASK = dict(n_features=N_FEATURES, n_informative=10, n_redundant=4,
             n_classes=2, random_state=0)
 #: the synthetic regression task, for sklearn.datasets.make_regression
 REGRESSION_TASK = dict(n_features=N_FEATURES, n_informative=10, noise=10.0, random_state=0)
-#: rows used to compile gputree's numba kernels before anything is timed ...
+#: rows used to compile gputree's numba kernels before anything is timed
 WARM_UP_ROWS = 2_000
-#: ... and its parallel ones (jobs big enough to run on them: row blocks of
-#: a node's histogram, moves, leaf-value updates)
-PARALLEL_WARM_UP_ROWS = 20_000
 
 
 def classification_data(n_rows):
@@ -76,21 +73,19 @@ def set_threads(n_threads):
         pass
 
 
-def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS):
-    """Fit and predict on a few rows, with gputree's serial kernels and
-    then its parallel ones (which a small fit does not use): compiles the
-    numba kernels the timed runs use (not timed)."""
+def warm_up(make_estimator, X, y, rows=WARM_UP_ROWS, fit_arguments=None):
+    """Fit and predict on a few rows, reading binned X as it is and then
+    from the column-major copy that large fits' moves read (the kernels'
+    other signature): compiles, or loads from numba's cache, the kernels
+    the timed runs use (not timed). ``fit_arguments(n)``: (rows to use, fit
+    keywords) for the first ``n`` rows (a ranker's whole queries)."""
     from gputree.backends.cpu import binned_cache
-    from gputree.backends.cpu.stages import use_parallel_kernels
     for stage in range(2):
-        if stage:
-            use_parallel_kernels()
-        # large fits' moves read column copies of binned X: compile those too
         saved = binned_cache._COLUMN_COPY_VALUES
         binned_cache._COLUMN_COPY_VALUES = 0 if stage else saved
-        n = max(rows, PARALLEL_WARM_UP_ROWS) if stage else rows
+        n, keywords = fit_arguments(rows) if fit_arguments else (rows, {})
         try:
-            make_estimator().fit(X[:n], y[:n]).predict(X[:n])
+            make_estimator().fit(X[:n], y[:n], **keywords).predict(X[:n])
         finally:
             binned_cache._COLUMN_COPY_VALUES = saved
 

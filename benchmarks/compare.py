@@ -19,6 +19,12 @@ Scenarios (``SCENARIOS`` below; every one takes ``--rows``):
 * ``dask``    boosting on a local Dask cluster of 2 worker processes
   (gputree.dask vs xgboost.dask and LightGBM's DaskLGBMClassifier; X in 4
   partitions; fit seconds, and AUC of predictions made on the cluster)
+* ``rank``    learning to rank (LambdaMART, 100 trees): GradientBoostingRanker
+  vs LGBMRanker and XGBRanker on synthetic queries (``--rows``, default
+  120,000), or with ``--data DIR`` on LETOR-style files as LightGBM's
+  examples/lambdarank ships them (rank.train, rank.test, *.query); quality:
+  NDCG@10 and NDCG@5 of the held-out queries (a query without a relevant
+  row counts 1, as LightGBM and XGBoost count it)
 
 gputree runs on every device usable here (``--devices``), with its numba
 kernels compiled on a few rows before any timing. Every library gets
@@ -51,7 +57,7 @@ if __package__ in (None, ""):      # run as a script: import this folder as a pa
 from .common import (N_FEATURES, WARM_UP_ROWS, current_rss_bytes,  # noqa: E402
                      device_unavailable, gputree_estimator, peak_rss_bytes,
                      reset_peak_rss, set_threads, warm_up)
-from .datasets import synthetic, titanic  # noqa: E402
+from .datasets import letor_files, synthetic, synthetic_ranking, titanic  # noqa: E402
 
 LIBRARY_NAMES = {"gputree": "gputree", "sklearn": "scikit-learn",
                  "lightgbm": "LightGBM", "xgboost": "XGBoost"}
@@ -74,6 +80,7 @@ class Runner:
     params: dict
     threads: str = None
     categorical: str = "pandas"
+    queries: str = None             # rankers: how fit takes the queries, "group" or "qid"
 
     @property
     def library(self):
@@ -117,7 +124,7 @@ class Group:
 class Scenario:
     title: str
     groups: tuple
-    data: str = "synthetic"        # "synthetic", "regression" or "titanic"
+    data: str = "synthetic"        # "synthetic", "regression", "titanic" or "ranking"
     rows: int = 100_000            # default of --rows (rows in all, before the split)
     test_size: float = 0.25
     memory: bool = False           # measure peak memory instead of speed
@@ -202,6 +209,24 @@ DASK_GBDT = Group("gradient boosting on a 2-worker Dask cluster, 100 trees, dept
 ))
 PREDICT = Group("predict with 100 boosted trees of depth 8",
                 (GPUTREE_GBDT, XGBOOST_GBDT, LIGHTGBM_GBDT))
+RANK_SETTINGS = dict(n_estimators=100, learning_rate=0.1, **SEED)
+RANK = Group("LambdaMART, 100 trees, learning rate 0.1, lambda 1, pairs from the top 30", (
+    Runner("GradientBoostingRanker (depth 6)", "gputree.GradientBoostingRanker",
+           dict(RANK_SETTINGS, max_depth=6, reg_lambda=1.0, max_bins=255,
+                lambdarank_truncation_level=30, early_stopping=False), queries="group"),
+    Runner("LGBMRanker (default num_leaves=31)", "lightgbm.LGBMRanker",
+           dict(RANK_SETTINGS, num_leaves=31, reg_lambda=1.0, max_bin=255,
+                lambdarank_truncation_level=30, verbose=-1), threads="n_jobs",
+           queries="group"),
+    Runner("LGBMRanker (depth 6, num_leaves=64)", "lightgbm.LGBMRanker",
+           dict(RANK_SETTINGS, max_depth=6, num_leaves=64, reg_lambda=1.0, max_bin=255,
+                lambdarank_truncation_level=30, verbose=-1), threads="n_jobs",
+           queries="group"),
+    Runner("XGBRanker (rank:ndcg, hist, depth 6)", "xgboost.XGBRanker",
+           dict(RANK_SETTINGS, max_depth=6, reg_lambda=1.0, tree_method="hist", max_bin=256,
+                objective="rank:ndcg", lambdarank_pair_method="topk",
+                lambdarank_num_pair_per_sample=30), threads="n_jobs", queries="qid"),
+))
 
 SCENARIOS = {
     "tree": Scenario("(a) one tree of depth 10", (ONE_TREE,)),
@@ -217,6 +242,8 @@ SCENARIOS = {
                            data="regression"),
     "dask": Scenario("boosting on a local Dask cluster (2 worker processes)", (DASK_GBDT,),
                      rows=200_000, cluster=True),
+    "rank": Scenario("learning to rank: LambdaMART, 100 trees", (RANK,), data="ranking",
+                     rows=120_000),
 }
 
 
@@ -240,14 +267,16 @@ def jobs(group, devices):
 
 
 def measure_speed(runner, device, data, args):
-    """Median fit and predict_proba seconds over args.repeat fits, and the
-    quality of the last fit on the held-out rows."""
+    """Median fit and predict_proba seconds over args.repeat fits (predict
+    for regressors and rankers), and the quality of the last fit on the
+    held-out rows."""
     result = Result(runner, device)
     try:
         make = runner.factory(args.threads, device)
         X_train, X_test = data.inputs(runner.categorical)
+        keywords, first_rows = _fit_keywords(runner, data)
         if runner.library == "gputree":
-            seconds = _timed(warm_up, make, X_train, data.y_train)[1]
+            seconds = _timed(warm_up, make, X_train, data.y_train, WARM_UP_ROWS, first_rows)[1]
             print(f"  warm-up of {runner.title} on {device} (numba JIT compile, on at most "
                   f"{WARM_UP_ROWS:,} rows): {seconds:.1f} s, not timed")
         fits, predicts = [], []
@@ -255,17 +284,31 @@ def measure_speed(runner, device, data, args):
             model = None
             gc.collect()
             model = make()
-            fits.append(_timed(model.fit, X_train, data.y_train)[1])
-            predict = model.predict if data.regression else model.predict_proba
+            fits.append(_timed(lambda: model.fit(X_train, data.y_train, **keywords))[1])
+            predict = (model.predict if data.regression or runner.queries
+                       else model.predict_proba)
             prediction, seconds = _timed(predict, X_test)
             predicts.append(seconds)
         result.fit, result.predict = statistics.median(fits), statistics.median(predicts)
-        result.quality = quality(data.y_test, prediction, getattr(model, "classes_", None))
+        result.quality = (ranking_quality(data, prediction) if runner.queries else
+                          quality(data.y_test, prediction, getattr(model, "classes_", None)))
     except ImportError as exc:
         result.skipped = f"not available: {exc}"
     except Exception as exc:   # report a library's failure, keep going
         result.skipped = f"error: {type(exc).__name__}: {exc}"
     return result
+
+
+def _fit_keywords(runner, data):
+    """(fit keywords, warm-up's fit_arguments or None): a ranker's queries,
+    passed as its library takes them."""
+    if not runner.queries:
+        return {}, None
+
+    def first_rows(n):
+        rows, sizes = data.first_queries(n)
+        return rows, data.queries(runner.queries, sizes)
+    return data.queries(runner.queries, data.group_train), first_rows
 
 
 def measure_on_cluster(runner, device, data, args):
@@ -301,6 +344,28 @@ def measure_on_cluster(runner, device, data, args):
         except Exception as exc:   # report a library's failure, keep going
             result.skipped = f"error: {type(exc).__name__}: {exc}"
     return result
+
+
+def ranking_quality(data, scores):
+    """NDCG@10 and NDCG@5 of the held-out queries."""
+    return {f"NDCG@{k}": mean_ndcg(scores, data.y_test, data.group_test, k) for k in (10, 5)}
+
+
+def mean_ndcg(scores, labels, group, k):
+    """Mean NDCG@k over queries (consecutive rows, ``group`` their sizes):
+    gains 2**label - 1, discounts 1 / log2(rank + 2), ties in scores in row
+    order; a query without a relevant row counts 1 (LightGBM's and
+    XGBoost's convention)."""
+    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels)
+    discounts = 1.0 / np.log2(np.arange(k) + 2.0)
+    values = []
+    for start, stop in zip(np.cumsum(group) - group, np.cumsum(group)):
+        gains = 2.0 ** labels[start:stop] - 1.0
+        order = np.argsort(-scores[start:stop], kind="stable")[:k]
+        ideal = np.sort(gains)[::-1][:k] @ discounts[:min(k, stop - start)]
+        dcg = gains[order] @ discounts[:order.shape[0]]
+        values.append(dcg / ideal if ideal > 0 else 1.0)
+    return float(np.mean(values))
 
 
 def _timed(function, *arguments):
@@ -389,7 +454,7 @@ def _ratio(value, reference):
     return f"{value / reference:.3g}"
 
 
-QUALITY_METRICS = ("AUC", "accuracy", "RMSE")
+QUALITY_METRICS = ("AUC", "accuracy", "RMSE", "NDCG@10", "NDCG@5")
 
 
 def _table(results, headers, cells):
@@ -484,16 +549,18 @@ def _gpu_name():
 
 # ---------------------------------------------------------------- driving
 
-def load_data(scenario, rows):
+def load_data(scenario, rows, folder=None):
     if scenario.data == "titanic":
         return titanic(rows, scenario.test_size)
+    if scenario.data == "ranking":
+        return letor_files(folder) if folder else synthetic_ranking(rows, scenario.test_size)
     return synthetic(rows, scenario.test_size, regression=scenario.data == "regression")
 
 
 def run_scenario(name, args):
     scenario = SCENARIOS[name]
     rows = args.rows or scenario.rows
-    data = load_data(scenario, rows)
+    data = load_data(scenario, rows, args.data)
     print(f"\n## {name}: {scenario.title}\n")
     print(f"data: {data.describe()}")
     if not scenario.memory:
@@ -539,7 +606,7 @@ def parse_args(argv):
                         help=f"one or more of {', '.join(SCENARIOS)}, or all")
     parser.add_argument("--rows", type=int, default=None,
                         help="rows in all, before the held-out split (default per "
-                             "scenario: 100,000; predict 200,000; real: all 1,309)")
+                             "scenario: 100,000; predict 200,000; rank 120,000; real: all 1,309)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="fits per model; times are medians (default 3)")
     parser.add_argument("--threads", type=int, default=2,
@@ -550,6 +617,10 @@ def parse_args(argv):
     parser.add_argument("--models", nargs="+", default=None,
                         help="only rows whose 'library model' or estimator path (e.g. "
                              "sklearn.tree) contains one of these words")
+    parser.add_argument("--data", default=None, metavar="DIR",
+                        help="rank: a folder with LETOR-style files (rank.train, rank.test, "
+                             "rank.train.query, rank.test.query, as LightGBM's "
+                             "examples/lambdarank) instead of synthetic queries")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     return parser.parse_args(argv)

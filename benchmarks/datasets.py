@@ -117,3 +117,88 @@ def _read_titanic():
         frame[column] = raw[column].astype("category")
     frame["survived"] = raw["survived"]
     return frame
+
+
+# ---------------------------------------------------------------- ranking
+
+@dataclass
+class RankingSplit:
+    """Train and held-out queries of a ranking data set: rows of a query are
+    consecutive; ``group_*`` the number of rows of each query."""
+
+    name: str
+    X_train: np.ndarray
+    X_test: np.ndarray
+    y_train: np.ndarray
+    y_test: np.ndarray
+    group_train: np.ndarray
+    group_test: np.ndarray
+    regression: bool = False
+    categorical: list = field(default_factory=list)
+
+    def inputs(self, how):
+        return self.X_train, self.X_test
+
+    def queries(self, how, group):
+        """The fit keyword of a library's queries: {"group": sizes} or
+        {"qid": one id per row}."""
+        if how == "qid":
+            return {"qid": np.repeat(np.arange(len(group)), group)}
+        return {"group": np.asarray(group)}
+
+    def first_queries(self, rows):
+        """(rows used, sizes): the first queries of the training set holding
+        about ``rows`` rows (whole queries, at least one)."""
+        ends = np.cumsum(self.group_train)
+        k = max(1, int(np.searchsorted(ends, rows, side="right")))
+        return int(ends[k - 1]), self.group_train[:k]
+
+    def describe(self):
+        return (f"{self.name}: {len(self.y_train):,} train rows in {len(self.group_train):,} "
+                f"queries, {len(self.y_test):,} held-out rows in {len(self.group_test):,} "
+                f"queries, {self.X_train.shape[1]} features, labels "
+                f"{int(self.y_train.min())}..{int(self.y_train.max())}")
+
+
+#: relevance labels of the synthetic ranking task: thresholds on the latent score's quantiles
+RANKING_LABEL_QUANTILES = (0.5, 0.75, 0.9, 0.97)
+
+
+def synthetic_ranking(rows, test_size=0.25, seed=0):
+    """Synthetic learning-to-rank data: queries of 20 to 180 rows (``rows``
+    in all), 28 float32 features, relevance 0..4 from a nonlinear latent
+    score plus a per-query offset and noise (half the rows 0, 3% 4). The
+    last ``test_size`` of the queries are held out."""
+    rng = np.random.RandomState(seed)
+    sizes = rng.randint(20, 181, rows // 20 + 1)
+    sizes = sizes[:np.searchsorted(np.cumsum(sizes), rows) + 1]
+    sizes[-1] -= int(sizes.sum()) - rows
+    if sizes[-1] <= 0:
+        sizes = sizes[:-1]
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, N_FEATURES)).astype(np.float32)
+    w = rng.normal(size=10)
+    latent = (X[:, :10] @ w + 1.5 * np.sin(2 * X[:, 10]) + X[:, 11] * X[:, 12]
+              + np.repeat(rng.normal(0, 1.0, len(sizes)), sizes) + rng.normal(0, 1.5, n))
+    y = np.digitize(latent, np.quantile(latent, RANKING_LABEL_QUANTILES)).astype(np.int32)
+    n_test = max(1, int(round(test_size * len(sizes))))
+    cut = int(sizes[:-n_test].sum())
+    return RankingSplit(f"synthetic ranking ({n:,} x {N_FEATURES} float32, {len(sizes):,} "
+                        "queries of 20..180 rows)", X[:cut], X[cut:], y[:cut], y[cut:],
+                        sizes[:-n_test], sizes[-n_test:])
+
+
+def letor_files(folder):
+    """A LETOR-style data set as LightGBM's examples/lambdarank ships it:
+    ``rank.train``, ``rank.test`` (svmlight: label then index:value) and
+    ``rank.train.query``, ``rank.test.query`` (one query size per line) in
+    ``folder``. Features dense float32 (missing entries 0)."""
+    import os
+
+    from sklearn.datasets import load_svmlight_files
+    paths = [os.path.join(folder, name) for name in ("rank.train", "rank.test")]
+    X_train, y_train, X_test, y_test = load_svmlight_files(paths, dtype=np.float32)
+    groups = [np.loadtxt(p + ".query", dtype=np.int64, ndmin=1) for p in paths]
+    return RankingSplit(f"LETOR files in {folder} (rank.train / rank.test, as LightGBM's "
+                        "examples/lambdarank)", X_train.toarray(), X_test.toarray(),
+                        y_train.astype(np.int32), y_test.astype(np.int32), *groups)

@@ -10,7 +10,8 @@ and compare::
     ... change ...
     python benchmarks/model_hashes.py --compare before.txt
 
-``--compare`` exits 1 when any fingerprint differs (and names it).
+``--compare`` exits 1 when any fingerprint differs (and names it);
+configurations the earlier file does not hold are listed as new.
 """
 import argparse
 import hashlib
@@ -121,13 +122,48 @@ def configurations():
         "forest_friedman_mse": (lambda: g.RandomForestRegressor(
             criterion="friedman_mse", n_estimators=4, max_depth=6, max_samples=1.3, **cpu),
             "float", (), "X"),
+        "rank_lambdarank": (lambda: g.GradientBoostingRanker(**boost), "relevance", ("group",),
+                            "X"),
+        "rank_pairwise_weights": (lambda: g.GradientBoostingRanker(
+            loss="rank:pairwise", subsample=0.8, lambdarank_truncation_level=10, **boost),
+            "relevance", ("group", "query_weight"), "frame"),
+        "tree_random_splitter": (lambda: g.DecisionTreeClassifier(
+            splitter="random", max_depth=8, **cpu), "three", (), "frame"),
+        "extra_tree_regressor_absolute": (lambda: g.ExtraTreeRegressor(
+            criterion="absolute_error", max_depth=6, **cpu), "float", (), "X"),
+        "extra_trees_classifier": (lambda: g.ExtraTreesClassifier(
+            n_estimators=6, max_depth=8, **cpu), "three", ("sample_weight",), "frame"),
+        "extra_trees_regressor_bootstrap": (lambda: g.ExtraTreesRegressor(
+            n_estimators=5, max_depth=8, max_features=0.5, bootstrap=True, oob_score=True,
+            **cpu), "float", (), "X"),
+        "boost_extra_trees": (lambda: g.GradientBoostingClassifier(extra_trees=True, **boost),
+                              "binary", (), "frame"),
+        "boost_extra_trees_regressor": (lambda: g.GradientBoostingRegressor(
+            extra_trees=True, colsample_bytree=0.6, **boost), "float", (), "X"),
     }
+
+
+#: rows of each query of the ranking configurations
+QUERY_ROWS = 30
 
 
 def _targets(data):
     X, y_binary, y_three, y_float, y_count, weight = data
     return {"binary": y_binary, "three": y_three, "float": y_float, "count": y_count,
-            "two_floats": np.stack([y_float, y_float ** 2], axis=1)}
+            "two_floats": np.stack([y_float, y_float ** 2], axis=1),
+            "relevance": np.digitize(y_float, np.quantile(y_float, [0.5, 0.8, 0.95]))}
+
+
+def _fit_keywords(keywords, data):
+    """The fit arguments a configuration names: row weights, or a ranker's
+    queries (QUERY_ROWS rows each) and query weights."""
+    n_rows = data[0].shape[0]
+    extra = {"sample_weight": data[5]} if "sample_weight" in keywords else {}
+    if "group" in keywords:
+        extra["group"] = np.full(n_rows // QUERY_ROWS, QUERY_ROWS)
+    if "query_weight" in keywords:
+        extra["sample_weight"] = data[5][::QUERY_ROWS]
+    return extra
 
 
 def _fingerprint(model, X_test):
@@ -160,7 +196,7 @@ def fingerprints(names=None):
         if names and name not in names:
             continue
         train, held_out = (X, test) if kind == "X" else (_frame(X), _frame(test))
-        extra = {"sample_weight": data[5]} if "sample_weight" in keywords else {}
+        extra = _fit_keywords(keywords, data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = make().fit(train, targets[target], **extra)

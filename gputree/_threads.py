@@ -1,18 +1,32 @@
-"""``n_jobs``: the number of CPU threads numba's parallel kernels use during
-an estimator's fit and predict calls, set for the call and restored after it.
+"""gputree's CPU threads: the pool that runs a kernel's parts side by side,
+and ``n_jobs``, how many of them an estimator's fit and predict calls use.
 
-The threads only split loops whose iterations write disjoint cells (and
-histogram sums are integers), so ``n_jobs`` never changes a result. Meaning
-as in joblib: None leaves numba's current setting; a positive int asks for
-that many threads (at most numba's ``NUMBA_NUM_THREADS``); -1 all of them,
--2 all but one, and so on.
+Kernels are compiled once, as serial code that releases the GIL (numba's
+``nogil``); a job large enough to share (:func:`parts_for`) runs as one
+part per thread, part 0 on the calling thread and the others on a pool of
+Python threads (:func:`run_parts`). Small and large jobs run the same
+compiled code: no second, parallel compilation (numba's ``parallel=True``
+compiles a loop into a gufunc, two wrappers and the kernel, 2 to 4 times
+as long as the loop alone), and nothing compiled when a process's first
+large job comes.
+
+The parts only split loops whose iterations write disjoint cells (and
+histogram sums are integers), so neither the number of parts nor
+``n_jobs`` changes a result. The thread count is numba's
+(``numba.set_num_threads``, per calling thread), which ``n_jobs`` sets for
+the call: as in joblib, None leaves the current setting; a positive int
+asks for that many threads (at most numba's ``NUMBA_NUM_THREADS``); -1 all
+of them, -2 all but one, and so on.
 """
+import concurrent.futures
 import functools
 import numbers
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numba
+import numpy as np
 
 #: estimator methods that run kernels: they honour n_jobs
 THREADED_METHODS = ("fit", "predict", "predict_proba", "predict_log_proba",
@@ -29,6 +43,84 @@ def resolve_n_jobs(n_jobs):
         raise ValueError(f"n_jobs must be None or a non-zero int (-1: all cores); got {n_jobs!r}.")
     most = numba.config.NUMBA_NUM_THREADS
     return min(int(n_jobs), most) if n_jobs > 0 else max(1, most + 1 + int(n_jobs))
+
+
+#: work (the kernels' unit: about a nanosecond of one thread's time) of a
+#: job worth handing to other threads (waking a pool thread and the
+#: kernel's call from it take some 20-50 us)
+PARALLEL_WORK = 1 << 16
+
+#: the pool: (process id, executor); a forked child makes its own
+_pool = [None, None]
+
+
+def parts_for(work):
+    """The parts a job of ``work`` runs in: one per thread (numba's count
+    for the calling thread), or one below :data:`PARALLEL_WORK`."""
+    if work < PARALLEL_WORK:
+        return 1
+    return numba.get_num_threads()
+
+
+def _executor():
+    pid = os.getpid()
+    if _pool[0] != pid:
+        workers = max(1, numba.config.NUMBA_NUM_THREADS - 1)
+        _pool[:] = [pid, concurrent.futures.ThreadPoolExecutor(
+            workers, thread_name_prefix="gputree")]
+    return _pool[1]
+
+
+def run_parts(kernel, n_parts, *args):
+    """``kernel(*args, part, n_parts)`` for part 0 .. n_parts-1, at the same
+    time: part 0 on the calling thread, the others on the pool (``kernel``
+    releases the GIL). Returns when every part is done (an exception of
+    any part is raised then); returns part 0's result."""
+    if n_parts <= 1:
+        return kernel(*args, 0, 1)
+    pool = _executor()
+    others = [pool.submit(kernel, *args, part, n_parts) for part in range(1, n_parts)]
+    try:
+        return kernel(*args, 0, n_parts)
+    finally:
+        for future in others:
+            future.result()
+
+
+def part_bounds(n, part, n_parts):
+    """(first, stop): part ``part`` of ``n_parts`` contiguous, near-equal
+    shares of range(n) (kernels: :data:`part_bounds_jit`)."""
+    return n * part // n_parts, n * (part + 1) // n_parts
+
+
+def _unsigned_part_bounds(n, part, n_parts):
+    """part_bounds as uint64: a loop over them indexes arrays without
+    numba's wraparound of negative indices (a compare and a select per
+    index, which also keep LLVM from vectorizing the loop: the log-loss
+    pass ran 5 times slower), as numba types a ``prange`` index."""
+    return np.uint64(n * part // n_parts), np.uint64(n * (part + 1) // n_parts)
+
+
+def kernel_jit(**options):
+    """``numba.njit`` for a kernel that :func:`run_parts` runs: cached on
+    disk, releasing the GIL, with numpy's error model (a division by zero
+    gives inf or nan, no check and exception per division: what numba
+    compiles a ``prange`` loop's body with; the log-loss pass ran 14 times
+    slower with the checks) and without numba's reference counting where
+    numba knows the option (numba counts references to every array view and
+    every array an inlined helper receives with atomic operations: a move
+    of rows ran 20 times slower with them). Such a kernel allocates
+    nothing: its caller passes every array, scratch included."""
+    from numba.core.options import DefaultOptions
+    if hasattr(DefaultOptions, "_nrt"):
+        options.setdefault("_nrt", False)
+    options.setdefault("cache", True)
+    options.setdefault("error_model", "numpy")
+    return numba.njit(nogil=True, **options)
+
+
+#: :func:`part_bounds` for kernels, as uint64 (inlined where it is called)
+part_bounds_jit = numba.njit(inline="always")(_unsigned_part_bounds)
 
 
 @contextmanager

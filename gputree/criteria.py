@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
+from ._threads import kernel_jit, part_bounds_jit, parts_for, run_parts
 from .backends import devmath
 from .data.validation import check_target_range
 from .fixed_point import (FIXED_POINT_BITS, exponent_of, fixed_point_exponent, largest_magnitudes, max_abs,
@@ -175,45 +176,44 @@ def _scaled(x, exponent, scale):
     return math.ldexp(x, exponent)
 
 
-#: rows per task of the host's statistics pass
-_SUM_CHUNK = 16384
-
-
-@numba.njit(parallel=True, cache=True)
-def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
-    """The host's one pass for newton_statistics: out int64 (n, 2K + 1) OUT,
-    per output o ``rint(ldexp(g, exponents[2o]))``, ``rint(ldexp(h,
-    exponents[2o + 1]))``, then the count channel (1 where the weight is
-    positive). gradients, hessians float64 (n, K), exponents int64 (2K,),
-    sample_weight float64 (n,) IN. Returns out's column sums, int64 (1, 2K + 1)
-    (per chunk of rows, then the chunks in order: exact in any order).
+@kernel_jit()
+def _newton_statistics_part(gradients, hessians, exponents, scales, sample_weight, out,
+                            partial, part, n_parts):
+    """The host's pass for newton_statistics over part ``part`` of the rows:
+    out int64 (n, 2K + 1) OUT, per output o ``rint(ldexp(g,
+    exponents[2o]))``, ``rint(ldexp(h, exponents[2o + 1]))``, then the count
+    channel (1 where the weight is positive); partial int64 (n_parts, 2K +
+    1) OUT, row ``part``: the part's column sums. gradients, hessians
+    float64 (n, K), exponents int64 (2K,), scales float64 (2K,) (2**exponent
+    where that is a normal float, else 0), sample_weight float64 (n,) IN.
     Rounding as numpy's rint, so the device's column-wise path agrees."""
     n_samples, n_outputs = gradients.shape
-    scales = np.zeros(exponents.shape[0])
-    for c in range(exponents.shape[0]):
-        if -1022 <= exponents[c] <= 1023:
-            scales[c] = math.ldexp(1.0, exponents[c])
-    n_chunks = (n_samples + _SUM_CHUNK - 1) // _SUM_CHUNK
-    partial = np.zeros((n_chunks, out.shape[1]), dtype=out.dtype)
-    for chunk in numba.prange(n_chunks):
-        first, stop = chunk * _SUM_CHUNK, min((chunk + 1) * _SUM_CHUNK, n_samples)
+    first, stop = part_bounds_jit(n_samples, part, n_parts)
+    for i in range(first, stop):
+        for o in range(n_outputs):
+            c = 2 * o
+            out[i, c] = np.int64(np.rint(_scaled(gradients[i, o], exponents[c], scales[c])))
+            out[i, c + 1] = np.int64(np.rint(_scaled(hessians[i, o], exponents[c + 1],
+                                                     scales[c + 1])))
+        out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
+    for c in range(out.shape[1]):
+        total = 0
         for i in range(first, stop):
-            for o in range(n_outputs):
-                c = 2 * o
-                out[i, c] = np.int64(np.rint(_scaled(gradients[i, o], exponents[c], scales[c])))
-                out[i, c + 1] = np.int64(np.rint(_scaled(hessians[i, o], exponents[c + 1],
-                                                         scales[c + 1])))
-            out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
-        for c in range(out.shape[1]):       # the chunk's rows are still in cache
-            total = 0
-            for i in range(first, stop):
-                total += out[i, c]
-            partial[chunk, c] = total
-    totals = np.zeros((1, out.shape[1]), dtype=out.dtype)
-    for chunk in range(n_chunks):
-        for c in range(out.shape[1]):
-            totals[0, c] += partial[chunk, c]
-    return totals
+            total += out[i, c]
+        partial[part, c] = total
+
+
+def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
+    """The host's one pass for newton_statistics into ``out`` int64 (n, 2K +
+    1) (see _newton_statistics_part), in parts; returns out's column sums,
+    int64 (1, 2K + 1) (per part, then the parts: exact in any order)."""
+    normal = (exponents >= -1022) & (exponents <= 1023)
+    scales = np.where(normal, np.ldexp(1.0, np.where(normal, exponents, 0)), 0.0)
+    n_parts = parts_for(out.size)
+    partial = np.zeros((n_parts, out.shape[1]), dtype=out.dtype)
+    run_parts(_newton_statistics_part, n_parts, gradients, hessians, exponents, scales,
+              sample_weight, out, partial)
+    return partial.sum(axis=0, keepdims=True)
 
 
 def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None):

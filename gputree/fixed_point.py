@@ -14,9 +14,10 @@ from the binary exponent of their product, one bit finer at most). They are
 kept apart because merging them would change the rounding, and so the
 models, of fits made before.
 
-The host passes (largest magnitude, fixed-point total) are parallel numba
-passes over chunks of rows whose partial results combine exactly (max, int64
-sums), so the result depends on neither the chunking nor the thread count.
+The host passes (largest magnitude, fixed-point total) are numba kernels
+run in parts (:mod:`gputree._threads`) whose partial results combine
+exactly (max, int64 sums), so the result depends on neither the parts nor
+the thread count.
 The largest magnitude is an integer maximum over the values' bit patterns
 with the sign bit cleared: for floats that are not NaN that order is the
 order of their magnitudes, and every NaN pattern lies above infinity's, so a
@@ -26,62 +27,61 @@ the loop (it vectorizes).
 import math
 import warnings
 
-import numba
 import numpy as np
 
 from ._arrays import to_host
 from ._dtypes import FLOAT_DTYPE, STAT_DTYPE
+from ._threads import kernel_jit, part_bounds_jit, parts_for, run_parts
 
-#: rows per task of a pass
-_CHUNK = 16384
 #: every bit of a float64 but its sign
 _MAGNITUDE_BITS = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
-@numba.njit(parallel=True, cache=True)
-def _largest_bits(bits):
-    """int64 (K,): per column of ``bits`` int64 (n, K) (float64 bit
-    patterns) IN the largest pattern with the sign bit cleared."""
+@kernel_jit()
+def _largest_bits(bits, partial, part, n_parts):
+    """partial int64 (n_parts, K) OUT, row ``part``: per column of ``bits``
+    int64 (n, K) (float64 bit patterns) IN the largest pattern with the sign
+    bit cleared among part ``part`` of its rows."""
     n_rows, n_columns = bits.shape
-    n_chunks = (n_rows + _CHUNK - 1) // _CHUNK
-    partial = np.zeros((n_chunks, n_columns), dtype=np.int64)
-    for chunk in numba.prange(n_chunks):
-        for c in range(n_columns):
-            largest = np.int64(0)
-            for i in range(chunk * _CHUNK, min((chunk + 1) * _CHUNK, n_rows)):
-                largest = max(largest, bits[i, c] & _MAGNITUDE_BITS)
-            partial[chunk, c] = largest
-    out = np.zeros(n_columns, dtype=np.int64)
-    for chunk in range(n_chunks):
-        for c in range(n_columns):
-            out[c] = max(out[c], partial[chunk, c])
-    return out
+    first, stop = part_bounds_jit(n_rows, part, n_parts)
+    for c in range(n_columns):
+        largest = np.int64(0)
+        for i in range(first, stop):
+            largest = max(largest, bits[i, c] & _MAGNITUDE_BITS)
+        partial[part, c] = largest
 
 
 def largest_magnitudes(values):
     """float64 (K,): the largest |value| of each column of ``values`` float64
     (n, K) (0 for no rows; NaN where a column holds a NaN)."""
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
-    return _largest_bits(bits).view(np.float64)
+    n_parts = parts_for(bits.size)
+    partial = np.zeros((n_parts, bits.shape[1]), dtype=np.int64)
+    run_parts(_largest_bits, n_parts, bits, partial)
+    return partial.max(axis=0).view(np.float64)
 
 
-@numba.njit(parallel=True, cache=True)
+@kernel_jit()
+def _fixed_point_part(values, first_factor, second_factor, partial, part, n_parts):
+    """partial int64 (n_parts,) OUT, entry ``part``: the int64 sum of
+    ``rint((v * first_factor) * second_factor)`` over part ``part`` of
+    ``values`` float64 (n,) IN."""
+    first, stop = part_bounds_jit(values.shape[0], part, n_parts)
+    total = np.int64(0)
+    for i in range(first, stop):
+        total += np.int64(np.rint((values[i] * first_factor) * second_factor))
+    partial[part] = total
+
+
 def fixed_point_total(values, first, second):
     """The int64 sum of ``rint((v * first) * second)`` over ``values``
-    float64 (n,) IN (first and second: the two exact factors of a fixed-point
-    scale that keeps every partial sum in range): per chunk, then the chunks
-    in order (exact in any order)."""
-    n_chunks = (values.shape[0] + _CHUNK - 1) // _CHUNK
-    partial = np.zeros(n_chunks, dtype=np.int64)
-    for chunk in numba.prange(n_chunks):
-        total = np.int64(0)
-        for i in range(chunk * _CHUNK, min((chunk + 1) * _CHUNK, values.shape[0])):
-            total += np.int64(np.rint((values[i] * first) * second))
-        partial[chunk] = total
-    total = np.int64(0)
-    for chunk in range(n_chunks):
-        total += partial[chunk]
-    return total
+    float64 (n,) (first and second: the two exact factors of a fixed-point
+    scale that keeps every partial sum in range): per part, then the parts
+    (exact in any order)."""
+    n_parts = parts_for(values.shape[0])
+    partial = np.zeros(n_parts, dtype=np.int64)
+    run_parts(_fixed_point_part, n_parts, values, first, second, partial)
+    return int(partial.sum())
 
 
 # largest absolute channel total allowed after scaling is 2**61 (2 bits of

@@ -37,12 +37,21 @@ def cases():
         "boosting_regressor": (gputree.GradientBoostingRegressor(**boost), 3),
         "boosting_quantile": (gputree.GradientBoostingRegressor(loss="quantile", alpha=0.3,
                                                                 **boost), 3),
+        # relevance labels 0..2, in queries of 12 rows
+        "boosting_ranker": (gputree.GradientBoostingRanker(**boost), 2),
     }
+
+
+#: rows of each query of the ranking case
+RANKING_QUERY_ROWS = 12
 
 
 def fitted(name):
     estimator, column = cases()[name]
     data = mixed_data()
+    if isinstance(estimator, gputree.GradientBoostingRanker):
+        group = [RANKING_QUERY_ROWS] * (len(data[0]) // RANKING_QUERY_ROWS)
+        return estimator.fit(data[0], data[column], group=group), data[0]
     return estimator.fit(data[0], data[column]), data[0]
 
 

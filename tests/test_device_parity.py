@@ -202,3 +202,38 @@ def test_cpu_and_device_models_are_identical_with_16_bit_bins(case):
     assert any((t.bitset[:, 8:] > 0).any() for t in _trees(cpu)), "no split past bin 255"
     assert_same_trees(cpu, dev)
     assert_same_outputs(cpu, dev, X)
+
+
+#: rankers: queries of 1 to 20 rows, one weight per query
+RANKER_CASES = {
+    "ranker-lambdarank": dict(n_estimators=5, max_depth=4, subsample=0.8,
+                              colsample_bytree=0.8, early_stopping=False),
+    "ranker-pairwise-early-stopping": dict(loss="rank:pairwise", n_estimators=30, max_depth=3,
+                                           early_stopping=True, validation_fraction=0.2,
+                                           n_iter_no_change=3, lambdarank_norm=False,
+                                           lambdarank_truncation_level=5),
+}
+
+
+def _ranking_data(n, seed):
+    X, signal = mixed_frame(n, seed)
+    rng = np.random.RandomState(seed + 200)
+    sizes = rng.randint(1, 21, n)
+    sizes = sizes[:np.searchsorted(np.cumsum(sizes), n) + 1]
+    sizes[-1] -= sizes.sum() - n
+    y = np.digitize(signal, np.quantile(signal, [0.5, 0.75, 0.9]))
+    return X, y, sizes, rng.uniform(0.2, 3.0, size=len(sizes))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("case", sorted(RANKER_CASES))
+def test_cpu_and_device_rankers_are_identical(case, n):
+    X, y, sizes, weight = _ranking_data(n, seed=len(case))
+    fitted = [gputree.GradientBoostingRanker(device=device, random_state=3, **RANKER_CASES[case],
+                                             **SIMULATOR_PARAMS)
+              .fit(X, y, group=sizes, sample_weight=weight) for device in ("cpu", DEVICE)]
+    cpu, dev = fitted
+    assert dev._backend.launches["query_terms"] >= dev.n_iter_   # the device's pass ran
+    assert_same_trees(cpu, dev)
+    assert_same_outputs(cpu, dev, X)
+    assert cpu.score(X, y, group=sizes) == dev.score(X, y, group=sizes)

@@ -64,7 +64,7 @@ def _arrays():
     return types.SimpleNamespace(
         i64=lambda nd: nt.Array(nt.int64, nd, "C"), f64=lambda nd: nt.Array(nt.float64, nd, "C"),
         i32=lambda nd: nt.Array(nt.int32, nd, "C"), u8=lambda nd: nt.Array(nt.uint8, nd, "C"),
-        u32=lambda nd: nt.Array(nt.uint32, nd, "C"), int64=nt.int64)
+        u32=lambda nd: nt.Array(nt.uint32, nd, "C"), int64=nt.int64, float64=nt.float64)
 
 
 def _signatures():
@@ -77,8 +77,11 @@ def _signatures():
     devmath = (a.int64, a.f64(1), a.f64(1))
     soft = (a.i64(4), a.i32(2), a.int64, a.i32(1), a.int64, a.i64(1), a.u8(2))
     random = (a.i64(4), a.f64(2), a.i32(1), a.int64, a.u8(1), a.i64(1), a.u8(2), a.i32(2))
+    ranking = (a.i64(1), a.f64(1), a.i32(1), a.f64(1), a.f64(1), a.f64(1), a.f64(1), a.float64,
+               a.int64, a.int64, a.int64, a.i64(1), a.i64(1), a.f64(2), a.f64(1), a.f64(1),
+               a.f64(1))
     return {"_find_splits": scan, "_node_summaries": summaries, "_devmath_kernel": devmath,
-            "_soft_feature_limit": soft, "_random_split_bins": random}
+            "_soft_feature_limit": soft, "_random_split_bins": random, "_query_terms": ranking}
 
 
 @pytest.mark.parametrize("kernel", sorted(_signatures()))

@@ -15,10 +15,9 @@ def _locator(dispatcher):
 def test_cpu_scan_kernels_are_cached_with_a_stamp_over_every_backend_source():
     from gputree.backends.cpu import split_scan
     from gputree.backends.formulas import IMPURITY_GINI, KIND_CLASSIFICATION
-    finder = split_scan.split_finder((KIND_CLASSIFICATION, IMPURITY_GINI), False)
-    locator = _locator(finder.serial)
+    finder = split_scan.split_finder((KIND_CLASSIFICATION, IMPURITY_GINI), False, False)
+    locator = _locator(finder.compiled)
     assert type(locator).__name__.startswith("Gputree")
-    assert type(_locator(finder.parallel)) is type(locator)
     sources = kernel_cache.backend_sources()
     names = {os.path.basename(p) for p in sources}
     assert {"scan.py", "formulas.py", "devmath.py", "summaries.py", "split_scan.py",
@@ -65,7 +64,7 @@ def test_the_cpu_kernels_cache_where_numba_cache_dir_says(tmp_path):
     import sys
     from pathlib import Path
     code = ("from gputree.backends.cpu import split_scan\n"
-            "print(split_scan.split_finder((0, 0), False).serial._cache._impl._locator."
+            "print(split_scan.split_finder((0, 0), False, False).compiled._cache._impl._locator."
             "_cache_path)\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path),
                PYTHONPATH=str(Path(__file__).resolve().parents[1]))
@@ -82,7 +81,7 @@ def test_two_signatures_saved_at_once_keep_their_own_compilations(tmp_path):
     compilation (numba's numbering gave both the file number 1)."""
     from numba.core import caching
     from gputree.backends.cpu import partition
-    keyed = type(partition.rows_by_node.serial._cache._cache_file)
+    keyed = type(partition.update_positions.compiled._cache._cache_file)
     assert keyed is kernel_cache._keyed_class(caching.IndexDataCacheFile)
     first, second = (keyed(str(tmp_path), "kernel", ("stamp",)) for _ in range(2))
     second._load_index = lambda: {}              # read before the first saved

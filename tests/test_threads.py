@@ -1,9 +1,9 @@
 """Same answer whatever the thread count or the cut of the work: histogram
 passes cut into any pieces (node, row block, feature group) equal the numpy
-reference exactly, and fits with 1, 2 and 3 numba threads (a subprocess, as
-numba's thread count is fixed when it starts; every job of a staged kernel,
-cpu_stages, on its parallel version) give bit-identical trees, predictions
-and training scores."""
+reference exactly, and fits with 1, 2 and 3 threads (a subprocess, as
+numba's thread count is fixed when it starts; every job of a kernel cut
+into one part per thread, gputree._threads) give bit-identical trees,
+predictions and training scores."""
 import hashlib
 import os
 import subprocess
@@ -120,8 +120,8 @@ import hashlib, sys
 import numba, numpy as np
 from gputree import DecisionTreeClassifier
 from gputree.estimators.boosting import GradientBoostingClassifier
-from gputree.backends.cpu import stages as cpu_stages
-cpu_stages.LARGE_WORK = cpu_stages.PARALLEL_WORK = 0   # every job in parallel
+from gputree import _threads
+_threads.PARALLEL_WORK = 0   # every job in parts, one per thread
 rng = np.random.RandomState(0)
 X = rng.normal(size=(6000, 10)).astype(np.float32)
 X[rng.rand(*X.shape) < 0.05] = np.nan

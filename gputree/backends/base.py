@@ -203,6 +203,16 @@ class Backend(abc.ABC):
                 column = int(tree_columns[first + t])
                 out[:, column:column + width] += node_values[leaves[:, t]]
 
+    def query_terms(self, scores, queries, settings, g, h, ndcg):
+        """Learning to rank, per query (:mod:`gputree.backends.lambdarank`):
+        scores float64 (n,) IN; queries a lambdarank.QueryArrays and settings
+        a lambdarank.RankSettings (arrays on this backend); g, h float64 (n,)
+        OUT: LambdaMART gradients and hessians (when settings asks for them);
+        ndcg float64 (n_queries,) OUT: NDCG@k of the scores. A backend
+        without it cannot fit rankers."""
+        raise NotImplementedError(f"the {self.name!r} backend does not compute ranking "
+                                  "gradients: fit rankers on device 'cpu' or 'cuda'.")
+
     def zeros(self, shape, dtype):
         """A zeroed array for a large buffer kept over a fit (the histogram
         pool)."""

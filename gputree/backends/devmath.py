@@ -17,11 +17,15 @@ or ``numba.cuda.jit(device=True)``); the host module-level versions
 (:data:`host`) serve numpy code paths through :func:`apply`.
 """
 import decimal
+import functools
 import math
 from types import SimpleNamespace
 
 import numba
 import numpy as np
+
+from .._threads import kernel_jit, part_bounds_jit, parts_for, run_parts
+from .kernel_cache import renamed_copy
 
 LN2_HI = 6.93147180369123816490e-01   # ln 2 rounded to 32 bits: k * LN2_HI is exact
 LN2_LO = 1.90821492927058770002e-10   # ln 2 - LN2_HI
@@ -171,17 +175,24 @@ host = make_devmath(numba.njit(inline="always"))
 CODES = {"exp": 0, "log": 1, "log2": 2, "log1p": 3}
 
 
-def _make_host_loop(function):
-    @numba.njit(parallel=True, cache=True)
-    def loop(x, out):
-        """out[i] = function(x[i]); x IN, out OUT float64 (n,)."""
-        for i in numba.prange(x.shape[0]):
-            out[i] = function(x[i])
-
-    return loop
+#: the host function of a copy of _apply_part (set in each copy's globals)
+_function = None
 
 
-_HOST_LOOPS = {name: _make_host_loop(getattr(host, name)) for name in CODES}
+def _apply_part(x, out, part, n_parts):
+    """out[i] = _function(x[i]) over part ``part`` of the rows; x IN, out
+    OUT float64 (n,). Compiled per function by :func:`_host_kernel`."""
+    first, stop = part_bounds_jit(x.shape[0], part, n_parts)
+    for i in range(first, stop):
+        out[i] = _function(x[i])
+
+
+@functools.lru_cache(maxsize=None)
+def _host_kernel(name):
+    """_apply_part of ``host.<name>``, compiled on first use (a copy named
+    ``_apply_<name>``: cached on disk per function)."""
+    copy = renamed_copy(_apply_part, f"_apply_{name}", {"_function": getattr(host, name)})
+    return kernel_jit()(copy)
 
 
 #: the device half of :func:`apply` (codes, device array -> device array),
@@ -208,5 +219,6 @@ def apply(name, values):
         return _device_apply[0](CODES[name], values)
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty_like(values)
-    _HOST_LOOPS[name](values.reshape(-1), out.reshape(-1))
+    run_parts(_host_kernel(name), parts_for(4 * values.size), values.reshape(-1),
+              out.reshape(-1))
     return out

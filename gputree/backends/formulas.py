@@ -55,7 +55,8 @@ LAYOUT_SIZE = 10
  PARAM_CONSTRAINTS) = range(5)
 PARAMS_SIZE = 5
 # ``params[PARAM_CONSTRAINTS]`` is 0 (no value constraints) or the offset
-# ``off`` of a tail appended to ``params`` (newton, one output): the monotonic
+# ``off`` of a tail appended to ``params`` (newton, one output; formulas
+# specialised to another kind ignore it): the monotonic
 # sign of feature f at ``off + f`` (-1, 0, +1), then the value bounds of the
 # node in histogram row r at ``off + n_features + 2 r`` (lower, upper); see
 # gputree.growth.constraints.
@@ -105,6 +106,12 @@ def make_criterion_functions(jit, inline=None, measure=None):
     jit, inline = specialised(jit, measure), specialised(inline, measure)
     fixed_kind, fixed_impurity = (-1, -1) if measure is None else (int(measure[0]),
                                                                  int(measure[1]))
+    # what a specialisation rules out, as constants (numba drops the code
+    # behind a branch on a constant before compiling it): value constraints
+    # come with boosting only, the split-info division (gain ratio) with
+    # entropy only
+    no_constraints = fixed_kind >= 0 and fixed_kind != KIND_NEWTON
+    no_split_info = fixed_impurity >= 0 and fixed_impurity != IMPURITY_ENTROPY
 
     @inline
     def kind_of(layout):
@@ -260,6 +267,8 @@ def make_criterion_functions(jit, inline=None, measure=None):
     def bounded_parent_score(T, layout, inv, params, row, n_features):
         """parent_score of the node in histogram row ``row``; with value
         constraints, the score of its value clipped to its bounds."""
+        if no_constraints:
+            return parent_score(T, layout, inv, params)
         off = int(params[PARAM_CONSTRAINTS])
         if off == 0:
             return parent_score(T, layout, inv, params)
@@ -273,6 +282,8 @@ def make_criterion_functions(jit, inline=None, measure=None):
         when the split breaks min_samples_leaf / min_weight_leaf
         (min_child_weight)."""
         gain = impurity_gain(L, R, parent, layout, inv, params)
+        if no_split_info:
+            return gain
         if layout[LAYOUT_SPLIT_INFO] and gain != -math.inf:
             w = node_weight(L, layout, inv) + node_weight(R, layout, inv)
             pl = node_weight(L, layout, inv) / w
@@ -342,6 +353,8 @@ def make_criterion_functions(jit, inline=None, measure=None):
         computed at the clipped values, and a split on a feature with
         monotonic sign s is rejected (-inf) when s * (right - left) < 0."""
         gain = split_gain(L, R, parent, layout, inv, params)
+        if no_constraints:
+            return gain
         off = int(params[PARAM_CONSTRAINTS])
         if off == 0 or gain == -math.inf:
             return gain

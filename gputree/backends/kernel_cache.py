@@ -23,6 +23,7 @@ import functools
 import glob
 import hashlib
 import os
+import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -81,6 +82,19 @@ def cache_numba_cuda_kernels(kernel_file):
         return cover_backend_sources(caching.CacheImpl, bases, kernel_file)
     except (ImportError, AttributeError):
         return False
+
+
+def renamed_copy(function, name, names=None):
+    """A copy of ``function`` named ``name``, reading ``names`` (dict) as
+    globals: numba's disk cache tells functions apart by their qualified
+    names (and source lines), never by the values their globals hold, so
+    each specialisation of one function (a kernel per criterion, per
+    elementary function) is a copy under its own name, which a later
+    process finds in the cache."""
+    scope = dict(function.__globals__, **names) if names else function.__globals__
+    copy = types.FunctionType(function.__code__, scope, name)
+    copy.__qualname__ = name
+    return copy
 
 
 def keyed_data_files(dispatcher):

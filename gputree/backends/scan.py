@@ -52,7 +52,7 @@ BLOCK_BINS = 256
 
 
 def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=None,
-                       vector=False):
+                       vector=False, newton_only=None):
     """Compile the (node, feature) scan with ``jit`` (small per-candidate
     helpers with ``inline``, default ``jit``; ``scan`` itself with ``entry``,
     default ``jit``), for one criterion ``measure``
@@ -62,6 +62,10 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
     features are all numerical. ``vector`` (the CPU) scans boosting's
     candidates in blocks whose gains a vectorized loop computes
     (``scan_newton_blocks``; the same candidates, arithmetic and choice).
+    ``newton_only`` True: every scan is boosting's with one output and no
+    value constraints (its scan alone is compiled); False: none is (the
+    boosting scans are left out); None: read from ``layout`` and ``params``
+    per scan.
 
     scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, split_bin, missing_bin, layout, inv, params,
@@ -103,7 +107,8 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
     newton_gain_one, kind_of = crit.newton_gain_one, crit.kind_of
     newton_gain_scalars = crit.newton_gain_scalars
     log2 = make_devmath(inline).log2
-    variant = "c" if categorical else "n"
+    newton_fixed = -1 if newton_only is None else int(newton_only)
+    variant = ("c" if categorical else "n") + ("" if newton_fixed < 0 else str(newton_fixed))
     entry = specialised(entry or jit, measure, variant)
     jit, inline = specialised(jit, measure, variant), specialised(inline, measure, variant)
 
@@ -452,7 +457,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         multiway = layout[LAYOUT_MULTIWAY] != 0
         left_known = False
         one = split_bin[node, f]        # >= 0: one candidate (random thresholds)
-        if categorical and multiway and is_categorical[f]:
+        if categorical and newton_fixed != 1 and multiway and is_categorical[f]:
             gain, info = scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params)
             if gain != -math.inf:
                 out_gain[node, f] = gain
@@ -479,15 +484,17 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                 gain, threshold, ml = scan_one_threshold(
                     H, T, L, R, A, M, one, has_missing, parent, layout, inv, params,
                     node, f, n_features)
-            elif vector and newton_one(layout, params):
+            # (conditions on constants of this compilation first: numba drops
+            # the code they rule out before compiling it)
+            elif newton_fixed == 1 or (newton_fixed < 0 and newton_one(layout, params)):
                 left_known = True
-                gain, threshold, ml = scan_newton_blocks(
-                    H, T, L, M, n_non_missing, has_missing, parent, inv, params,
-                    scratch_prefix[slot], scratch_gains[slot])
-            elif newton_one(layout, params):
-                left_known = True
-                gain, threshold, ml = scan_newton_one(H, T, L, M, n_non_missing, has_missing,
-                                                      parent, inv, params)
+                if vector:
+                    gain, threshold, ml = scan_newton_blocks(
+                        H, T, L, M, n_non_missing, has_missing, parent, inv, params,
+                        scratch_prefix[slot], scratch_gains[slot])
+                else:
+                    gain, threshold, ml = scan_newton_one(H, T, L, M, n_non_missing,
+                                                          has_missing, parent, inv, params)
             else:
                 gain, threshold, ml = scan_numerical(
                     H, T, L, R, A, M, n_non_missing, has_missing, parent,
@@ -502,7 +509,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                                            has_missing, layout, inv, left_known)
         for c in range(C):
             out_left[node, f, c] = L[c]
-        if multiway:
+        if newton_fixed != 1 and multiway:
             out_info[node, f] = impurity_gain(L, R, parent, layout, inv, params)
 
     return scan

@@ -155,8 +155,9 @@ def worker_backend(device):
 
 
 def use_worker_threads():
-    """numba's parallel kernels in this task get the worker's own threads
-    (its ``nthreads``), not every core of the machine: worker processes that
+    """gputree's kernels in this task run in as many parts as the worker has
+    threads (its ``nthreads``; numba's thread count, which gputree._threads
+    reads), not one per core of the machine: worker processes that
     share a machine would otherwise oversubscribe it (measured: 3 to 5 times
     slower histogram tasks with 2 workers on 2 cores)."""
     try:

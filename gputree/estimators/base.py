@@ -9,8 +9,9 @@ import warnings
 import numpy as np
 
 from .._compat import BaseEstimator, NotFittedError
-from .._threads import wrap_threaded_methods
+from .._threads import THREADED_METHODS, wrap_threaded_methods
 from ..backends import get_backend
+from ..backends.compile_notice import announce_methods
 from ..data.binned import bin_with
 from ..data.training import TrainingInputs, bin_training_data, binning_seed, seed_from
 from ..data.validation import check_choice, check_float, check_int, check_random_state
@@ -117,11 +118,13 @@ def growth_params(est, n_samples, total_weight, n_features):
 class BaseTreeModel(BaseEstimator):
     """What every fitted tree model shares: the encoder and bins learned at fit,
     and turning new X into leaf ids on the fit's backend. Every subclass's
-    fit and predict methods run under its ``n_jobs`` (:mod:`gputree._threads`)."""
+    fit and predict methods run under its ``n_jobs`` (:mod:`gputree._threads`)
+    and announce long compiles (:mod:`gputree.backends.compile_notice`)."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         wrap_threaded_methods(cls)
+        announce_methods(cls, THREADED_METHODS)
 
     def _check_fitted(self):
         if not hasattr(self, "_encoder"):

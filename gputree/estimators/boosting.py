@@ -36,7 +36,6 @@ from ..data.binned import BinnedData
 from ..data.validation import (check_boosting_range, check_choice, check_float, check_int,
                                check_sample_weight, check_y)
 from ..explain import with_pred_contrib
-from ..fixed_point import weighted_mean
 from ..growth.constraints import TreeConstraints, check_interaction_cst, check_monotonic_cst
 from ..growth.histogram_pool import HistogramPool
 from ..growth.levelwise import grow_tree
@@ -161,7 +160,8 @@ class _BaseGradientBoosting(BaseTreeModel):
     def _check_params(self):
         self._growth_params()
 
-    def _growth_params(self):
+    def _check_loss_params(self):
+        """Check the parameters of the loss and of its scores."""
         if not callable(self.loss):
             check_choice(self.loss, "loss", set(self._losses))
         if self.loss in ALPHA_LOSSES:
@@ -169,6 +169,9 @@ class _BaseGradientBoosting(BaseTreeModel):
         if self.eval_metric is not None and not callable(self.eval_metric):
             raise ValueError("eval_metric must be None or a callable f(y_true, y_pred, "
                              f"sample_weight); got {self.eval_metric!r}.")
+
+    def _growth_params(self):
+        self._check_loss_params()
         check_int(self.n_estimators, "n_estimators", 1)
         check_float(self.learning_rate, "learning_rate", 0.0, low_open=True)
         check_float(self.subsample, "subsample", 0.0, 1.0, low_open=True)
@@ -300,7 +303,7 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     def _make_rows(self, data, y, weight):
         backend = self._backend
-        return _Rows(data, self._loss.targets(backend.xp, y), backend.asarray(weight),
+        return _Rows(data, self._loss.rows_targets(backend, y), backend.asarray(weight),
                      next(self._raw_rounds(data.X_binned, staged=False)), y, weight)
 
     def _boost(self, train, validation, growth, early):
@@ -331,8 +334,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             progress.close()
             del self._spare_stats, self._spare_gradients
         if self._scores["train"][-1] is None:
-            self._scores["train"][-1] = -self._loss.value(self._backend.xp, train.y, train.raw,
-                                                          train.w)
+            self._scores["train"][-1] = self._loss.score(self._backend.xp, train.y, train.raw,
+                                                         train.w)
         self.train_score_ = np.asarray(self._scores["train"])
         self.validation_score_ = np.asarray(self._scores["validation"])
 
@@ -356,15 +359,15 @@ class _BaseGradientBoosting(BaseTreeModel):
         backend, loss = self._backend, self._loss
         xp = backend.xp
         rng = tree_rng(self._seed, it, _ROUND_STREAM)
-        w = train.w * self._row_mask(rng, train.w.shape[0]) if self.subsample < 1 else train.w
+        w = train.w * self._row_mask(rng, train) if self.subsample < 1 else train.w
         unit = self.subsample >= 1 and train.unit_weights
         refill = xp is np and backend.statistics_refillable    # host arrays, reused next round
         g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw,
                                                        None if unit else w,
                                                        out=self._spare_gradients)
         if self._scores["train"][-1] is None:
-            self._scores["train"][-1] = -weighted_mean(xp, pointwise,
-                                                       None if unit else train.w)
+            self._scores["train"][-1] = loss.score_of_pointwise(xp, train.y, pointwise,
+                                                                None if unit else train.w)
         for start, stop in self._groups:
             g_k, h_k = g[:, start:stop], h[:, start:stop]
             treeboost = self.criterion != "newton"
@@ -385,9 +388,11 @@ class _BaseGradientBoosting(BaseTreeModel):
         if refill:
             self._spare_gradients = (g, h, pointwise)
 
-    def _row_mask(self, rng, n_samples):
-        """float64 (n,) on the device: 1 for round(subsample * n) rows drawn
-        without replacement, else 0 (drawn on the host, copied as uint8)."""
+    def _row_mask(self, rng, rows):
+        """float64 (n,) on the device: 1 for round(subsample * n) of the
+        ``rows`` (a _Rows) drawn without replacement, else 0 (drawn on the
+        host, copied as uint8)."""
+        n_samples = rows.w_host.shape[0]
         mask = np.zeros(n_samples, dtype=np.uint8)
         mask[rng.choice(n_samples, max(1, int(round(self.subsample * n_samples))),
                         replace=False)] = 1
@@ -415,7 +420,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         by the next round's gradients) unless ``eager``."""
         xp = self._backend.xp
         self._scores["train"].append(
-            -self._loss.value(xp, train.y, train.raw, train.w) if eager else None)
+            self._loss.score(xp, train.y, train.raw, train.w) if eager else None)
         if validation is not None:
             self._scores["validation"].append(self._validation_score(validation))
 
@@ -426,7 +431,7 @@ class _BaseGradientBoosting(BaseTreeModel):
                                 self._metric_predictions(raw), rows.w_host)
         scorer = self._scorer()
         if scorer is None:
-            return -self._loss.value(self._backend.xp, rows.y, rows.raw, rows.w)
+            return self._loss.score(self._backend.xp, rows.y, rows.raw, rows.w)
         raw = _RawScores(np.array(self._backend.to_host(rows.raw), copy=True))
         return float(scorer(self, raw, self._labels(rows.labels), sample_weight=rows.w_host))
 
@@ -654,8 +659,28 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return tags
 
 
+class _OneOutputBoosting(_BaseGradientBoosting):
+    """Boosting whose prediction is one value per row, the loss's inverse
+    link of the raw score: regression (the mean) and ranking (the score)."""
+
+    def _one_output(self, raw):
+        return self._loss.predict(np, raw)[:, 0]
+
+    @with_pred_contrib
+    @returns_input_kind
+    def predict(self, X):
+        """Predictions, float64 (n_samples,): the predicted mean of a
+        regressor, the ranking score of a ranker (higher ranks first)."""
+        return self._one_output(self._raw_predict(X))
+
+    @returns_input_kind
+    def staged_predict(self, X):
+        """predict after each round (a generator)."""
+        return map(self._one_output, self._staged_raw(X))
+
+
 @register_estimator
-class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
+class GradientBoostingRegressor(RegressorMixin, _OneOutputBoosting):
     """Gradient-boosted trees for regression: ``loss`` "squared_error",
     "absolute_error" (trees grown on the gradient's sign, leaf values refit to
     the median residual), "quantile" (the ``alpha``-quantile: leaves refit to
@@ -696,17 +721,3 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
 
     def _encode_eval_targets(self, y):
         return as_float_targets(y)
-
-    def _mean(self, raw):
-        return self._loss.predict(np, raw)[:, 0]
-
-    @with_pred_contrib
-    @returns_input_kind
-    def predict(self, X):
-        """Predicted mean, float64 (n_samples,)."""
-        return self._mean(self._raw_predict(X))
-
-    @returns_input_kind
-    def staged_predict(self, X):
-        """predict after each round (a generator)."""
-        return map(self._mean, self._staged_raw(X))

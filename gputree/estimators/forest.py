@@ -24,6 +24,7 @@ import scipy.sparse
 from .._arrays import returns_input_kind
 from .._compat import ClassifierMixin, RegressorMixin
 from .._dtypes import STAT_DTYPE
+from .._threads import kernel_jit, part_bounds_jit, parts_for, run_parts
 from ..criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS,
                         Statistics)
 from ..data.training import seed_from
@@ -64,14 +65,14 @@ def counted_statistics(backend, unit, counts):
     fixed point (inverse scale 1), so the channels are ``unit * counts``
     (exact int64), plus the count channel (1 where counts > 0) unless every
     count is one: what ``classification_statistics(y, K, counts)`` gives;
-    on the CPU in one parallel pass, on a device with one upload (the
+    on the CPU in one pass in parts, on a device with one upload (the
     counts, int32 (n,)) and no host pass over rows."""
     if np.all(counts == 1):
         return unit
     n_samples, n_values = unit.stats.shape
     stats = backend.empty((n_samples, n_values + 1), STAT_DTYPE)
     if backend.xp is np:
-        _fill_counted(unit.stats, counts, stats)
+        run_parts(_fill_counted, parts_for(unit.stats.size), unit.stats, counts, stats)
     else:
         device_counts = backend.upload(counts, dtype=np.int32)
         backend.xp.multiply(unit.stats, device_counts[:, None], out=stats[:, :n_values])
@@ -81,13 +82,15 @@ def counted_statistics(backend, unit, counts):
     return Statistics(stats, np.append(unit.inv_scale, 1.0), layout, unit.n_classes)
 
 
-@numba.njit(parallel=True, cache=True)
-def _fill_counted(unit, counts, out):
-    """counted_statistics' arithmetic in one host pass: out int64 (n, C + 1)
-    OUT = ``unit * counts`` (int64 (n, C) IN, counts float64 (n,) IN, whole
-    numbers) then 1 where counts > 0: the device path's exact products."""
+@kernel_jit()
+def _fill_counted(unit, counts, out, part, n_parts):
+    """counted_statistics' arithmetic in one host pass over part ``part`` of
+    the rows: out int64 (n, C + 1) OUT = ``unit * counts`` (int64 (n, C) IN,
+    counts float64 (n,) IN, whole numbers) then 1 where counts > 0: the
+    device path's exact products."""
     n_values = unit.shape[1]
-    for i in numba.prange(unit.shape[0]):
+    first, stop = part_bounds_jit(unit.shape[0], part, n_parts)
+    for i in range(first, stop):
         count = np.int64(counts[i])
         for c in range(n_values):
             out[i, c] = unit[i, c] * count

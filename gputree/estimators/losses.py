@@ -17,10 +17,10 @@ Conventions (``K`` = raw outputs: 1, or the number of classes for softmax):
   ``-G / (H + lambda)`` is the Newton step ``sum(w * residual) / (H + lambda)``
   (for the log-loss the residual is ``y - p``).
 """
-import numba
 import numpy as np
 
 from .._dtypes import FLOAT_DTYPE
+from .._threads import kernel_jit, part_bounds_jit, parts_for, run_parts
 from ..backends import devmath
 from ..fixed_point import order_free_sum, weighted_mean
 from ..quantiles import grouped_weighted_median, grouped_weighted_quantile
@@ -77,27 +77,30 @@ def _log1p_exp(xp, raw, e=None):
     return xp.maximum(raw, 0.0) + devmath.apply("log1p", e)
 
 
-def _make_log_loss_terms(exp, log1p):
-    @numba.njit(parallel=True, cache=True)
-    def log_loss_terms(raw, y, d1, d2, loss):
-        """The binary log-loss's arithmetic on the host in one pass: raw, y
-        float64 (n, 1) IN; d1 = p - y, d2 = p (1 - p) float64 (n, 1) OUT and
-        loss = log(1 + exp(raw)) - y raw float64 (n,) OUT, p = sigmoid(raw),
-        with devmath's exp and log1p (of e = exp(-|raw|) in (0, 1], the
-        bit-identical log1p_unit), each value rounded as the array formulas
-        of the device path round it."""
-        for i in numba.prange(raw.shape[0]):
-            r = raw[i, 0]
-            e = exp(-abs(r))
-            p = (e if r < 0.0 else 1.0) / (1.0 + e)
-            d1[i, 0] = p - y[i, 0]
-            d2[i, 0] = (1.0 - p) * p
-            loss[i] = (max(r, 0.0) + log1p(e)) - y[i, 0] * r
-
-    return log_loss_terms
+_exp_host, _log1p_unit_host = devmath.host.exp, devmath.host.log1p_unit
 
 
-_log_loss_terms = _make_log_loss_terms(devmath.host.exp, devmath.host.log1p_unit)
+@kernel_jit()
+def _log_loss_part(raw, y, d1, d2, loss, part, n_parts):
+    """The binary log-loss's arithmetic on the host in one pass over part
+    ``part`` of the rows: raw, y float64 (n, 1) IN; d1 = p - y, d2 = p (1 -
+    p) float64 (n, 1) OUT and loss = log(1 + exp(raw)) - y raw float64 (n,)
+    OUT, p = sigmoid(raw), with devmath's exp and log1p (of e = exp(-|raw|)
+    in (0, 1], the bit-identical log1p_unit), each value rounded as the
+    array formulas of the device path round it."""
+    first, stop = part_bounds_jit(raw.shape[0], part, n_parts)
+    for i in range(first, stop):
+        r = raw[i, 0]
+        e = _exp_host(-abs(r))
+        p = (e if r < 0.0 else 1.0) / (1.0 + e)
+        d1[i, 0] = p - y[i, 0]
+        d2[i, 0] = (1.0 - p) * p
+        loss[i] = (max(r, 0.0) + _log1p_unit_host(e)) - y[i, 0] * r
+
+
+def _log_loss_terms(raw, y, d1, d2, loss):
+    """_log_loss_part over every row, in parts."""
+    run_parts(_log_loss_part, parts_for(8 * raw.shape[0]), raw, y, d1, d2, loss)
 
 
 class Loss:
@@ -119,6 +122,13 @@ class Loss:
     def targets(self, xp, y):
         """Device targets (n, K) from host y (n,) (values or class codes)."""
         return xp.asarray(np.asarray(y, dtype=FLOAT_DTYPE).reshape(-1, 1))
+
+    def rows_targets(self, backend, y):
+        """The targets that a fit keeps on ``backend`` for a set of rows (the
+        training or the validation rows) and hands to the other methods as
+        ``y``: :meth:`targets` on the backend's array module, unless a loss
+        needs more of the rows (the queries of a ranking loss)."""
+        return self.targets(backend.xp, y)
 
     def gradients(self, xp, y, raw, w):
         """(g, h) float64 (n, K): weighted first and second derivatives."""
@@ -143,6 +153,16 @@ class Loss:
     def value(self, xp, y, raw, w):
         """Weighted mean loss (host float)."""
         return weighted_mean(xp, self.pointwise(xp, y, raw), w)
+
+    def score(self, xp, y, raw, w):
+        """The score a fit records for rows (higher is better; host float):
+        ``-value``."""
+        return -self.value(xp, y, raw, w)
+
+    def score_of_pointwise(self, xp, y, pointwise, w):
+        """:meth:`score` from the pointwise values that
+        :meth:`gradients_and_pointwise` returned with the gradients."""
+        return -weighted_mean(xp, pointwise, w)
 
     def refit_leaves(self, xp, tree, positions, y, raw, w):
         """Replace ``tree.value`` of leaves where the Newton step is not the

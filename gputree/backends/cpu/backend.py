@@ -4,13 +4,13 @@ to their nodes (:mod:`.partition`), histograms (:mod:`.histograms`), the
 split scan and node summaries (:mod:`.split_scan`), prediction
 (:mod:`.predict`); what it keeps per binned X (:mod:`.binned_cache`).
 
-Loops are parallel over rows (binning, partition, prediction) or, for
-histograms, over threads each adding its list of pieces of the level's
+Loops are cut into parts over rows (binning, partition, prediction) or,
+for histograms, over threads each adding its list of pieces of the level's
 work; no two threads ever write the same cell, and histogram cells are
 int64 fixed-point sums, so results are the same for any cut and thread
-count and equal the CUDA backend's bit for bit. Every parallel kernel is
-staged (:mod:`.stages`): serial until a process runs a large job, so that a
-small fit compiles no parallel kernel.
+count and equal the CUDA backend's bit for bit. Every such kernel is
+compiled once and run in parts on gputree's threads (:mod:`.threaded`):
+small and large jobs share its compiled code.
 """
 import math
 import mmap
@@ -20,11 +20,12 @@ import numpy as np
 
 from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
 from ..base import Backend
-from ..compile_notice import watch_compilation
-from ..formulas import measure_of
+from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
+                        measure_of)
+from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
-from . import binning, histograms, partition, predict, split_scan
+from . import binning, histograms, partition, predict, ranking, split_scan
 from .binned_cache import BinnedCache
 
 
@@ -44,7 +45,6 @@ class CPUBackend(Backend):
     overwrites_built_rows = True
 
     def __init__(self):
-        watch_compilation()
         self.binned = BinnedCache(self.free_memory_bytes)
 
     def take_columns(self, X_binned, columns):
@@ -106,7 +106,7 @@ class CPUBackend(Backend):
             build_index[built] = np.arange(built_rows.size, dtype=np.int32)
             n, cache = positions.shape[0], self.binned
             rows = cache.rows(X_binned, "rows")
-            node_first = partition.rows_by_node.run(
+            node_first = partition.rows_by_node(
                 2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
                 split_bitset, left_child, level_start, build_index, built_rows.size,
                 partition.gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
@@ -150,7 +150,10 @@ class CPUBackend(Backend):
         n_tasks = n_nodes * n_features
         n_slots = min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * numba.get_num_threads())
         scratch = empty_scratch(np, max(n_slots, 1), n_channels, any_categorical, vector=True)
-        find_splits = split_scan.split_finder(measure_of(layout), any_categorical)
+        measure = measure_of(layout)
+        newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
+                      and int(params[PARAM_CONSTRAINTS]) == 0)
+        find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
         find_splits.run(n_nodes * n_features * n_bins * split_scan.SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout,
@@ -175,6 +178,11 @@ class CPUBackend(Backend):
     def add_node_values(self, node_values, positions, out, first_column):
         predict.add_node_values.run(node_values.shape[1] * positions.shape[0], node_values,
                                     positions, out, first_column)
+
+    def query_terms(self, scores, queries, settings, g, h, ndcg):
+        per_row = settings.truncation if settings.flags & FLAG_GRADIENTS else 4
+        ranking.query_terms.run(scores.shape[0] * per_row,
+                                *kernel_arguments(scores, queries, settings, g, h, ndcg))
 
     def add_leaf_values(self, X_binned, node_feature, node_bitset, node_left, tree_roots,
                         node_values, tree_columns, out):

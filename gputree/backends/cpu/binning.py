@@ -1,11 +1,11 @@
 """The CPU binning kernel: raw float X to bin codes by a branch-free binary
 search over each feature's thresholds, parallel over blocks of rows."""
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..kernel_cache import cache_numba_cpu_kernels
-from .jit import U64
-from .stages import staged
+from .jit import U64, part_bounds
+from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
 
@@ -13,7 +13,7 @@ cache_numba_cpu_kernels(__file__)
 _BINNING_BLOCK = 256
 
 
-#: work (about ns, cpu_stages' unit) of binning one value
+#: work (about ns, ThreadedKernel.run's unit) of binning one value
 SEARCH_WORK = 8
 
 
@@ -27,19 +27,20 @@ def _search_step(row, lo, x, step):
     return lo + step * (row[U64(lo + step - 1)] < x)
 
 
-@staged
-def map_to_bins(X, thresholds, is_categorical, missing_bin, out):
+@threaded
+def map_to_bins(X, thresholds, is_categorical, missing_bin, out, part, n_parts):
     """X float (n, F) IN; thresholds float64 (F, 2**k - 1 >= 255) IN, rows
     padded with +inf; out uint8 or uint16 (n, F) OUT (either order).
 
-    Parallel over blocks of rows; within a block, feature by feature (a
+    In parts over blocks of rows; within a block, feature by feature (a
     block's output stays in cache in either order). The binary search is branch-free, its last 8
     steps unrolled: ``lo`` ends as the number of thresholds strictly below
     ``x``."""
     n_samples, n_features = X.shape
     width = thresholds.shape[1]
     n_blocks = (n_samples + _BINNING_BLOCK - 1) // _BINNING_BLOCK
-    for block in prange(n_blocks):
+    first, stop = part_bounds(n_blocks, part, n_parts)
+    for block in range(first, stop):
         start = block * _BINNING_BLOCK
         stop = min(start + _BINNING_BLOCK, n_samples)
         for f in range(n_features):

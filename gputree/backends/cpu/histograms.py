@@ -8,12 +8,13 @@ Cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count. Also the subtraction of siblings and the zeroing of rows."""
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
 from .intrinsics import add_three, add_two, prefetch_row
-from .jit import U64
-from .stages import staged
+from .jit import U64, part_bounds
+from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
 
@@ -103,11 +104,11 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
     return last
 
 
-@staged
+@threaded
 def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, thread_first, hist,
-                      part, cut):
-    """Histograms of pieces of a level's rows, parallel over threads, each
-    building its list of pieces.
+                      private, cut, part, n_parts):
+    """Histograms of pieces of a level's rows, in parts over the planned
+    threads' lists of pieces (one part per thread, or one for all).
 
     X_binned uint8 or uint16 (n, F) IN, best in C order (a row's bins in
     one cache line); stats int64 (n, C) IN, channels 0 .. n_add-1 added
@@ -115,8 +116,8 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
     grouped by node. pieces int64 (P, 5) IN: piece p zeroes, then adds
     rows ``rows[pieces[p, 0]:pieces[p, 1]]``, features pieces[p, 2] ..
     pieces[p, 3]-1, into ``hist[d]`` (int64 (n_hist, F, n_bins, C) INOUT),
-    d = pieces[p, 4] >= 0, else into ``part[-1 - d]`` (int64 (n_parts, F,
-    n_bins, C) OUT), which :func:`_add_parts` adds to hist. Zeroed by the
+    d = pieces[p, 4] >= 0, else into ``private[-1 - d]`` (int64 (n_private, F,
+    n_bins, C) OUT), which :func:`_add_private` adds to hist. Zeroed by the
     thread that fills them, a node's cells are in its cache when the adds
     start (a level's histograms outgrow the cache: zeroed beforehand, every
     cell's first add missed it). Thread t builds pieces
@@ -124,12 +125,13 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
     blocks of rows and groups of features as ``cut`` int64 (2,) IN says
     (:func:`_block_cut`). Pieces write disjoint cells: integer sums, the
     result depends on neither the cut nor the thread count."""
-    for t in prange(thread_first.shape[0] - 1):
+    first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
+    for t in range(first_list, stop_list):
         for q in range(thread_first[t], thread_first[t + 1]):
             p = thread_pieces[q]
             first, stop, f_first, f_stop, d = (pieces[p, 0], pieces[p, 1], pieces[p, 2],
                                               pieces[p, 3], pieces[p, 4])
-            dest = hist if d >= 0 else part
+            dest = hist if d >= 0 else private
             s = d if d >= 0 else -1 - d
             _zero_cells(dest, s, f_first, f_stop)
             _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s,
@@ -145,17 +147,19 @@ def _zero_cells(dest, s, f_first, f_stop):
                 dest[U64(s), U64(f), U64(b), U64(c)] = 0
 
 
-@staged
-def _add_parts(part, part_first, part_hist_row, hist):
-    """hist[part_hist_row[k]] INOUT += part[p] for p in part_first[k] ..
-    part_first[k + 1]-1, in order (int64, exact); part int64 (P, F, n_bins,
-    C) IN. Parallel over (histogram, feature)."""
-    n_features = part.shape[1]
-    for t in prange(part_hist_row.shape[0] * n_features):
+@threaded
+def _add_private(private, private_first, private_hist_row, hist, part, n_parts):
+    """hist[private_hist_row[k]] INOUT += private[p] for p in
+    private_first[k] .. private_first[k + 1]-1, in order (int64, exact);
+    private int64 (P, F, n_bins, C) IN. In parts over (histogram,
+    feature)."""
+    n_features = private.shape[1]
+    first, stop = part_bounds(private_hist_row.shape[0] * n_features, part, n_parts)
+    for t in range(first, stop):
         k, f = t // n_features, t % n_features
-        out = hist[part_hist_row[k], f]
-        for p in range(part_first[k], part_first[k + 1]):
-            block = part[p, f]
+        out = hist[private_hist_row[k], f]
+        for p in range(private_first[k], private_first[k + 1]):
+            block = private[p, f]
             for b in range(out.shape[0]):
                 for c in range(out.shape[1]):
                     out[b, c] += block[b, c]
@@ -208,26 +212,25 @@ def assign_pieces(sizes, n_threads):
     the thread with the least work so far (ties: the lowest). Returns
     (thread_pieces, thread_first) int64 as _build_histograms takes them."""
     order = np.argsort(-sizes, kind="stable")
-    thread = _least_loaded(sizes[order], n_threads)
+    thread = np.empty(sizes.shape[0], dtype=np.int64)
+    _least_loaded(sizes[order], np.zeros(n_threads, dtype=np.int64), thread)
     by_thread = np.argsort(thread, kind="stable")
     thread_first = np.searchsorted(thread[by_thread], np.arange(n_threads + 1))
     return order[by_thread].astype(np.int64), thread_first.astype(np.int64)
 
 
-@njit(cache=True)
-def _least_loaded(sizes, n_threads):
-    """int64 (P,): the thread of each piece (sizes int64 (P,)), in order,
-    each to the thread with the least work so far (the lowest on ties)."""
-    load = np.zeros(n_threads, dtype=np.int64)
-    thread = np.empty(sizes.shape[0], dtype=np.int64)
+@kernel_jit()
+def _least_loaded(sizes, load, thread):
+    """thread int64 (P,) OUT: the thread of each piece (sizes int64 (P,)
+    IN), in order, each to the thread with the least work so far (the
+    lowest on ties); load int64 (n_threads,) INOUT, zeros."""
     for p in range(sizes.shape[0]):
         best = 0
-        for t in range(1, n_threads):
+        for t in range(1, load.shape[0]):
             if load[t] < load[best]:
                 best = t
         thread[p] = best
         load[best] += sizes[p] + 1
-    return thread
 
 
 #: rows per block of a histogram piece, added feature group by feature
@@ -273,23 +276,25 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
                        np.minimum((group + 1) * per_group, n_features),
                        np.where(block == 0, built_rows[node],
                                 -1 - (part_of_block[node] + block - 1))], axis=1)
-    part = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
+    private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
     _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
-                          pieces, thread_pieces, thread_first, hist, part, _block_cut(hist))
-    if part.shape[0]:
+                          pieces, thread_pieces, thread_first, hist, private, _block_cut(hist))
+    if private.shape[0]:
         split = np.flatnonzero(extra)
-        part_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
-        _add_parts.run(part.size, part, part_first, built_rows[split], hist)
+        private_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
+        _add_private.run(private.size, private, private_first, built_rows[split], hist)
 
 
-@staged
-def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows):
+@threaded
+def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows, part,
+                        n_parts):
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
-    (int64, exact); hist INOUT, the rest IN. Parallel over (pair, feature)."""
+    (int64, exact); hist INOUT, the rest IN. In parts over (pair, feature)."""
     n_features = hist.shape[1]
-    for t in prange(parent_rows.shape[0] * n_features):
+    first, stop = part_bounds(parent_rows.shape[0] * n_features, part, n_parts)
+    for t in range(first, stop):
         p, f = t // n_features, t % n_features
         parent = parent_hist[parent_rows[p], f]
         built = hist[built_rows[p], f]
@@ -299,13 +304,14 @@ def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows
                 derived[b, c] = parent[b, c] - built[b, c]
 
 
-@staged
-def zero_rows(array, rows):
-    """array (m, ...) INOUT: rows[k] of it set to zero; parallel over
+@threaded
+def zero_rows(array, rows, part, n_parts):
+    """array (m, ...) INOUT: rows[k] of it set to zero; in parts over
     (row, first inner index)."""
     inner = array.shape[1]
     flat = array.reshape(array.shape[0], inner, -1)
-    for t in prange(rows.shape[0] * inner):
+    first, stop = part_bounds(rows.shape[0] * inner, part, n_parts)
+    for t in range(first, stop):
         r, j = rows[t // inner], t % inner
         for k in range(flat.shape[2]):
             flat[U64(r), U64(j), U64(k)] = 0

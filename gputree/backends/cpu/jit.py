@@ -6,6 +6,7 @@ import functools
 import numpy as np
 from numba import njit
 
+from ..._threads import part_bounds_jit
 from ..splitset import make_splitset
 
 
@@ -18,11 +19,11 @@ def _without_reference_counting():
     micro-benchmark), and more when two threads share the criterion arrays'
     counters. numba's ``_nrt=False`` compiles without the runtime (no
     allocation possible, views are plain structs). Plain ``njit`` where a
-    numba version does not know the option.
+    numba version does not know the option (read from numba's option table:
+    nothing is compiled to find out).
     """
-    try:
-        njit(_nrt=False)(lambda a: a[0:1][0]).compile("(int64[:],)")
-    except Exception:  # noqa: BLE001 - any failure means: keep the runtime
+    from numba.core.options import DefaultOptions
+    if not hasattr(DefaultOptions, "_nrt"):
         return njit
     return functools.partial(njit, _nrt=False)
 
@@ -57,9 +58,6 @@ def inline_helper(function):
 ir_inline = njit(inline="always")
 
 
-goes_left = make_splitset(ir_inline).goes_left
-
-
 #: helpers smaller than this (bytes of CPython bytecode) are inlined in numba's IR
 _IR_INLINE_BYTES = 160
 
@@ -68,3 +66,10 @@ _IR_INLINE_BYTES = 160
 # indices around (a compare and a select per index), which cost 10% of a
 # histogram pass and a third of a prediction.
 U64 = np.uint64
+
+
+#: (first, stop) of part ``part`` of ``n_parts`` of range(n), uint64, in kernels
+part_bounds = part_bounds_jit
+
+
+goes_left = make_splitset(ir_inline).goes_left

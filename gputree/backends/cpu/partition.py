@@ -2,11 +2,11 @@
 split (``update_positions``), and the same pass that also gathers the rows
 of the nodes to build, grouped by node, for the histogram pass."""
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..kernel_cache import cache_numba_cpu_kernels
-from .jit import U64, goes_left
-from .stages import staged
+from .jit import U64, goes_left, part_bounds
+from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
 
@@ -37,9 +37,9 @@ def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, lef
     return p
 
 
-@staged
-def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
-                  level_start, build_index, n_build, chunk_rows, found, found_node, rows):
+def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_bitset,
+                 left_child, level_start, build_index, n_build, chunk_rows, found, found_node,
+                 rows):
     """The rows of the nodes to build, grouped by node (``build_index``
     int32 (n_level,): the node's index among them, or -1), ascending within
     a node, into rows int32 (n,) OUT: returns node_first int64 (n_build +
@@ -49,17 +49,39 @@ def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, 
     empty, no move). found, found_node int32 (n,): scratch (the caller
     allocates the three (n,) arrays: numpy's large arrays get huge pages,
     a kernel's own 4 KiB pages, faulted in one by one: 30k faults a tree
-    at 7M rows).
+    at 7M rows). ``work``: the job's work (ThreadedKernel.run).
 
-    Parallel over chunks of ``chunk_rows`` rows: a first pass moves each
+    In parts over chunks of ``chunk_rows`` rows: a first pass moves each
     chunk's rows and lists them with their nodes in place (a branch-free
     store), counting them per node; a second copies them to their offset
     (node by node, chunk by chunk), so ``positions`` is read once in full."""
     n_samples = positions.shape[0]
     n_chunks = (n_samples + chunk_rows - 1) // chunk_rows
     n_found = np.zeros(n_chunks, dtype=np.int64)
-    offsets = np.zeros((n_chunks, n_build), dtype=np.int64)
-    for chunk in prange(n_chunks):
+    counts = np.zeros((n_chunks, n_build), dtype=np.int64)
+    _move_and_list.run(work, X_binned, positions, moves_start, split_feature, split_bitset,
+                       left_child, level_start, build_index, chunk_rows, found, found_node,
+                       n_found, counts)
+    # counts -> offsets: node by node, chunk by chunk
+    node_first = np.zeros(n_build + 1, dtype=np.int64)
+    np.cumsum(counts.sum(axis=0), out=node_first[1:])
+    offsets = np.cumsum(counts, axis=0) - counts + node_first[:-1]
+    _place_listed.run(work // 2, chunk_rows, found, found_node, n_found, offsets, rows)
+    return node_first
+
+
+@threaded
+def _move_and_list(X_binned, positions, moves_start, split_feature, split_bitset, left_child,
+                   level_start, build_index, chunk_rows, found, found_node, n_found, counts,
+                   part, n_parts):
+    """rows_by_node's first pass over chunks ``part`` of ``n_parts``: the
+    chunk's rows moved, listed in ``found`` from the chunk's first row on
+    with their node's build index in ``found_node`` (rows of nodes not
+    built are overwritten), n_found int64 (n_chunks,) OUT how many, counts
+    int64 (n_chunks, n_build) INOUT (zeros) per node."""
+    n_samples = positions.shape[0]
+    first_chunk, stop_chunk = part_bounds(n_found.shape[0], part, n_parts)
+    for chunk in range(first_chunk, stop_chunk):
         start = chunk * chunk_rows
         k = start
         for i in range(start, min(start + chunk_rows, n_samples)):
@@ -74,28 +96,29 @@ def rows_by_node(X_binned, positions, moves_start, split_feature, split_bitset, 
             k += j >= 0
         n_found[chunk] = k - start
         for q in range(start, k):
-            offsets[chunk, U64(found_node[U64(q)])] += 1
-    node_first = np.zeros(n_build + 1, dtype=np.int64)
-    for j in range(n_build):        # counts -> offsets: node by node, chunk by chunk
-        at = node_first[j]
-        for chunk in range(n_chunks):
-            count = offsets[chunk, j]
-            offsets[chunk, j] = at
-            at += count
-        node_first[j + 1] = at
-    for chunk in prange(n_chunks):
+            counts[chunk, U64(found_node[U64(q)])] += 1
+
+
+@threaded
+def _place_listed(chunk_rows, found, found_node, n_found, offsets, rows, part, n_parts):
+    """rows_by_node's second pass over chunks ``part`` of ``n_parts``: the
+    rows each chunk listed copied to rows (OUT) from offsets int64
+    (n_chunks, n_build) INOUT, the chunk's first place per node."""
+    first_chunk, stop_chunk = part_bounds(n_found.shape[0], part, n_parts)
+    for chunk in range(first_chunk, stop_chunk):
         start = chunk * chunk_rows
         for q in range(start, start + n_found[chunk]):
             j = U64(found_node[U64(q)])
             rows[U64(offsets[chunk, j])] = found[U64(q)]
             offsets[chunk, j] += 1
-    return node_first
 
 
-@staged
+@threaded
 def update_positions(X_binned, positions, level_start, split_feature,
-                      split_bitset, left_child):
-    """positions int32 (n,) INOUT: rows of split nodes move to a child."""
-    for i in prange(positions.shape[0]):
+                     split_bitset, left_child, part, n_parts):
+    """positions int32 (n,) INOUT: rows of split nodes move to a child; in
+    parts over rows."""
+    first, stop = part_bounds(positions.shape[0], part, n_parts)
+    for i in range(first, stop):
         positions[U64(i)] = _moved(X_binned, positions, i, level_start, split_feature,
                                   split_bitset, left_child)

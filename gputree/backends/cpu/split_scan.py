@@ -5,21 +5,21 @@ it uses; the scan is the one the CUDA backend runs
 import functools
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ..kernel_cache import cache_numba_cpu_kernels
+from ..kernel_cache import cache_numba_cpu_kernels, renamed_copy
 from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
-from .jit import inline_helper, ir_inline, plain_jit
-from .stages import renamed_copy, staged
+from .jit import inline_helper, ir_inline, part_bounds, plain_jit
+from .threaded import threaded
 
 
 # the scan kernels also compile code from other files: their cache covers them
 _CACHE_SCAN = cache_numba_cpu_kernels(__file__)
 
 
-#: work (about ns, cpu_stages' unit) of the split scan per bin
+#: work (about ns, ThreadedKernel.run's unit) of the split scan per bin
 SCAN_WORK_PER_BIN = 20
 
 
@@ -36,17 +36,16 @@ _scan = _node_summary = None
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
-                 out_bitset, out_left, out_info):
+                 out_bitset, out_left, out_info, part, n_parts):
     """The split scan of every (node, feature) (arguments as
-    scan.make_split_scanner; the scan inlined), parallel over the scratch
+    scan.make_split_scanner; the scan inlined), in parts over the scratch
     slots, slot s scanning tasks s, s + n_slots, ...; compiled per criterion
     by split_finder."""
     n_features = hist.shape[1]
     n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
-    for slot in prange(n_slots):
-        # int64 as typed before the loop became a parallel region (unsigned
-        # there): one signature, compiled once
-        for t in range(np.int64(slot), n_tasks, n_slots):
+    first, stop = part_bounds(n_slots, part, n_parts)
+    for slot in range(first, stop):
+        for t in range(slot, n_tasks, n_slots):
             _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
                   is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
                   params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
@@ -64,14 +63,17 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
 _soft_limit_row, _random_bin_task, _ = make_node_features(ir_inline)
 
 
-@staged(cache=_CACHE_SCAN)
+@threaded(cache=_CACHE_SCAN)
 def choose_node_features(hist, order, max_features, soft, draws, random, n_bins_non_missing,
-                         missing_bin, is_categorical, layout, allowed, split_bin):
-    """Per histogram row, in parallel: the soft limit of ``max_features``
-    (when ``soft``) then the random thresholds (when ``random``) of
-    :mod:`gputree.backends.node_features` (arguments as there; ``order``
-    and ``draws`` are not read when their flag is off)."""
-    for row in prange(hist.shape[0]):
+                         missing_bin, is_categorical, layout, allowed, split_bin, part,
+                         n_parts):
+    """Per histogram row, in parts over the rows: the soft limit of
+    ``max_features`` (when ``soft``) then the random thresholds (when
+    ``random``) of :mod:`gputree.backends.node_features` (arguments as
+    there; ``order`` and ``draws`` are not read when their flag is off)."""
+    first, stop = part_bounds(hist.shape[0], part, n_parts)
+    for r in range(first, stop):
+        row = np.int64(r)
         if soft:
             _soft_limit_row(row, hist, order, max_features, n_bins_non_missing, missing_bin,
                             layout, allowed)
@@ -82,18 +84,20 @@ def choose_node_features(hist, order, max_features, soft, draws, random, n_bins_
 
 
 @functools.lru_cache(maxsize=None)
-def split_finder(measure, categorical):
+def split_finder(measure, categorical, newton_one):
     """find_splits of one criterion measure ((kind, impurity), from
-    formulas.measure_of; with the categorical scan or without), the scan and
-    formulas specialised to it: compiled only for what a process uses, each
-    compile smaller than one for everything. Staged, named
-    ``_find_splits_<variant>`` (numba's disk cache tells functions apart by
-    their qualified names)."""
+    formulas.measure_of; with the categorical scan or without; boosting's
+    scan with one output and no constraints alone, ``newton_one``, or the
+    others), the scan and formulas specialised to it: compiled only for
+    what a process uses, each compile smaller than one for everything.
+    Threaded, named ``_find_splits_<variant>`` (numba's disk cache tells
+    functions apart by their qualified names)."""
     scan = make_split_scanner(plain_jit, inline_helper, measure, categorical, ir_inline,
-                              vector=True)
-    variant = f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
-    return staged(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
-                  cache=_CACHE_SCAN)
+                              vector=True, newton_only=newton_one)
+    variant = (f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
+               f"{'1' if newton_one else '0'}")
+    return threaded(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
+                    cache=_CACHE_SCAN)
 
 
 @functools.lru_cache(maxsize=None)

@@ -21,6 +21,7 @@ import numpy as np
 from ..._arrays import is_device_array, to_host
 from ..._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_DTYPE, bin_dtype
 from ..base import Backend
+from ..lambdarank import kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
 from . import numba_kernels
@@ -174,6 +175,14 @@ class CUDABackend(Backend):
         numba_kernels._node_summaries[blocks, THREADS_PER_BLOCK](totals, layout, inv, params,
                                                         values, impurity)
         return values, impurity
+
+    def query_terms(self, scores, queries, settings, g, h, ndcg):
+        self._count("query_terms")
+        n_queries = ndcg.shape[0]
+        if n_queries:
+            blocks = math.ceil(n_queries / THREADS_PER_BLOCK)
+            numba_kernels._query_terms[blocks, THREADS_PER_BLOCK](
+                *kernel_arguments(scores, queries, settings, g, h, ndcg))
 
     def free_memory_bytes(self):
         """Free device memory (bytes), or None when unknown."""

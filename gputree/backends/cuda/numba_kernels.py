@@ -1,6 +1,7 @@
-"""The CUDA backend's ``numba.cuda`` kernels: the split scan and the node
-summaries (the same device code the CPU backend compiles with ``njit``,
-:mod:`gputree.backends.scan`, :mod:`gputree.backends.summaries`) and the
+"""The CUDA backend's ``numba.cuda`` kernels: the split scan, the node
+summaries and the ranking pass (the same device code the CPU backend
+compiles with ``njit``, :mod:`gputree.backends.scan`,
+:mod:`gputree.backends.summaries`, :mod:`gputree.backends.lambdarank`) and the
 elementwise devmath functions of device arrays, which this module lends to
 :func:`gputree.backends.devmath.apply` when it loads.
 
@@ -14,6 +15,7 @@ from numba import cuda
 
 from .. import devmath
 from ..kernel_cache import cache_numba_cuda_kernels
+from ..lambdarank import make_query_terms
 from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
@@ -33,6 +35,9 @@ _soft_limit_row, _random_bin_task, _ = make_node_features(cuda.jit(device=True))
 
 
 _devmath_one = devmath.make_devmath(cuda.jit(device=True)).apply_one
+
+
+_one_query = make_query_terms(cuda.jit(device=True))
 
 
 # compiled kernels kept on disk: a second process starts without compiling
@@ -81,6 +86,16 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
     node = cuda.grid(1)
     if node < totals.shape[0]:
         _summary(node, totals, layout, inv, params, values, impurity)
+
+
+@cuda.jit(cache=_CACHE_KERNELS)
+def _query_terms(starts, scores, labels, gains, discounts, inv_ideal, inv_ideal_eval, sigma,
+                 truncation, eval_k, flags, order, buffer, work, g, h, ndcg):
+    """One thread per query; arguments as lambdarank.make_query_terms."""
+    q = cuda.grid(1)
+    if q < starts.shape[0] - 1:
+        _one_query(q, starts, scores, labels, gains, discounts, inv_ideal, inv_ideal_eval,
+                   sigma, truncation, eval_k, flags, order, buffer, work, g, h, ndcg)
 
 
 @cuda.jit(cache=_CACHE_KERNELS)
