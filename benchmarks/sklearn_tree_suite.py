@@ -31,7 +31,27 @@ SUBSTITUTES = {
 NOT_PROVIDED = ()
 
 #: test-id prefixes expected to fail, and why (see the README)
-KNOWN_FAILURES = {}
+KNOWN_FAILURES = {
+    "test_almost_constant_feature": "scikit-learn discards a feature whose range in a node is "
+                                    "within 1e-7 (its float32 tolerance); gputree splits "
+                                    "float64 values of any scale",
+    "test_big_input": "expects a ValueError for values beyond float32; gputree bins float64",
+    "test_huge_allocations": "expects a MemoryError from preallocating max_leaf_nodes=2**63-1 "
+                             "nodes; gputree allocates the nodes it grows",
+    "test_missing_value_errors[": "expects sparse X with NaN refused; gputree takes missing "
+                                  "values in sparse X as in dense X",
+    "test_build_pruned_tree_": "calls scikit-learn's private Cython _build_pruned_tree_py "
+                               "(needs a sklearn.tree._tree.Tree)",
+    "test_sample_weight_non_uniform[make_regression-": (
+        "rows of weight zero take no part in the gains but still place bin edges (histogram "
+        "thresholds lie midway between the values of all rows of X), where scikit-learn drops "
+        "them: the 14 of 1000 differing predictions are all rows of weight zero lying in a "
+        "gap (README)"),
+    "test_random_splitter_missing_values_uses_non_missing_min_max[single-non-missing]": (
+        "one non-missing value and missing ones: the split 'the value left, missing right' "
+        "has threshold +inf (a bin's upper edge, as the best splitter writes it), where "
+        "scikit-learn's random splitter writes the value"),
+}
 
 SUITE = Suite("sklearn.tree", "test_tree.py", SUBSTITUTES, NOT_PROVIDED, KNOWN_FAILURES)
 
