@@ -8,7 +8,7 @@ import pytest
 import sklearn.ensemble
 import sklearn.tree
 
-from gputree import (DecisionTreeClassifier, DecisionTreeRegressor, ExtraTreeClassifier,
+from gputree import (DecisionTreeClassifier, ExtraTreeClassifier,
                      ExtraTreeRegressor, ExtraTreesClassifier, ExtraTreesRegressor,
                      GradientBoostingClassifier, GradientBoostingRanker,
                      GradientBoostingRegressor)
