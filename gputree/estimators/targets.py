@@ -27,13 +27,17 @@ def as_float_targets(y):
     return y
 
 
-def check_poisson_targets(y):
+def check_poisson_targets(y, strictly=True):
+    """Poisson targets: none negative, a positive sum per output. The second
+    message says "strictly positive" (scikit-learn's forests and boosting)
+    or, ``strictly=False``, "positive" (scikit-learn's trees)."""
     if np.any(y < 0):
         raise ValueError("Some value(s) of y are negative which is not allowed for "
                          "Poisson regression (criterion='poisson').")
     if np.any(y.sum(axis=0) <= 0):
-        raise ValueError("Sum of y is not positive which is necessary for Poisson "
-                         "regression (criterion='poisson'): it must be > 0.")
+        raise ValueError(f"Sum of y is not {'strictly ' if strictly else ''}positive which is "
+                         "necessary for Poisson regression (criterion='poisson'): it must be "
+                         "> 0.")
 
 
 def encode_labels(y):

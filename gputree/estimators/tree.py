@@ -284,7 +284,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         if self.criterion == "poisson":
             # y's own requirement first, before its length against X's, as
             # scikit-learn orders the errors
-            check_poisson_targets(np.atleast_1d(as_float_targets(y)))
+            check_poisson_targets(np.atleast_1d(as_float_targets(y)), strictly=False)
         return self._fit(X, y, sample_weight)
 
     def _targets(self, y):
