@@ -150,6 +150,19 @@ def configurations():
         "rank_pairwise_weights": (lambda: g.GradientBoostingRanker(
             loss="rank:pairwise", subsample=0.8, lambdarank_truncation_level=10, **boost),
             "relevance", ("group", "query_weight"), "frame"),
+        "tree_random_splitter": (lambda: g.DecisionTreeClassifier(
+            splitter="random", max_depth=8, **cpu), "three", (), "frame"),
+        "extra_tree_regressor_absolute": (lambda: g.ExtraTreeRegressor(
+            criterion="absolute_error", max_depth=6, **cpu), "float", (), "X"),
+        "extra_trees_classifier": (lambda: g.ExtraTreesClassifier(
+            n_estimators=6, max_depth=8, **cpu), "three", ("sample_weight",), "frame"),
+        "extra_trees_regressor_bootstrap": (lambda: g.ExtraTreesRegressor(
+            n_estimators=5, max_depth=8, max_features=0.5, bootstrap=True, oob_score=True,
+            **cpu), "float", (), "X"),
+        "boost_extra_trees": (lambda: g.GradientBoostingClassifier(extra_trees=True, **boost),
+                              "binary", (), "frame"),
+        "boost_extra_trees_regressor": (lambda: g.GradientBoostingRegressor(
+            extra_trees=True, colsample_bytree=0.6, **boost), "float", (), "X"),
     }
 
 

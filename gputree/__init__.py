@@ -51,6 +51,8 @@ _EXPORTS = {
     "GradientBoostingClassifier": _estimators, "GradientBoostingRegressor": _estimators,
     "GradientBoostingRanker": _estimators,
     "RandomForestClassifier": _estimators, "RandomForestRegressor": _estimators,
+    "ExtraTreeClassifier": _estimators, "ExtraTreeRegressor": _estimators,
+    "ExtraTreesClassifier": _estimators, "ExtraTreesRegressor": _estimators,
     "load_model": _json, "export_graphviz": _plotting, "plot_tree": _plotting,
     "export_text": _text, "PrecisionWarning": _fixed_point,
     "choose_ccp_alpha": _model_selection, "Dataset": _dataset,
@@ -60,7 +62,8 @@ __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
            "GradientBoostingClassifier", "GradientBoostingRanker", "GradientBoostingRegressor",
            "load_model",
            "RandomForestClassifier", "RandomForestRegressor", "export_graphviz", "plot_tree",
-           "choose_ccp_alpha", "PrecisionWarning", "Dataset"]
+           "choose_ccp_alpha", "PrecisionWarning", "Dataset", "ExtraTreeClassifier",
+           "ExtraTreeRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor"]
 __version__ = "0.1.0"
 
 

@@ -195,9 +195,10 @@ def best_gain_margin(candidates, rows):
 
 def missing_goes_left_when_unseen(go_left, w):
     """The documented rule when a node had no missing values: they follow the
-    child with more rows of positive weight (left on ties)."""
+    child with more rows of positive weight (right on ties, as scikit-learn's
+    ``missing_go_to_left = n_left > n_right``)."""
     positive = w > 0
-    return np.sum(positive & go_left) >= np.sum(positive & ~go_left)
+    return np.sum(positive & go_left) > np.sum(positive & ~go_left)
 
 
 # ------------------------------------------------ random small datasets

@@ -96,6 +96,14 @@ CASES = {
                         dict(max_depth=5, random_state=0), "labels"),
     "tree-wide-bins": (gputree.DecisionTreeRegressor, gd.DaskDecisionTreeRegressor,
                        dict(max_depth=5, max_bins=400), "target"),
+    # extremely randomized trees: the random thresholds drawn on the driver
+    "tree-random-splitter": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
+                             dict(max_depth=5, splitter="random", max_features=2,
+                                  random_state=4), "labels"),
+    "boosting-extra-trees": (gputree.GradientBoostingRegressor,
+                             gd.DaskGradientBoostingRegressor,
+                             dict(n_estimators=3, max_depth=3, extra_trees=True,
+                                  random_state=6), "target"),
 }
 
 
@@ -135,7 +143,8 @@ def test_same_model_for_every_partitioning(client, small_bin_subsample, case, n_
 
 
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
-@pytest.mark.parametrize("case", ["boosting-regression", "forest-regressor", "tree-classifier"])
+@pytest.mark.parametrize("case", ["boosting-regression", "forest-regressor", "tree-classifier",
+                                  "tree-random-splitter", "boosting-extra-trees"])
 def test_same_model_other_estimators(client, small_bin_subsample, case):
     model, local, X, dX = fit_pair(case, client, 3, as_array=True)
     assert_same_model(model, local)

@@ -69,16 +69,19 @@ def _arrays():
 
 def _signatures():
     a = _arrays()
-    scan = (a.i64(4), a.i32(1), a.u8(1), a.u8(2), a.int64, a.i64(1), a.f64(1), a.f64(1),
+    scan = (a.i64(4), a.i32(1), a.u8(1), a.u8(2), a.i32(2), a.int64, a.i64(1), a.f64(1),
+            a.f64(1),
             a.i64(2), a.f64(2), a.i32(2), a.i64(3), a.f64(3), a.f64(2), a.u8(2), a.u32(3),
             a.i64(3), a.f64(2), a.u32(3))
     summaries = (a.i64(2), a.i64(1), a.f64(1), a.f64(1), a.f64(3), a.f64(1))
     devmath = (a.int64, a.f64(1), a.f64(1))
+    soft = (a.i64(4), a.i32(2), a.int64, a.i32(1), a.int64, a.i64(1), a.u8(2))
+    random = (a.i64(4), a.f64(2), a.i32(1), a.int64, a.u8(1), a.i64(1), a.u8(2), a.i32(2))
     ranking = (a.i64(1), a.f64(1), a.i32(1), a.f64(1), a.f64(1), a.f64(1), a.f64(1), a.float64,
                a.int64, a.int64, a.int64, a.i64(1), a.i64(1), a.f64(2), a.f64(1), a.f64(1),
                a.f64(1))
     return {"_find_splits": scan, "_node_summaries": summaries, "_devmath_kernel": devmath,
-            "_query_terms": ranking}
+            "_soft_feature_limit": soft, "_random_split_bins": random, "_query_terms": ranking}
 
 
 @pytest.mark.parametrize("kernel", sorted(_signatures()))

@@ -70,6 +70,10 @@ def reference_tree(X, y, w, max_depth, min_leaf, depth=0):
     _, v, ml = per_feature[f]
     x = X[:, f]
     left = (x <= v) | (np.isnan(x) & ml)
+    if not np.isnan(x[w > 0]).any():
+        # no missing values here: at predict they go to the child with more
+        # rows (of positive weight), right on ties
+        ml = np.sum(left & (w > 0)) > np.sum(~left & (w > 0))
     node.update(feature=f, last_value=v, missing_left=ml,
                 left=reference_tree(X[left], y[left], w[left], max_depth, min_leaf, depth + 1),
                 right=reference_tree(X[~left], y[~left], w[~left], max_depth, min_leaf,

@@ -72,6 +72,13 @@ def test_bad_sample_weight(cls, y, weights, message):
         _fit(cls, y, sample_weight=weights)
 
 
+@pytest.mark.parametrize("cls,y", ESTIMATORS, ids=IDS)
+def test_a_zero_dimensional_sample_weight_is_a_type_error(cls, y):
+    # a 0-d array is neither a weight per row nor a number (scikit-learn's TypeError)
+    with pytest.raises(TypeError, match=r"at least 1 dimension.*one weight per row"):
+        _fit(cls, y, sample_weight=np.array(0.5))
+
+
 def test_a_single_negative_weight_is_named_by_row():
     w = np.ones(40)
     w[5] = -0.5
@@ -109,13 +116,14 @@ def test_object_column_is_named():
 
 @pytest.mark.parametrize("cls,params,error,message", [
     (DecisionTreeClassifier, dict(criterion="gin"), ValueError, r"criterion must be one of \['entropy', 'gain_ratio', 'gini', 'log_loss', 'misclassification'\], got 'gin'"),
-    (DecisionTreeRegressor, dict(criterion="gini"), ValueError, r"criterion must be one of \['absolute_error', 'poisson', 'squared_error'\], got 'gini'"),
+    (DecisionTreeRegressor, dict(criterion="gini"), ValueError, r"criterion must be one of \['absolute_error', 'friedman_mse', 'poisson', 'squared_error'\], got 'gini'"),
+    (DecisionTreeClassifier, dict(splitter="rand"), ValueError, r"splitter must be one of \['best', 'random'\], got 'rand'"),
     (DecisionTreeClassifier, dict(max_depth=0), ValueError, r"max_depth must be >= 1, got 0"),
     (DecisionTreeClassifier, dict(max_depth=2.5), TypeError, r"max_depth must be an int"),
-    (DecisionTreeClassifier, dict(min_samples_split=1), ValueError, r"min_samples_split must be >= 2"),
-    (DecisionTreeClassifier, dict(min_samples_split=1.5), ValueError, r"min_samples_split must be in \(0.0, 1.0\]"),
-    (DecisionTreeClassifier, dict(min_samples_leaf=0), ValueError, r"min_samples_leaf must be >= 1"),
-    (DecisionTreeClassifier, dict(min_samples_leaf="1"), TypeError, r"min_samples_leaf must be an int or a float"),
+    (DecisionTreeClassifier, dict(min_samples_split=1), ValueError, r"'min_samples_split' parameter must be an int in the range \[2, inf\)"),
+    (DecisionTreeClassifier, dict(min_samples_split=1.5), ValueError, r"or a float in the range \(0.0, 1.0\], got 1.5"),
+    (DecisionTreeClassifier, dict(min_samples_leaf=0), ValueError, r"'min_samples_leaf' parameter must be an int in the range \[1, inf\)"),
+    (DecisionTreeClassifier, dict(min_samples_leaf="1"), TypeError, r"'min_samples_leaf' parameter must be an int .* or a float"),
     (DecisionTreeClassifier, dict(min_weight_fraction_leaf=0.6), ValueError, r"min_weight_fraction_leaf must be in \[0.0, 0.5\]"),
     (DecisionTreeClassifier, dict(max_features="auto"), ValueError, r"max_features must be one of \['log2', 'sqrt'\]"),
     (DecisionTreeClassifier, dict(max_features=0), ValueError, r"max_features must be \[1, 4\], got 0"),
@@ -150,7 +158,7 @@ def test_continuous_target_for_a_classifier():
 def test_poisson_needs_non_negative_targets_with_a_positive_sum():
     with pytest.raises(ValueError, match="negative which is not allowed for Poisson"):
         _fit(DecisionTreeRegressor, Y_REG, criterion="poisson")
-    with pytest.raises(ValueError, match="Sum of y is not strictly positive"):
+    with pytest.raises(ValueError, match="Sum of y is not positive"):
         _fit(DecisionTreeRegressor, np.zeros(40), criterion="poisson")
 
 

@@ -75,20 +75,36 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def scan_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-                    layout, inv, params):
+                    layout, inv, params, split_bin=None):
         """Every (node, feature)'s best split, unreduced: the arrays of
         :func:`gputree.backends.scan.empty_scan_outputs`. hist int64
         (n_nodes, F, n_bins, C); n_bins_non_missing int32 (F,);
         is_categorical uint8 (F,); feature_allowed uint8 (n_nodes, F);
         layout int64 (LAYOUT_SIZE,), inv float64 (C,), params float64
-        (PARAMS_SIZE,) or (n_nodes, PARAMS_SIZE)."""
+        (PARAMS_SIZE,) or (n_nodes, PARAMS_SIZE); split_bin int32 (n_nodes,
+        F), the one candidate of each (node, feature) (-1: all; None: all
+        everywhere; :meth:`choose_node_features`)."""
 
     @abc.abstractmethod
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
-                         missing_bin, layout, inv, params):
+                         missing_bin, layout, inv, params, split_bin=None):
         """The best split of every node (arguments as :meth:`scan_splits`),
         a :class:`gputree.backends.scan.SplitInfo` of per-node arrays; ties
         go to the lowest feature, then the lowest bin."""
+
+    @abc.abstractmethod
+    def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
+                             n_bins_non_missing, is_categorical, missing_bin, layout):
+        """Decide from the histograms hist int64 (n_nodes, F, n_bins, C)
+        which features and thresholds the scan tries
+        (:mod:`gputree.backends.node_features`): with ``order`` int32
+        (n_nodes, F) (each candidate's features in drawn order, -1 rows for
+        the others; None: no soft limit), feature_allowed uint8 (n_nodes,
+        F) INOUT gets the features beyond the first ``max_features`` up to
+        the first not constant where those are all constant; with ``draws``
+        float64 (n_nodes, F) in [0, 1) (None: the best splitter), returns
+        split_bin int32 (n_nodes, F) for the scan and clears the allowed
+        features that are constant; else returns None."""
 
     @abc.abstractmethod
     def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,

@@ -34,13 +34,17 @@ with the same arithmetic. Candidates, in order (the first strictly best wins):
   its information gain over the m-way partition, divided by the partition's
   entropy for gain ratio. ``out_info`` holds every feature's information
   gain (the undivided gain of its best candidate), which C4.5's
-  at-least-average rule needs (:mod:`gputree.growth.multiway`).
+  at-least-average rule needs (:mod:`gputree.growth.multiway`);
+* with a chosen ``split_bin`` b >= 0 (extremely randomized trees,
+  :mod:`gputree.backends.node_features`): the threshold after bin b alone,
+  or the categorical prefix of b + 1 categories alone, missing right then
+  left (an empty bin b is evaluated: the random threshold lies in a gap).
 
 Every split is returned as the set of bins that go left (the missing bin
 included; layout in splitset.py), so partitioning and prediction need no
 split kinds.
 When the node had no missing values, missing values go to the child with more
-samples (left on ties).
+samples (right on ties, as scikit-learn sends them).
 """
 import math
 
@@ -82,7 +86,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
     per scan.
 
     scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
-         feature_allowed, missing_bin, layout, inv, params,
+         feature_allowed, split_bin, missing_bin, layout, inv, params,
          scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
          out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
       t                  : int, task index = node * n_features + feature
@@ -92,6 +96,11 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
       n_bins_non_missing : IN  int32 (n_features,)
       is_categorical     : IN  uint8 (n_features,)
       feature_allowed    : IN  uint8 (n_nodes, n_features)
+      split_bin          : IN  int32 (n_nodes, n_features): -1, every
+                           candidate; b >= 0, only the threshold after bin
+                           b (numerical) or the prefix order[:b + 1]
+                           (categorical), missing values right then left
+                           (extremely randomized trees, node_features.py)
       layout, inv, params: IN  criterion description (criteria.py)
       scratch_sums       : OUT int64 (n_slots, SCRATCH_VECTORS * n_channels)
       scratch_keys       : OUT float64 (n_slots or 1, >= categories of a feature)
@@ -323,6 +332,20 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
             sift_down(keys, order, 0, end)
 
     @jit
+    def scan_one_threshold(H, T, L, R, A, M, b, has_missing, parent, layout, inv, params,
+                           row, f, n_features):
+        """The candidates at the threshold after bin b alone (missing
+        values right, then left): returns (gain, b, missing_left)."""
+        channel_sums(A, H, b + 1)
+        best, best_ml = -math.inf, 0
+        for ml in range(2 if has_missing else 1):
+            combine(L, R, A, M, T, ml == 1)
+            gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
+            if gain > best:
+                best, best_ml = gain, ml
+        return best, b, best_ml
+
+    @jit
     def sort_categories(H, T, A, n_non_missing, keys, order, layout, inv, params):
         """Fill order[:n] with the bins that hold rows, sorted by key, ties
         by bin (A is scratch)."""
@@ -473,6 +496,25 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         return gain, n_used - 1 - index, n_used - 1, ml
 
     @jit
+    def scan_categorical_prefix(H, T, L, R, A, M, n_non_missing, has_missing, parent, layout,
+                                inv, params, keys, order, index, row, f, n_features):
+        """scan_categorical's prefix order[:index+1] alone (missing values
+        right, then left), the same return values."""
+        n_cat = sort_categories(H, T, A, n_non_missing, keys, order, layout, inv, params)
+        best, best_ml = -math.inf, 0
+        if index < n_cat:
+            for c in range(A.shape[0]):
+                A[c] = 0
+            for i in range(index + 1):
+                accumulate(A, H, order[i])
+            for ml in range(2 if has_missing else 1):
+                combine(L, R, A, M, T, ml == 1)
+                gain = bounded_gain(L, R, parent, layout, inv, params, row, f, n_features)
+                if gain > best:
+                    best, best_ml = gain, ml
+        return best, 0, index, best_ml, n_cat
+
+    @jit
     def heaviest_bin(H, A, n_non_missing, layout, inv):
         """The non-missing bin of most weight (the lowest on ties; A is
         scratch), -1 when all are empty."""
@@ -545,13 +587,13 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         for c in range(L.shape[0]):
             R[c] = T[c] - L[c]
         if not has_missing:
-            if node_count(L, layout, inv) >= node_count(R, layout, inv):
+            if node_count(L, layout, inv) > node_count(R, layout, inv):
                 add_bin(bitset, f, missing_bin)
         return goes_left(bitset, f, missing_bin)
 
     @entry
     def scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
-             feature_allowed, missing_bin, layout, inv, params,
+             feature_allowed, split_bin, missing_bin, layout, inv, params,
              scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
              out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
         node = t // n_features
@@ -579,6 +621,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         n_non_missing = n_bins_non_missing[f]
         multiway = layout[LAYOUT_MULTIWAY] != 0
         left_known = False
+        one = split_bin[node, f]        # >= 0: one candidate (random thresholds)
         if categorical and newton_fixed != 1 and multiway and is_categorical[f]:
             gain, info = scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params)
             if gain != -math.inf:
@@ -587,17 +630,27 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
             return
         if categorical and is_categorical[f]:
             keys, order = scratch_keys[slot], scratch_order[slot]
-            gain, first, last, ml = search_categories(
-                H, T, L, R, A, M, n_non_missing, has_missing, parent,
-                layout, inv, params, keys, order, node, f, n_features)
+            if one >= 0:
+                gain, _, last, ml, _ = scan_categorical_prefix(
+                    H, T, L, R, A, M, n_non_missing, has_missing, parent,
+                    layout, inv, params, keys, order, one, node, f, n_features)
+                first = 0
+            else:
+                gain, first, last, ml = search_categories(
+                    H, T, L, R, A, M, n_non_missing, has_missing, parent,
+                    layout, inv, params, keys, order, node, f, n_features)
             if gain == -math.inf:
                 return
             for i in range(first, last + 1):
                 add_category(bitset, f, words, order[i])
         else:
+            if one >= 0:
+                gain, threshold, ml = scan_one_threshold(
+                    H, T, L, R, A, M, one, has_missing, parent, layout, inv, params,
+                    node, f, n_features)
             # (conditions on constants of this compilation first: numba drops
             # the code they rule out before compiling it)
-            if newton_fixed == 1 or (newton_fixed < 0 and newton_one(layout, params)):
+            elif newton_fixed == 1 or (newton_fixed < 0 and newton_one(layout, params)):
                 left_known = True
                 if vector:
                     gain, threshold, ml = scan_newton_blocks(

@@ -64,8 +64,11 @@ class DistributedBackend(Backend):
     def subtract_histograms(self, *args):
         self.local.subtract_histograms(*args)
 
-    def find_best_splits(self, *args):
-        return self.local.find_best_splits(*args)
+    def find_best_splits(self, *args, **kwargs):
+        return self.local.find_best_splits(*args, **kwargs)
+
+    def choose_node_features(self, *args):
+        return self.local.choose_node_features(*args)
 
     def node_summaries(self, *args):
         return self.local.node_summaries(*args)
@@ -73,8 +76,8 @@ class DistributedBackend(Backend):
     def zero_rows(self, array, rows):
         self.local.zero_rows(array, rows)
 
-    def scan_splits(self, *args):
-        return self.local.scan_splits(*args)
+    def scan_splits(self, *args, **kwargs):
+        return self.local.scan_splits(*args, **kwargs)
 
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         """Host X binned on the driver (the workers bin their partitions

@@ -47,6 +47,10 @@ def check_sample_weight(sample_weight, n_samples):
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, float(sample_weight))
     w = np.asarray(to_host(sample_weight), dtype=np.float64)
+    if w.ndim == 0:
+        raise TypeError("sample_weight: Input should have at least 1 dimension i.e. satisfy "
+                        f"`len(x.shape) > 0`, got scalar `{w!r}` instead. Give one weight "
+                        "per row of X (or a number for all).")
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_samples},): "
                          "one weight per row of X.")

@@ -4,6 +4,7 @@ pickling, ``n_jobs``) and the tree-shaped parameters resolved to
 :class:`gputree.growth.params.GrowthParams`."""
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -44,6 +45,26 @@ def tree_random_streams(random_state):
     return rng, binning_seed(random_state, seed_from(rng))
 
 
+#: scikit-learn's ``splitter``: "best", the best split over every bin
+#: threshold of the node's features; "random", extremely randomized trees:
+#: one random threshold per feature (gputree.backends.node_features)
+SPLITTERS = ("best", "random")
+
+
+def squared_error_alias(criterion):
+    """A regressor's ``criterion``, "friedman_mse" read as "squared_error"
+    with scikit-learn 1.9's FutureWarning: within a node Friedman's
+    improvement ranks the splits as the squared-error gain does, so the
+    trees are the same."""
+    if isinstance(criterion, str) and criterion == "friedman_mse":
+        warnings.warn('criterion="friedman_mse" is deprecated, as in scikit-learn 1.9: it is '
+                      '"squared_error" (Friedman\'s improvement ranks the splits of a node as '
+                      'the squared-error gain does). Use criterion="squared_error".',
+                      FutureWarning)
+        return "squared_error"
+    return criterion
+
+
 def resolve_max_features(max_features, n_features):
     """Number of features tried per node (int >= 1)."""
     if max_features is None:
@@ -62,16 +83,25 @@ def resolve_max_features(max_features, n_features):
 
 def resolve_count(value, name, n_samples, minimum, fraction_high=1.0):
     """Absolute sample count from an int or a fraction of n_samples."""
+    what = (f"The {name!r} parameter must be an int in the range [{minimum}, inf) or a "
+            f"float in the range (0.0, {fraction_high}], got {value!r}.")
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return check_int(value, name, minimum)
+        if value < minimum:
+            raise ValueError(what)
+        return int(value)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        fraction = check_float(value, name, 0.0, fraction_high, low_open=True)
-        return max(minimum, int(math.ceil(fraction * n_samples)))
-    raise TypeError(f"{name} must be an int or a float, got {value!r}.")
+        if not 0.0 < value <= fraction_high:
+            raise ValueError(what)
+        return max(minimum, int(math.ceil(value * n_samples)))
+    raise TypeError(what)
 
 
 def growth_params(est, n_samples, total_weight, n_features):
-    """GrowthParams from a tree-like estimator's public parameters."""
+    """GrowthParams from a tree-like estimator's public parameters (a tree's
+    ``splitter``; a forest's trees' ``_splitter``), with scikit-learn's
+    max_features soft limit."""
+    splitter = check_choice(getattr(est, "splitter", getattr(est, "_splitter", "best")),
+                            "splitter", set(SPLITTERS))
     max_depth = check_int(est.max_depth, "max_depth", 1, allow_none=True)
     max_leaf_nodes = check_int(est.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True)
     mwfl = check_float(est.min_weight_fraction_leaf, "min_weight_fraction_leaf", 0.0, 0.5)
@@ -83,7 +113,8 @@ def growth_params(est, n_samples, total_weight, n_features):
         min_weight_leaf=mwfl * total_weight,
         min_impurity_decrease=check_float(est.min_impurity_decrease, "min_impurity_decrease", 0.0),
         max_features=resolve_max_features(est.max_features, n_features),
-        max_leaf_nodes=max_leaf_nodes or 0)
+        max_leaf_nodes=max_leaf_nodes or 0, soft_max_features=True,
+        random_thresholds=splitter == "random")
 
 
 class BaseTreeModel(BaseEstimator):

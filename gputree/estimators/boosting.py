@@ -186,6 +186,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             check_float(self.validation_fraction, "validation_fraction", 0.0, 1.0, low_open=True)
         if self.early_stopping not in ("auto", True, False):
             raise ValueError(f"early_stopping must be 'auto', True or False, got {self.early_stopping!r}.")
+        if self.extra_trees not in (True, False):
+            raise ValueError(f"extra_trees must be True or False, got {self.extra_trees!r}.")
         max_depth = check_int(self.max_depth, "max_depth", 1, allow_none=True)
         return GrowthParams(
             max_depth=UNLIMITED_DEPTH if max_depth is None else max_depth,
@@ -195,7 +197,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             reg_lambda=check_float(self.reg_lambda, "reg_lambda", 0.0),
             reg_alpha=check_float(self.reg_alpha, "reg_alpha", 0.0),
             min_split_gain=check_float(self.gamma, "gamma", 0.0),
-            categorical=self._categorical_search())
+            categorical=self._categorical_search(),
+            random_thresholds=bool(self.extra_trees))
 
     def _categorical_search(self):
         """LightGBM's categorical search (growth.params.categorical_search);
@@ -561,6 +564,12 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     ``y - p``, leaves the Newton step (with ``reg_lambda=0``, Friedman's
     ``sum(y - p) / sum(p (1 - p))``, which is also what the default
     criterion's leaves are), see :mod:`gputree.estimators.treeboost`.
+    ``extra_trees=True`` (LightGBM's option): each feature of a node is
+    split at one threshold drawn at random between the node's lowest and
+    highest bins holding rows (a categorical one at one random cut of its
+    sorted categories), the best of those splits taken, as
+    :class:`gputree.ExtraTreeClassifier` splits
+    (:mod:`gputree.backends.node_features`).
 
     Categorical features (``categorical_features``, pandas ``category``
     columns) hold up to 65,535 categories. Their splits send a subset of
@@ -595,7 +604,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
                  monotonic_cst=None, interaction_cst=None, eval_metric=None, n_jobs=None,
                  criterion="newton",
                  categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
-                 max_cat_threshold=32, max_cat_to_onehot=4):
+                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):
@@ -721,7 +730,7 @@ class GradientBoostingRegressor(RegressorMixin, _OneOutputBoosting):
                  reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, eval_metric=None,
                  n_jobs=None, criterion="newton",
                  categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
-                 max_cat_threshold=32, max_cat_to_onehot=4):
+                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):

@@ -26,7 +26,7 @@ from .._compat import ClassifierMixin, RegressorMixin
 from .._dtypes import STAT_DTYPE
 from .._threads import kernel_jit, part_bounds_jit, parts_for, run_parts
 from ..criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_N_CHANNELS,
-                        SQUARED_ERROR, Statistics)
+                        Statistics)
 from ..data.training import seed_from
 from ..data.validation import check_choice, check_float, check_int, check_sample_weight, check_y
 from ..growth.histogram_pool import HistogramPool
@@ -34,7 +34,8 @@ from ..growth.levelwise import grow_tree
 from ..growth.median import grow_absolute_error
 from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
 from ..tree import decision_path_indicator
-from .base import BaseTreeModel, growth_params, set_params_from, tree_random_streams
+from .base import (BaseTreeModel, growth_params, set_params_from, squared_error_alias,
+                   tree_random_streams)
 from .._progress import Progress
 from .ensemble import (add_tree_values, device_leaves, stacked_values,
                        training_data, tree_rng)
@@ -157,6 +158,8 @@ class _BaseForest(BaseTreeModel):
 
     _criteria = {}
     _model_kind = "forest"
+    #: the splitter of the trees (estimators.base.growth_params)
+    _splitter = "best"
     #: _n_samples, _n_samples_bootstrap (estimators_samples_ needs them) are
     #: absent from files written before they existed
     _model_attributes = {"n_outputs_": saved_int(1), "max_features_": saved_int(1),
@@ -527,7 +530,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
     """
 
     #: absolute_error splits and leaves by medians (gputree.growth.median)
-    _criteria = {**DecisionTreeRegressor._criteria, "friedman_mse": SQUARED_ERROR}
+    _criteria = DecisionTreeRegressor._criteria
     _model_attributes = {**_BaseForest._model_attributes,
                          "oob_prediction_": saved_floats((1, 2), optional=True)}
     _tree_class = DecisionTreeRegressor
@@ -540,12 +543,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
                  bootstrap=True, oob_score=False, random_state=None, verbose=0,
                  warm_start=False, max_samples=None, max_bins=255, categorical_features=None,
                  device="auto", n_jobs=None):
-        if isinstance(criterion, str) and criterion == "friedman_mse":
-            warnings.warn('criterion="friedman_mse" is deprecated, as in scikit-learn 1.9: '
-                          'it is "squared_error" (Friedman\'s improvement ranks the splits '
-                          'of a node as the squared-error gain does). Use '
-                          'criterion="squared_error".', FutureWarning)
-            criterion = "squared_error"
+        criterion = squared_error_alias(criterion)
         set_params_from(self, locals())
 
     def _make_targets(self, y):

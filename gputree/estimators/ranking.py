@@ -83,7 +83,8 @@ class GradientBoostingRanker(_OneOutputBoosting):
     as the other boosting estimators (``early_stopping="auto"``: with
     ``eval_set`` or more than 10,000 rows; ``validation_fraction`` holds out
     whole queries). ``subsample`` draws whole queries. Tree parameters as
-    :class:`gputree.GradientBoostingRegressor`; ``predict`` gives scores
+    :class:`gputree.GradientBoostingRegressor` (``extra_trees=True`` included:
+    one random threshold per feature and node); ``predict`` gives scores
     (higher ranks first).
 
     Not on Dask yet (a clear error).
@@ -104,7 +105,7 @@ class GradientBoostingRanker(_OneOutputBoosting):
                  sigmoid=1.0, warm_start=False, random_state=None, verbose=0, device="auto",
                  reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, n_jobs=None,
                  categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
-                 max_cat_threshold=32, max_cat_to_onehot=4):
+                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False):
         set_params_from(self, locals())
 
     # --------------------------------------------------------------- params

@@ -27,13 +27,17 @@ def as_float_targets(y):
     return y
 
 
-def check_poisson_targets(y):
+def check_poisson_targets(y, strictly=True):
+    """Poisson targets: none negative, a positive sum per output. The second
+    message says "strictly positive" (scikit-learn's forests and boosting)
+    or, ``strictly=False``, "positive" (scikit-learn's trees)."""
     if np.any(y < 0):
         raise ValueError("Some value(s) of y are negative which is not allowed for "
                          "Poisson regression (criterion='poisson').")
     if np.any(y.sum(axis=0) <= 0):
-        raise ValueError("Sum of y is not strictly positive which is necessary for "
-                         "Poisson regression (criterion='poisson').")
+        raise ValueError(f"Sum of y is not {'strictly ' if strictly else ''}positive which is "
+                         "necessary for Poisson regression (criterion='poisson'): it must be "
+                         "> 0.")
 
 
 def encode_labels(y):
@@ -63,7 +67,8 @@ def class_weights(class_weight, y_encoded, classes):
         return factor
     specs = class_weight if isinstance(class_weight, list) else [class_weight] * n_outputs
     if len(specs) != n_outputs:
-        raise ValueError(f"class_weight is a list of {len(specs)} dicts but y has "
+        raise ValueError(f"The number of elements in class_weight should match number of "
+                         f"outputs: class_weight is a list of {len(specs)} dicts but y has "
                          f"{n_outputs} outputs; give one dict per output.")
     for o, spec in enumerate(specs):
         counts = np.bincount(y_encoded[:, o], minlength=n_classes[o])

@@ -16,16 +16,15 @@ from ..growth.surrogates import apply_surrogates, fit_surrogates, surrogate_impo
 from ..io.sklearn_tree import SklearnTree
 from ..model import register_estimator, saved_int
 from ..tree import decision_path_indicator
-from .base import BaseTreeModel, growth_params, set_params_from, tree_random_streams
+from .base import (SPLITTERS, BaseTreeModel, growth_params, set_params_from,
+                   squared_error_alias, tree_random_streams)
 from .importances import impurity_importances, normalised, split_improvements
-from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets
+from .targets import (CLASS_ATTRIBUTES, ClassTargets, RegressionTargets, as_float_targets,
+                      check_poisson_targets)
 
 
 class _BaseDecisionTree(BaseTreeModel):
     _criteria = {}
-    #: scikit-learn's ``splitter``: the best split over every bin threshold
-    #: of the node's features (no random-threshold splitter)
-    splitter = "best"
     _model_kind = "tree"
     _model_attributes = {"n_outputs_": saved_int(1), "max_features_": saved_int(1)}
 
@@ -43,6 +42,7 @@ class _BaseDecisionTree(BaseTreeModel):
 
     def _check_params(self):
         check_choice(self.criterion, "criterion", set(self._criteria))
+        check_choice(self.splitter, "splitter", set(SPLITTERS))
         check_float(self.ccp_alpha, "ccp_alpha", 0.0)
         check_choice(self._ccp_risk(), "ccp_risk", set(PRUNING_RISKS))
         check_choice(self.missing_strategy, "missing_strategy", {"default", "surrogate"})
@@ -197,7 +197,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  class_weight=None, ccp_alpha=0.0, max_bins=255,
                  categorical_features=None, device="auto", n_jobs=None, ccp_risk="impurity",
-                 missing_strategy="default", n_surrogates=5, multiway=False):
+                 missing_strategy="default", n_surrogates=5, multiway=False, splitter="best"):
         set_params_from(self, locals())
 
     def fit(self, X, y, sample_weight=None):
@@ -265,19 +265,26 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
     """
 
     #: absolute_error's statistics are squared error's (counts, weights);
-    #: its splits and leaves come from the targets (gputree.growth.median)
-    _criteria = {**REGRESSION_CRITERIA, "absolute_error": SQUARED_ERROR}
+    #: its splits and leaves come from the targets (gputree.growth.median);
+    #: "friedman_mse", deprecated, is squared_error (base.squared_error_alias)
+    _criteria = {**REGRESSION_CRITERIA, "absolute_error": SQUARED_ERROR,
+                 "friedman_mse": SQUARED_ERROR}
 
     def __init__(self, criterion="squared_error", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features=None,
                  random_state=None, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  ccp_alpha=0.0, max_bins=255, categorical_features=None, device="auto",
-                 n_jobs=None, missing_strategy="default", n_surrogates=5):
+                 n_jobs=None, missing_strategy="default", n_surrogates=5, splitter="best"):
+        criterion = squared_error_alias(criterion)
         set_params_from(self, locals())
 
     def fit(self, X, y, sample_weight=None):
         """X (n_samples, n_features); y float (n_samples,) or (n_samples,
         n_outputs); sample_weight (n_samples,) >= 0."""
+        if self.criterion == "poisson":
+            # y's own requirement first, before its length against X's, as
+            # scikit-learn orders the errors
+            check_poisson_targets(np.atleast_1d(as_float_targets(y)), strictly=False)
         return self._fit(X, y, sample_weight)
 
     def _targets(self, y):

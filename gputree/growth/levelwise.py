@@ -20,8 +20,8 @@ from .._dtypes import NODE_DTYPE, extension_words
 from ..backends.splitset import left_sets
 from ..tree import LeftSets
 from .histogram_pool import HistogramPool
-from .policy import (NodeTable, accept_splits, counts_and_weights, feature_mask, finish_tree,
-                     no_splits, splittable)
+from .policy import (NodeTable, accept_splits, counts_and_weights, feature_order, finish_tree,
+                     no_splits, splittable, threshold_draws, uses_soft_limit)
 
 
 def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
@@ -150,8 +150,8 @@ class _TreeGrowth:
         rows = hist_row[candidates]
         plan.update(self.partition, rows=rows, totals=level_totals[candidates],
                     zero_rows=self.pool.rows_to_zero(),
-                    allowed=_scan_mask(self.rng, candidates, rows,
-                                       self.data.X_binned.shape[1], self.growth.max_features))
+                    **_scan_mask(self.rng, candidates, rows, self.growth,
+                                 self.data.X_binned.shape[1]))
         if self.constrained is not None:
             plan["allowed"][rows] &= self.constrained.allowed(level_start + candidates)
             plan["scan_params"] = self.constrained.level_params(
@@ -161,10 +161,17 @@ class _TreeGrowth:
         device = self.backend.upload_many(plan)
         self._build(level_start, n_build, device)
         scan_params = device.get("scan_params", self.constants["params"])
+        hist = self.pool.hist[:plan["allowed"].shape[0]]
+        split_bin = None
+        if "order" in device or "draws" in device:
+            split_bin = self.backend.choose_node_features(
+                hist, device["allowed"], device.get("order"), self.growth.max_features,
+                device.get("draws"), self.constants["n_bins_non_missing"],
+                self.constants["is_categorical"], self.data.missing_bin, self.constants["layout"])
         split = self.backend.find_best_splits(
-            self.pool.hist[:plan["allowed"].shape[0]], self.constants["n_bins_non_missing"],
-            self.constants["is_categorical"], device["allowed"], self.data.missing_bin,
-            self.constants["layout"], self.constants["inv"], scan_params)
+            hist, self.constants["n_bins_non_missing"], self.constants["is_categorical"],
+            device["allowed"], self.data.missing_bin, self.constants["layout"],
+            self.constants["inv"], scan_params, split_bin=split_bin)
         return hist_row, self.backend.download_many(self._found(split, device))
 
     def _apply_partition(self):
@@ -267,20 +274,35 @@ class _PreviousLevel:
     split_nodes: np.ndarray    # previous-level-relative nodes that split, in order
 
 
-def _scan_mask(rng, candidates, rows, n_features, max_features):
-    """uint8 (max(rows) + 1, n_features): which (histogram row, feature)
-    pairs the split scan tries. Feature subsets are drawn for the
-    candidates (ascending), one after the other, as the other growers
-    (:mod:`gputree.growth.median`, :mod:`gputree.growth.multiway`) draw them:
-    the random stream depends on the tree grown so far, not on the pool's
-    row order nor on which sibling's histogram is built (the one with fewer
+def _scan_mask(rng, candidates, rows, growth, n_features):
+    """The level's random choices, by histogram row (max(rows) + 1 of them):
+    ``allowed`` uint8 (rows, n_features), which (histogram row, feature)
+    pairs the split scan tries; with the max_features soft limit ``order``
+    int32 (rows, n_features), each candidate's features in drawn order (-1
+    rows for the others); with random thresholds ``draws`` float64 (rows,
+    n_features) (:func:`gputree.growth.policy.threshold_draws`).
+
+    Feature subsets are drawn for the candidates (ascending), one after the
+    other, as the other growers (:mod:`gputree.growth.median`,
+    :mod:`gputree.growth.multiway`) draw them, then the thresholds: the
+    random stream depends on the tree grown so far, not on the pool's row
+    order nor on which sibling's histogram is built (the one with fewer
     rows), so a forest's tree, whose bootstrap rows are counted once, and a
     tree fitted on those rows repeated draw alike. Only candidates' rows
     (``rows``) are scanned; the other rows are all zeros and cost the scan
     nothing."""
-    mask = np.zeros((int(rows.max()) + 1, n_features), dtype=np.uint8)
-    mask[rows] = feature_mask(rng, candidates.size, n_features, max_features)
-    return mask
+    shape = (int(rows.max()) + 1, n_features)
+    mask, order = feature_order(rng, candidates.size, n_features, growth.max_features)
+    draws = threshold_draws(rng, candidates.size, n_features, growth)
+    choices = {"allowed": np.zeros(shape, dtype=np.uint8)}
+    choices["allowed"][rows] = mask
+    if uses_soft_limit(growth, n_features):
+        choices["order"] = np.full(shape, -1, dtype=np.int32)
+        choices["order"][rows] = order
+    if draws is not None:
+        choices["draws"] = np.zeros(shape)
+        choices["draws"][rows] = draws
+    return choices
 
 
 def _plan_histograms(n_level, candidates, count, previous, pool):

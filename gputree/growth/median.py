@@ -38,10 +38,12 @@ from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends import splitset
 from ..backends.splitset import make_splitset
 from ..quantiles import grouped_weighted_median
-from .policy import (NodeTable, accept_splits, feature_mask, finish_tree, no_splits,
-                     splittable)
+from ..backends.node_features import make_node_features
+from .policy import (NodeTable, accept_splits, feature_order, finish_tree, no_splits,
+                     splittable, threshold_draws, uses_soft_limit)
 
 _add_bin, _add_bins_upto = make_splitset(numba.njit(inline="always"))[1:3]
+_random_bin = make_node_features(numba.njit(inline="always"))[2]
 #: candidates whose children's deviation is within TIE times the node's own
 #: deviation count as ties (the first, by feature then threshold, wins): the
 #: pinball sums round differently for partitions of equal deviation, which
@@ -109,11 +111,13 @@ def _prefix_abs_errors(seq, rank, sorted_y, wfix, inv_w, tree_w, tree_wy, weight
 
 @numba.njit(cache=True)
 def _feature_best_split(bins, nm, rank, sorted_y, wfix, inv_w, missing_bin, min_leaf,
-                        min_wfix):
+                        min_wfix, one_bin):
     """Best threshold of one (node, feature): (children's absolute deviation
     summed over outputs, +inf if no split is valid; last left bin;
     missing_left). bins (m,) the node rows' bins IN; rank int64 (m, O),
-    sorted_y float64 (m, O) IN; min_wfix: min_weight_leaf in fixed point."""
+    sorted_y float64 (m, O) IN; min_wfix: min_weight_leaf in fixed point;
+    one_bin >= 0: the threshold after that bin alone (a random threshold,
+    last left bin ``one_bin``), -1: every threshold."""
     m, n_out = rank.shape
     # rows by bin (a stable sort: ties in row order); the missing bin is the last
     n_miss = m - nm
@@ -144,7 +148,7 @@ def _feature_best_split(bins, nm, rank, sorted_y, wfix, inv_w, missing_bin, min_
     total_w = miss_w
     for t in range(nm):
         total_w += wfix[ascending[t]]
-    best, best_bin, best_ml = np.inf, -1, 0
+    best, best_bin, best_ml, best_left = np.inf, -1, 0, 0
     slack = TIE * left1[m - 1]
     cum_w = 0
     for i in range(nm):
@@ -152,19 +156,25 @@ def _feature_best_split(bins, nm, rank, sorted_y, wfix, inv_w, missing_bin, min_
         b = bins[ascending[i]]
         if i + 1 < nm and bins[ascending[i + 1]] == b:
             continue
+        if one_bin >= 0:
+            if b > one_bin or (i + 1 < nm and bins[ascending[i + 1]] <= one_bin):
+                continue
+            b = one_bin
         q = nm - 1 - i
         # missing rows right
         if (i + 1 >= min_leaf and q + n_miss >= min_leaf and cum_w >= min_wfix
                 and total_w - cum_w >= min_wfix):
             value = left0[i] + right1[n_miss + q - 1]
             if value < best - slack:
-                best, best_bin, best_ml = value, b, 0
+                best, best_bin, best_ml, best_left = value, b, 0, i + 1
         # missing rows left
         if (n_miss > 0 and q > 0 and i + 1 + n_miss >= min_leaf and q >= min_leaf
                 and cum_w + miss_w >= min_wfix and total_w - cum_w - miss_w >= min_wfix):
             value = left1[n_miss + i] + right0[q - 1]
             if value < best - slack:
                 best, best_bin, best_ml = value, b, 1
+    if n_miss == 0 and best_left > nm - best_left:
+        best_ml = 1     # no missing values here: they go to the child with more rows
     return best, best_bin, best_ml
 
 
@@ -185,14 +195,59 @@ def _node_ranks(y, rows, starts, rank, sorted_y):
                 sorted_y[s + t, o] = values[order[t]]
 
 
+@numba.njit(cache=True)
+def _node_bin_range(X, rows, f, missing_bin):
+    """(lowest, highest) non-missing bin of feature f over ``rows`` (-1, -1
+    when every value is missing), and whether a value is missing."""
+    lo, hi, missing = -1, -1, False
+    for t in range(rows.shape[0]):
+        b = np.int64(X[rows[t], f])
+        if b == missing_bin:
+            missing = True
+            continue
+        if lo < 0 or b < lo:
+            lo = b
+        if b > hi:
+            hi = b
+    return lo, hi, missing
+
+
+@numba.njit(cache=True)
+def _constant(lo, hi, missing):
+    """Whether a feature of node range lo, hi (_node_bin_range) is constant,
+    as :mod:`gputree.backends.node_features` defines it."""
+    return lo < 0 or (lo == hi and not missing)
+
+
+@numba.njit(cache=True)
+def soft_feature_limit(X, rows, starts, order, max_features, missing_bin, allowed):
+    """scikit-learn's max_features soft limit (as
+    :func:`gputree.backends.node_features` rules it, on the node's rows):
+    allowed uint8 (k, F) INOUT gets, for each node whose first
+    ``max_features`` features in ``order`` int32 (k, F) are all constant
+    over its rows, the next ones up to and including the first that is not."""
+    for j in range(order.shape[0]):
+        node_rows = rows[starts[j]:starts[j + 1]]
+        for r in range(order.shape[1]):
+            f = order[j, r]
+            if r >= max_features:
+                allowed[j, f] = 1
+            if not _constant(*_node_bin_range(X, node_rows, f, missing_bin)):
+                break
+
+
 @numba.njit(parallel=True, cache=True)
-def level_best_splits(X, y, wfix, inv_w, rows, starts, allowed, missing_bin, min_leaf,
+def level_best_splits(X, y, wfix, inv_w, rows, starts, allowed, draws, missing_bin, min_leaf,
                       min_wfix, out_value, out_bin, out_missing_left, out_parent):
     """Every (node, feature)'s best split of one level.
 
     X (n, F) bins IN; y float64 (n, O); wfix int64 (n,) fixed-point weights,
     inv_w their scale; rows int64 the level's candidate rows grouped by node,
-    starts int64 (k + 1,) IN; allowed uint8 (k, F) IN; out_value float64
+    starts int64 (k + 1,) IN; allowed uint8 (k, F) IN; draws float64 (k, F)
+    IN, the random threshold's draw in [0, 1) (extremely randomized trees:
+    one threshold, in the node's range of bins, as
+    :mod:`gputree.backends.node_features` places it; a constant feature has
+    none) or -1 (every threshold); out_value float64
     (k, F) OUT: children's summed absolute deviation (+inf: no split);
     out_bin int64, out_missing_left uint8 (k, F) OUT; out_parent float64
     (k,) OUT: the node's own absolute deviation, by the same passes.
@@ -222,8 +277,14 @@ def level_best_splits(X, y, wfix, inv_w, rows, starts, allowed, missing_bin, min
         for t in range(e - s):
             bins[t] = X[rows[s + t], f]
             nm += bins[t] != missing_bin
+        one_bin = -1
+        if draws[j, f] >= 0.0:
+            lo, hi, missing = _node_bin_range(X, rows[s:e], f, missing_bin)
+            if _constant(lo, hi, missing):
+                continue
+            one_bin = lo if lo == hi else _random_bin(draws[j, f], lo, hi)
         value, b, ml = _feature_best_split(bins, nm, rank[s:e], sorted_y[s:e], local_w[s:e],
-                                           inv_w, missing_bin, min_leaf, min_wfix)
+                                           inv_w, missing_bin, min_leaf, min_wfix, one_bin)
         out_value[j, f], out_bin[j, f], out_missing_left[j, f] = value, b, ml
 
 
@@ -331,14 +392,19 @@ class _MedianGrowth:
         which = index_of[node[rows]]
         rows = rows[np.argsort(which, kind="stable")]
         starts = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=k))]).astype(np.int64)
-        allowed = feature_mask(self.rng, k, n_features, self.growth.max_features)
+        allowed, order = feature_order(self.rng, k, n_features, self.growth.max_features)
+        draws = threshold_draws(self.rng, k, n_features, self.growth)
+        if uses_soft_limit(self.growth, n_features):
+            soft_feature_limit(self.X, rows, starts, order, self.growth.max_features,
+                               self.data.missing_bin, allowed)
         value = np.empty((k, n_features))
         last_bin = np.empty((k, n_features), dtype=np.int64)
         missing_left = np.empty((k, n_features), dtype=np.uint8)
         parent = np.empty(k)
         min_wfix = int(np.ceil(self.growth.min_weight_leaf / self.inv_w))
         level_best_splits(self.X, self.y, self.wfix, self.inv_w, rows, starts,
-                          allowed.astype(np.uint8), self.data.missing_bin,
+                          allowed, np.full((k, n_features), -1.0) if draws is None else draws,
+                          self.data.missing_bin,
                           self.growth.min_samples_leaf, min_wfix, value, last_bin,
                           missing_left, parent)
         # the first feature within TIE of the best

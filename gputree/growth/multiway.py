@@ -60,6 +60,9 @@ def check_multiway(estimator):
         raise ValueError("missing_strategy='surrogate' is not supported with multiway=True "
                          "(missing values go to the heaviest child); use "
                          "missing_strategy='default'.")
+    if getattr(estimator, "splitter", "best") != "best":
+        raise ValueError("splitter='random' is not supported with multiway=True (a multiway "
+                         "split has no threshold to draw); use splitter='best'.")
 
 
 def choose_splits(gain, info, ratio):

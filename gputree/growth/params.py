@@ -81,6 +81,12 @@ class GrowthParams:
     min_impurity_decrease: float = 0.0
     max_features: int = 0          # features tried per node; 0 means all
     max_leaf_nodes: int = 0        # 0 means unlimited
+    #: scikit-learn's max_features: where the node's first max_features drawn
+    #: features are all constant there, the next drawn ones are tried up to
+    #: the first that is not (gputree.backends.node_features)
+    soft_max_features: bool = False
+    #: extremely randomized trees: one random threshold per feature and node
+    random_thresholds: bool = False
     reg_lambda: float = 0.0        # boosting: L2 on leaf values
     min_split_gain: float = 0.0    # boosting: gamma
     reg_alpha: float = 0.0         # boosting: L1 on leaf values

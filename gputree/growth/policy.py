@@ -139,12 +139,36 @@ def accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
 
 def feature_mask(rng, n_nodes, n_features, max_features):
     """uint8 (n_nodes, n_features): the random feature subset of each node."""
+    return feature_order(rng, n_nodes, n_features, max_features)[0]
+
+
+def feature_order(rng, n_nodes, n_features, max_features):
+    """(mask uint8 (n_nodes, n_features), the random feature subset of each
+    node: its first ``max_features`` features in order; order int32
+    (n_nodes, n_features), every node's features in a random order, or None
+    when the subset is every feature: nothing drawn)."""
     if not max_features or max_features >= n_features:
-        return np.ones((n_nodes, n_features), dtype=np.uint8)
-    ranks = rng.random_sample((n_nodes, n_features)).argsort(axis=1)
+        return np.ones((n_nodes, n_features), dtype=np.uint8), None
+    order = rng.random_sample((n_nodes, n_features)).argsort(axis=1).astype(np.int32)
     mask = np.zeros((n_nodes, n_features), dtype=np.uint8)
-    np.put_along_axis(mask, ranks[:, :max_features], 1, axis=1)
-    return mask
+    np.put_along_axis(mask, order[:, :max_features], 1, axis=1)
+    return mask, order
+
+
+def threshold_draws(rng, n_nodes, n_features, growth):
+    """float64 (n_nodes, n_features) in [0, 1): each (node, feature)'s draw
+    of its random threshold (:mod:`gputree.backends.node_features`), drawn
+    after the nodes' feature subsets; None (nothing drawn) unless
+    ``growth.random_thresholds``."""
+    if not growth.random_thresholds:
+        return None
+    return rng.random_sample((n_nodes, n_features))
+
+
+def uses_soft_limit(growth, n_features):
+    """Whether the growth applies the max_features soft limit: asked for,
+    and fewer features drawn than there are."""
+    return growth.soft_max_features and 0 < growth.max_features < n_features
 
 
 def finish_tree(backend, table, data, stats, criterion_inputs):

@@ -24,6 +24,7 @@ from ..base import Backend
 from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
                         measure_of)
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
+from ..node_features import ALL_CANDIDATES
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
 from . import binning, histograms, partition, predict, ranking, split_scan
 from .binned_cache import BinnedCache
@@ -124,14 +125,28 @@ class CPUBackend(Backend):
                                            derived_rows)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
-                         feature_allowed, missing_bin, layout, inv, params):
+                         feature_allowed, missing_bin, layout, inv, params, split_bin=None):
         return best_split_per_node(np, *self.scan_splits(
             hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-            layout, inv, params))
+            layout, inv, params, split_bin))
+
+    def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
+                             n_bins_non_missing, is_categorical, missing_bin, layout):
+        n_nodes, n_features, n_bins, _ = hist.shape
+        split_bin = np.full((n_nodes, n_features), ALL_CANDIDATES, dtype=np.int32)
+        soft, random = order is not None, draws is not None
+        split_scan.choose_node_features.run(
+            n_nodes * n_bins * (n_features if random else 1), hist,
+            order if soft else split_bin, max_features, soft,
+            draws if random else np.zeros((1, 1)), random, n_bins_non_missing, missing_bin,
+            is_categorical, layout, feature_allowed, split_bin)
+        return split_bin if random else None
 
     def scan_splits(self, hist, n_bins_non_missing, is_categorical,
-                    feature_allowed, missing_bin, layout, inv, params):
+                    feature_allowed, missing_bin, layout, inv, params, split_bin=None):
         n_nodes, n_features, n_bins, n_channels = hist.shape
+        if split_bin is None:
+            split_bin = np.full((n_nodes, n_features), ALL_CANDIDATES, dtype=np.int32)
         any_categorical = bool(is_categorical.any())
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
         n_tasks = n_nodes * n_features
@@ -143,7 +158,8 @@ class CPUBackend(Backend):
                       and int(params[PARAM_CONSTRAINTS]) == 0)
         find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
         find_splits.run(n_nodes * n_features * n_bins * split_scan.SCAN_WORK_PER_BIN, hist,
-                        n_bins_non_missing, is_categorical, feature_allowed, missing_bin, layout,
+                        n_bins_non_missing, is_categorical, feature_allowed, split_bin,
+                        missing_bin, layout,
                         inv, params, *scratch, *outputs)
         return outputs
 

@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from ..kernel_cache import cache_numba_cpu_kernels, renamed_copy
+from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
 from .jit import inline_helper, ir_inline, part_bounds, plain_jit
@@ -33,7 +34,7 @@ _scan = _node_summary = None
 
 
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
-                 missing_bin, layout, inv, params, scratch_sums, scratch_keys,
+                 split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
                  out_bitset, out_left, out_info, out_words, part, n_parts):
     """The split scan of every (node, feature) (arguments as
@@ -46,9 +47,10 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
     for slot in range(first, stop):
         for t in range(slot, n_tasks, n_slots):
             _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
-                  is_categorical, feature_allowed, missing_bin, layout, inv, params,
-                  scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
-                  out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
+                  is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
+                  params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
+                  scratch_gains, out_gain, out_missing_left, out_bitset, out_left, out_info,
+                  out_words)
 
 
 def _node_summaries(totals, layout, inv, params, values, impurity):
@@ -57,6 +59,29 @@ def _node_summaries(totals, layout, inv, params, values, impurity):
     Compiled per criterion by summaries_kernel."""
     for node in range(totals.shape[0]):
         _node_summary(node, totals, layout, inv, params, values, impurity)
+
+
+_soft_limit_row, _random_bin_task, _ = make_node_features(ir_inline)
+
+
+@threaded(cache=_CACHE_SCAN)
+def choose_node_features(hist, order, max_features, soft, draws, random, n_bins_non_missing,
+                         missing_bin, is_categorical, layout, allowed, split_bin, part,
+                         n_parts):
+    """Per histogram row, in parts over the rows: the soft limit of
+    ``max_features`` (when ``soft``) then the random thresholds (when
+    ``random``) of :mod:`gputree.backends.node_features` (arguments as
+    there; ``order`` and ``draws`` are not read when their flag is off)."""
+    first, stop = part_bounds(hist.shape[0], part, n_parts)
+    for r in range(first, stop):
+        row = np.int64(r)
+        if soft:
+            _soft_limit_row(row, hist, order, max_features, n_bins_non_missing, missing_bin,
+                            layout, allowed)
+        if random:
+            for f in range(hist.shape[1]):
+                _random_bin_task(row, f, hist, draws, n_bins_non_missing, missing_bin,
+                                 is_categorical, layout, allowed, split_bin)
 
 
 @functools.lru_cache(maxsize=None)

@@ -27,6 +27,7 @@ from ..._arrays import is_device_array, to_host
 from ..._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE, X_DTYPE, bin_dtype
 from ..base import Backend
 from ..lambdarank import kernel_arguments
+from ..node_features import ALL_CANDIDATES
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
 from . import numba_kernels
 from .accounting import AllocationTracker, TransferCounter
@@ -164,30 +165,51 @@ class CUDABackend(Backend):
                                            tree_roots)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
-                         missing_bin, layout, inv, params):
+                         missing_bin, layout, inv, params, split_bin=None):
         self._count("find_best_splits")
         return best_split_per_node(self.xp, *self._scan(
             hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-            layout, inv, params))
+            layout, inv, params, split_bin))
 
     def scan_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
-                    missing_bin, layout, inv, params):
+                    missing_bin, layout, inv, params, split_bin=None):
         self._count("scan_splits")
         return self._scan(hist, n_bins_non_missing, is_categorical, feature_allowed,
-                          missing_bin, layout, inv, params)
+                          missing_bin, layout, inv, params, split_bin)
 
     def _scan(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
-              missing_bin, layout, inv, params):
+              missing_bin, layout, inv, params, split_bin):
         n_nodes, n_features, n_bins, n_channels = hist.shape
+        if split_bin is None:
+            split_bin = self.empty((n_nodes, n_features), np.int32)
+            split_bin.fill(ALL_CANDIDATES)
         # categorical scratch for every thread, whatever the features: knowing
         # whether any is categorical would cost a device->host read per level
         outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels, n_bins)
         scratch = empty_scratch(self, n_nodes * n_features, n_channels, True, n_bins)
         blocks = math.ceil(n_nodes * n_features / THREADS_PER_BLOCK)
         numba_kernels._find_splits[blocks, THREADS_PER_BLOCK](
-                hist, n_bins_non_missing, is_categorical, feature_allowed,
+                hist, n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                 np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
         return outputs
+
+    def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
+                             n_bins_non_missing, is_categorical, missing_bin, layout):
+        self._count("choose_node_features")
+        n_nodes, n_features = feature_allowed.shape
+        if order is not None:
+            blocks = max(1, math.ceil(n_nodes / THREADS_PER_BLOCK))
+            numba_kernels._soft_feature_limit[blocks, THREADS_PER_BLOCK](
+                hist, order, np.int64(max_features), n_bins_non_missing, np.int64(missing_bin),
+                layout, feature_allowed)
+        if draws is None:
+            return None
+        split_bin = self.empty((n_nodes, n_features), np.int32)
+        blocks = max(1, math.ceil(n_nodes * n_features / THREADS_PER_BLOCK))
+        numba_kernels._random_split_bins[blocks, THREADS_PER_BLOCK](
+            hist, draws, n_bins_non_missing, np.int64(missing_bin), is_categorical, layout,
+            feature_allowed, split_bin)
+        return split_bin
 
     def node_summaries(self, totals, layout, inv, params, n_outputs, n_classes):
         self._count("node_summaries")

@@ -16,6 +16,7 @@ from numba import cuda
 from .. import devmath
 from ..kernel_cache import cache_numba_cuda_kernels
 from ..lambdarank import make_query_terms
+from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
 
@@ -30,6 +31,9 @@ _scan = make_split_scanner(cuda.jit(device=True))
 _summary = node_summaries_kernel_body(cuda.jit(device=True))
 
 
+_soft_limit_row, _random_bin_task, _ = make_node_features(cuda.jit(device=True))
+
+
 _devmath_one = devmath.make_devmath(cuda.jit(device=True)).apply_one
 
 
@@ -41,8 +45,8 @@ _CACHE_KERNELS = cache_numba_cuda_kernels(__file__)
 
 
 @cuda.jit(cache=_CACHE_KERNELS)
-def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-                 layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, split_bin,
+                 missing_bin, layout, inv, params, scratch_sums, scratch_keys, scratch_order,
                  scratch_prefix, scratch_gains,
                  out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
     """One thread per (node, feature), its scratch slot its own index;
@@ -50,9 +54,30 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, miss
     t = cuda.grid(1)
     if t < hist.shape[0] * hist.shape[1]:
         _scan(t, t, hist, hist.shape[1], n_bins_non_missing, is_categorical, feature_allowed,
-              missing_bin, layout, inv, params, scratch_sums, scratch_keys, scratch_order,
-              scratch_prefix, scratch_gains,
+              split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
+              scratch_order, scratch_prefix, scratch_gains,
               out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
+
+
+@cuda.jit(cache=_CACHE_KERNELS)
+def _soft_feature_limit(hist, order, max_features, n_bins_non_missing, missing_bin, layout,
+                        allowed):
+    """One thread per histogram row; arguments as node_features.soft_limit_row."""
+    row = cuda.grid(1)
+    if row < hist.shape[0]:
+        _soft_limit_row(row, hist, order, max_features, n_bins_non_missing, missing_bin, layout,
+                        allowed)
+
+
+@cuda.jit(cache=_CACHE_KERNELS)
+def _random_split_bins(hist, draws, n_bins_non_missing, missing_bin, is_categorical, layout,
+                       allowed, split_bin):
+    """One thread per (row, feature); arguments as node_features.random_bin_task."""
+    t = cuda.grid(1)
+    if t < hist.shape[0] * hist.shape[1]:
+        row = t // hist.shape[1]
+        _random_bin_task(row, t - row * hist.shape[1], hist, draws, n_bins_non_missing,
+                         missing_bin, is_categorical, layout, allowed, split_bin)
 
 
 @cuda.jit(cache=_CACHE_KERNELS)
