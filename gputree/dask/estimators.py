@@ -29,6 +29,7 @@ from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
                           RandomForestClassifier, RandomForestRegressor)
 from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
+from .worker_boosting import WorkerResidentBoosting
 from .inputs import (bin_partitions, encoded_partitions, fit_encoder, gather_vector,
                      is_dask_collection, is_dask_frame, row_blocks)
 
@@ -226,16 +227,7 @@ def _make(local_class, defaults=None, bases=()):
     if hasattr(local_class, "decision_function"):
         methods["decision_function"] = _dask_method("decision_function", _decision_width)
     methods["predict"] = _dask_method("predict", _one)
-    return type("Dask" + local_class.__name__, (_DaskEstimator, *bases, local_class), methods)
-
-
-class _PositionsOnDriver:
-    """Boosting: the leaf ids of a tree come to the driver once per tree
-    (its raw scores are updated there)."""
-
-    def _grow(self, *args):
-        tree, positions = super()._grow(*args)
-        return tree, self._backend.to_host(positions)
+    return type("Dask" + local_class.__name__, (*bases, _DaskEstimator, local_class), methods)
 
 
 _NO_EARLY_STOPPING = {"early_stopping": False}
@@ -245,6 +237,6 @@ DaskDecisionTreeRegressor = _make(DecisionTreeRegressor)
 DaskRandomForestClassifier = _make(RandomForestClassifier)
 DaskRandomForestRegressor = _make(RandomForestRegressor)
 DaskGradientBoostingClassifier = _make(GradientBoostingClassifier, _NO_EARLY_STOPPING,
-                                       (_PositionsOnDriver,))
+                                       (WorkerResidentBoosting,))
 DaskGradientBoostingRegressor = _make(GradientBoostingRegressor, _NO_EARLY_STOPPING,
-                                      (_PositionsOnDriver,))
+                                      (WorkerResidentBoosting,))

@@ -1,0 +1,248 @@
+"""Boosting whose rows stay on the workers: the driver runs the one-machine
+grower and boosting loop on node-sized data only.
+
+Every worker holds a :class:`gputree.dask.worker_rows.WorkerRows` actor with
+its rows (binned X, targets, weights, raw scores, gradients, statistics,
+positions). A round costs the driver two calls per worker before the first
+tree (the gradients' largest magnitudes, then the fixed-point statistics
+scaled from the workers' maximum, with their int64 totals), one call per
+level (the previous level's splits and the histograms of the nodes to
+build, int64, summed on the driver: exact in any order) and one per tree
+(its leaf values added to the raw scores). The calls go straight to the
+actors (no scheduler round trip, no task per level); nothing row-sized
+moves after the fit's start, and the model is the one-machine model bit for
+bit, whatever the partitioning.
+
+Used by the Dask boosting estimators for the Newton criterion with a named
+loss; the other configurations (``criterion="friedman_mse"``, custom
+objectives) fit through :class:`gputree.dask.backend.DistributedBackend`.
+"""
+import math
+
+import numpy as np
+
+from .backend import DistributedBackend
+from .partitions import _lost_error, _worker_errors
+from .worker_rows import WorkerRows
+
+#: the random stream of boosting's rounds (gputree.estimators.boosting)
+_ROUND_STREAM = 0
+
+
+class WorkerArray:
+    """A row-sized array held by every worker's actor under ``name`` ("X",
+    "columns", "stats", "positions"): only its shape and dtype here."""
+
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, tuple(shape), np.dtype(dtype)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+
+class WorkerRowsBackend(DistributedBackend):
+    """The distributed backend over :class:`WorkerRows` actors: the grower's
+    row-level primitives are actor calls, its node-level work runs here."""
+
+    def __init__(self, partitions, device, X_binned):
+        super().__init__(partitions, device)
+        client = partitions.client
+        groups = {}
+        for p, worker in enumerate(partitions.workers):
+            groups.setdefault(worker, []).append(p)
+        self.rows = [np.asarray(parts) for parts in groups.values()]
+        offsets = partitions.offsets
+        self.ranges = [np.stack([offsets[parts], offsets[parts + 1]], axis=1)
+                       for parts in self.rows]
+        futures = [client.submit(WorkerRows, device, ranges,
+                                 *[X_binned.futures[p] for p in parts], actor=True,
+                                 workers=[worker] if worker else None,
+                                 allow_other_workers=True, pure=False)
+                   for worker, parts, ranges in zip(groups, self.rows, self.ranges)]
+        partitions.wait(futures)
+        self.actor_futures = futures
+        self.actors = [future.result() for future in futures]
+        self.n_rows = partitions.n_rows
+        self._zero = False
+
+    # -------------------------------------------------------------- calls
+    def call(self, method, *args, per_worker=None):
+        """``method(*args)`` on every actor at once (``per_worker``: a list
+        of extra first arguments, one per worker); their results, in worker
+        order."""
+        try:
+            pending = [getattr(actor, method)(*((per_worker[i],) if per_worker else ()), *args)
+                       for i, actor in enumerate(self.actors)]
+            return [future.result() for future in pending]
+        except _worker_errors() as exc:
+            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+        except Exception:
+            self.partitions.check_workers()
+            raise
+
+    def send_rows(self, method, arrays, *args):
+        """``method(slices..., *args)`` on every actor, with each host array
+        of ``arrays`` (one entry per row) cut to the worker's rows."""
+        try:
+            pending = [getattr(actor, method)(*[self.worker_slice(a, i) for a in arrays], *args)
+                       for i, actor in enumerate(self.actors)]
+            return [future.result() for future in pending]
+        except _worker_errors() as exc:
+            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+
+    def worker_slice(self, array, i):
+        """The rows of host ``array`` that worker ``i`` holds, in its order."""
+        return np.concatenate([array[a:b] for a, b in self.ranges[i]])
+
+    # ------------------------------------------------- row-level: actors
+    def row_zeros(self, n_rows, dtype, reuse=None):
+        self._zero = True      # zeroed by the tree's first call
+        return WorkerArray("positions", (n_rows,), dtype)
+
+    def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
+                         n_bins, out=None):
+        return self._level(X_binned, None, level_start, node_to_build, n_build, n_bins, out)
+
+    def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
+                                  node_to_build, n_build, n_bins, out):
+        return self._level(X_binned, self._host_moves(moves), level_start, node_to_build,
+                           n_build, n_bins, out)
+
+    def _level(self, X_binned, moves, level_start, node_to_build, n_build, n_bins, out):
+        """Every worker's histograms of the level, added into ``out``."""
+        zero, self._zero = self._zero, False
+        hists = self.call("level", X_binned.name, zero, moves, level_start,
+                          np.asarray(node_to_build), n_build, n_bins)
+        if out is None:
+            out, hists = hists[0].copy(), hists[1:]
+        for hist in hists:
+            if hist is not None:
+                out[:n_build] += hist
+        return out
+
+    def update_positions(self, X_binned, positions, level_start, split_feature, split_bitset,
+                         left_child):
+        zero, self._zero = self._zero, False
+        self.call("move", X_binned.name, zero,
+                  self._host_moves((level_start, split_feature, split_bitset, left_child)))
+
+    @staticmethod
+    def _host_moves(moves):
+        start, feature, bitset, left = moves
+        return (int(start), np.asarray(feature), np.asarray(bitset), np.asarray(left))
+
+    def take_columns(self, X_binned, columns):
+        self.call("take_columns", np.asarray(columns))
+        return WorkerArray("columns", (X_binned.shape[0], len(columns)), X_binned.dtype)
+
+    def release(self):
+        """Drop the actors (their rows are freed on the workers)."""
+        super().release()
+        for future in getattr(self, "actor_futures", []):
+            future.release()
+        self.actors, self.actor_futures = [], []
+
+
+def order_free_total(parts):
+    """The order-free sum (host float) from the workers' parts: (int, shift)
+    each, or (float, None) where the largest magnitude was 0 or not finite."""
+    if any(shift is None for _, shift in parts):
+        return float(sum(value for value, _ in parts))
+    return math.ldexp(float(sum(int(value) for value, _ in parts)), -parts[0][1])
+
+
+class WorkerResidentBoosting:
+    """Mixin of the Dask boosting estimators: the boosting loop over
+    :class:`WorkerRows` actors (see the module docstring); the driver path
+    of :class:`gputree.dask.backend.DistributedBackend` otherwise."""
+
+    def _rows_on_workers(self):
+        return self.criterion == "newton" and not callable(self.loss)
+
+    def _bin_training_data(self, X, seed, sample_weight):
+        inputs = super()._bin_training_data(X, seed, sample_weight)
+        if not self._rows_on_workers():
+            return inputs
+        X_binned = inputs.data.X_binned
+        backend = WorkerRowsBackend(inputs.backend.partitions, self.device, X_binned)
+        inputs.data.X_binned = WorkerArray("X", X_binned.shape, X_binned.dtype)
+        X_binned.release()
+        inputs.backend = backend
+        return inputs
+
+    def _make_rows(self, data, y, weight):
+        backend = self._backend
+        if not isinstance(backend, WorkerRowsBackend):
+            return super()._make_rows(data, y, weight)
+        from ..estimators.boosting import _Rows
+        backend.send_rows("load", (y, np.asarray(weight, dtype=np.float64)), self._loss,
+                          np.asarray(self._baseline, dtype=np.float64))
+        return _Rows(data, None, None, None, y, weight)
+
+    def _held_row_bytes(self, train, validation):
+        if isinstance(self._backend, WorkerRowsBackend):
+            return 0
+        return super()._held_row_bytes(train, validation)
+
+    def _grow(self, *args):
+        tree, positions = super()._grow(*args)
+        if isinstance(self._backend, WorkerRowsBackend):
+            return tree, positions
+        return tree, self._backend.to_host(positions)     # raw scores updated here
+
+    def _round(self, it, train, validation, growth, pool, held_row_bytes):
+        """One round on the workers' rows (see the module docstring)."""
+        backend = self._backend
+        if not isinstance(backend, WorkerRowsBackend):
+            return super()._round(it, train, validation, growth, pool, held_row_bytes)
+        from ..criteria import Statistics
+        from ..estimators.ensemble import tree_rng
+        n = backend.n_rows
+        unit = self.subsample >= 1 and train.unit_weights
+        rng = tree_rng(self._seed, it, _ROUND_STREAM)
+        answers = backend.call("gradients", self._seed, it, _ROUND_STREAM, self.subsample, n,
+                               unit)
+        if self.subsample < 1:
+            rng.set_state(answers[0][0])     # after the row draw, as on one machine
+        largest = np.max([answer[1] for answer in answers], axis=0)   # (K, 2)
+        score_pending = self._scores["train"][-1] is None
+        score_largest = float(np.max([answer[2] for answer in answers]))
+        for group, (start, stop) in enumerate(self._groups):
+            with_score = score_pending and group == 0
+            parts = backend.call("statistics", start, stop, largest[start:stop].ravel(), n,
+                                 score_largest if with_score else None)
+            totals = np.sum([part[0] for part in parts], axis=0)
+            if with_score:
+                self._scores["train"][-1] = -order_free_total([p[1] for p in parts]) / (
+                    n if unit else self._weight_total())
+            stats = Statistics(WorkerArray("stats", (n, totals.shape[1]), np.int64),
+                               parts[0][2], parts[0][3], 1, totals, int(totals[0, -1]) == n)
+            tree, _ = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
+            tree.value *= self.learning_rate
+            backend.call("add_values", np.ascontiguousarray(tree.value[:, :, 0]), start)
+            self._trees.append(tree)
+
+    def _weight_total(self):
+        """Order-free sum of the training weights (computed once a fit)."""
+        if getattr(self, "_weights_sum", None) is None:
+            backend = self._backend
+            largest = float(np.max(backend.call("weight_parts")))
+            self._weights_sum = order_free_total(backend.call("weight_parts", largest,
+                                                              backend.n_rows))
+        return self._weights_sum
+
+    def _train_score(self, train):
+        backend = self._backend
+        if not isinstance(backend, WorkerRowsBackend):
+            return super()._train_score(train)
+        largest = float(np.max(backend.call("score_largest")))
+        total = order_free_total(backend.call("score_part", largest, backend.n_rows))
+        # loss.score divides by the order-free weight sum (n when every weight is 1)
+        return -total / self._weight_total()
+
+    def _release_fit(self):
+        self._weights_sum = None
+        del self._weights_sum
+        super()._release_fit()
+
