@@ -85,6 +85,10 @@ def assert_same_model(dask_model, local):
             x, y = getattr(a, field.name), getattr(b, field.name)
             assert x.dtype == y.dtype, field.name
             np.testing.assert_array_equal(x, y, err_msg=field.name)
+    for name in ("train_score_", "validation_score_", "_baseline"):
+        if hasattr(local, name):
+            np.testing.assert_array_equal(getattr(dask_model, name), getattr(local, name),
+                                          err_msg=name)
 
 
 CASES = {
@@ -150,6 +154,51 @@ def test_same_model_other_estimators(client, small_bin_subsample, case):
     np.testing.assert_array_equal(predicted.compute(), local.predict(X))
     if case == "forest-regressor":
         np.testing.assert_array_equal(model.oob_prediction_, local.oob_prediction_)
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3, 7])
+@pytest.mark.parametrize("params", [
+    dict(n_estimators=3, max_depth=4, subsample=0.6, random_state=4),
+    dict(n_estimators=2, max_depth=3, multi_strategy="multi_output_tree", colsample_bytree=0.5,
+         random_state=1, verbose=1)], ids=["binary-subsample", "multi-output-verbose"])
+def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypatch, params,
+                                            n_partitions):
+    """Boosting with the Newton criterion keeps its rows on the workers: the
+    driver path's row primitives are never called, and the model and its
+    training scores (order-free sums in parts) are the one-machine ones, with
+    and without weights, for binary (row subsample without weights: the
+    weighted score path) and multi-output trees (verbose: every round's
+    training score computed at once)."""
+    from gputree.dask.backend import DistributedBackend
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a row-sized primitive ran through the driver")
+
+    for name in ("build_histograms", "update_positions", "take_columns"):
+        monkeypatch.setattr(DistributedBackend, name, refused)
+    X, labels, _, weights = make_frame()
+    y = labels if "multi_strategy" in params else (labels > 0).astype(int)
+    dX = dask_frame(X, n_partitions)
+    for w in (None, weights):
+        local_params = dict(params, device="cpu", early_stopping=False)
+        local = gputree.GradientBoostingClassifier(**local_params).fit(X, y, sample_weight=w)
+        model = gd.DaskGradientBoostingClassifier(**local_params, client=client).fit(
+            dX, da.from_array(y, chunks=250), sample_weight=w)
+        assert_same_model(model, local)
+        np.testing.assert_array_equal(model.predict_proba(dX).compute().to_numpy(),
+                                      local.predict_proba(X))
+
+
+def test_driver_path_boosting(client, small_bin_subsample):
+    """Friedman's criterion (leaves refit from per-row sums) still fits
+    through the driver path, to the one-machine model."""
+    X, _, target, weights = make_frame()
+    params = dict(n_estimators=3, max_depth=3, criterion="friedman_mse", device="cpu",
+                  early_stopping=False, random_state=0)
+    local = gputree.GradientBoostingRegressor(**params).fit(X, target, sample_weight=weights)
+    model = gd.DaskGradientBoostingRegressor(**params, client=client).fit(
+        dask_frame(X, 2), target, sample_weight=weights)
+    assert_same_model(model, local)
 
 
 def test_same_model_with_16_bit_bin_codes(client):
@@ -238,6 +287,32 @@ def test_lost_worker_aborts_the_fit(client, monkeypatch):
     with pytest.raises(gd.WorkerLostError, match="aborted"):
         model.fit(dask_frame(X, 3), labels)
     assert not hasattr(model, "_trees")
+
+
+def test_lost_worker_aborts_a_boosting_fit(client, monkeypatch):
+    """A worker (with its rows' actor) killed between two levels of a
+    boosting fit: a clear error and no model. Runs after the other fits
+    (the nanny starts a new worker in its place)."""
+    from gputree.dask.worker_boosting import WorkerRowsBackend
+    client.wait_for_workers(2, timeout=60)
+    calls = []
+    level = WorkerRowsBackend._level
+
+    def level_then_kill(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            victim = sorted(partitions._cluster_workers(client))[0]
+            os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+        return level(self, *args, **kwargs)
+
+    monkeypatch.setattr(WorkerRowsBackend, "_level", level_then_kill)
+    X, labels, _, _ = make_frame()
+    model = gd.DaskGradientBoostingClassifier(n_estimators=3, max_depth=4, device="cpu",
+                                              client=client)
+    with pytest.raises(gd.WorkerLostError, match="aborted"):
+        model.fit(dask_frame(X, 3), labels)
+    assert not hasattr(model, "_trees")
+    client.wait_for_workers(2, timeout=60)
 
 
 def test_parameters_and_missing_dask_message():

@@ -48,9 +48,8 @@ class WorkerRowsBackend(DistributedBackend):
     def __init__(self, partitions, device, X_binned):
         super().__init__(partitions, device)
         client = partitions.client
-        groups = {}
-        for p, worker in enumerate(partitions.workers):
-            groups.setdefault(worker, []).append(p)
+        groups = balanced_groups(partitions.sizes, partitions.workers,
+                                 sorted(partitions.fit_workers))
         self.rows = [np.asarray(parts) for parts in groups.values()]
         offsets = partitions.offsets
         self.ranges = [np.stack([offsets[parts], offsets[parts + 1]], axis=1)
@@ -144,6 +143,32 @@ class WorkerRowsBackend(DistributedBackend):
         self.actors, self.actor_futures = [], []
 
 
+def balanced_groups(sizes, holders, workers):
+    """dict worker -> its partitions (ascending) such that every worker gets
+    about as many rows: a partition stays with its holder while that holder
+    has at most its share, the others go to the worker with the fewest rows
+    (binned partitions are small: one byte a feature a row). sizes: int
+    (p,) rows; holders: each partition's worker (or None); workers: the
+    cluster's."""
+    workers = list(workers) or [None]
+    share = float(np.sum(sizes)) / len(workers)
+    load = {worker: 0 for worker in workers}
+    groups = {worker: [] for worker in workers}
+    rest = []
+    for p in np.argsort(-np.asarray(sizes), kind="stable"):
+        holder = holders[p]
+        if holder in load and load[holder] + sizes[p] <= share:
+            load[holder] += int(sizes[p])
+            groups[holder].append(int(p))
+        else:
+            rest.append(int(p))
+    for p in rest:
+        worker = min(workers, key=lambda w: load[w])
+        load[worker] += int(sizes[p])
+        groups[worker].append(p)
+    return {worker: sorted(parts) for worker, parts in groups.items() if parts}
+
+
 def order_free_total(parts):
     """The order-free sum (host float) from the workers' parts: (int, shift)
     each, or (float, None) where the largest magnitude was 0 or not finite."""
@@ -214,8 +239,8 @@ class WorkerResidentBoosting:
                                  score_largest if with_score else None)
             totals = np.sum([part[0] for part in parts], axis=0)
             if with_score:
-                self._scores["train"][-1] = -order_free_total([p[1] for p in parts]) / (
-                    n if unit else self._weight_total())
+                self._scores["train"][-1] = (-order_free_total([p[1] for p in parts])
+                                             / self._weight_total())
             stats = Statistics(WorkerArray("stats", (n, totals.shape[1]), np.int64),
                                parts[0][2], parts[0][3], 1, totals, int(totals[0, -1]) == n)
             tree, _ = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)

@@ -67,8 +67,8 @@ class WorkerRows:
         scores, on the round's rows (``subsample`` < 1: drawn as on one
         machine from ``tree_rng(seed, it, stream)`` over ``n_total`` rows).
         Returns (the generator's state after the draw or None, largest |g|,
-        |h| per output float64 (2K,), largest |pointwise * w| (w None when
-        ``unit``))."""
+        |h| per output float64 (2K,), largest |pointwise * w|); ``unit``:
+        every weight is one and every row is used (g, h unweighted)."""
         backend = self._use_threads()
         state, self.w_round = None, self.w
         if subsample < 1:
@@ -80,7 +80,6 @@ class WorkerRows:
             state = rng.get_state()
         self.g, self.h, self.pointwise = self.loss.gradients_and_pointwise(
             backend.xp, self.y, self.raw, None if unit else self.w_round, out=self.spare)
-        self.unit = unit
         return state, self._largest_gh(), self._largest(self._weighted(self.pointwise))
 
     def _largest_gh(self):
@@ -177,7 +176,9 @@ class WorkerRows:
         return self._summable(self.w, largest, n_total)
 
     def _weighted(self, pointwise):
-        return pointwise if self.unit else pointwise * self.w
+        """pointwise * w (equal to the pointwise losses where every weight
+        is one, the one-machine fit's unweighted sum)."""
+        return pointwise * self.w
 
     def _largest(self, values):
         if values.shape[0] == 0:
