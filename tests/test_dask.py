@@ -265,13 +265,20 @@ def test_worker_check_asks_the_scheduler(client, small_bin_subsample, monkeypatc
     assert_same_model(model, local)
 
 
-def test_lost_worker_aborts_the_fit(client, monkeypatch):
-    """A worker killed between two levels: the fit stops with a clear error
-    (never a model from part of the data). Runs last: the cluster's nanny
-    starts a new worker in its place."""
-    from gputree.dask.backend import DistributedBackend
-    calls = []
-    build = DistributedBackend.build_histograms
+@pytest.mark.parametrize("estimator, level", [
+    ("DaskRandomForestClassifier", ("backend", "DistributedBackend", "build_histograms")),
+    ("DaskGradientBoostingClassifier", ("worker_boosting", "WorkerRowsBackend", "_level"))],
+    ids=["driver-rows", "worker-rows"])
+def test_lost_worker_aborts_the_fit(client, monkeypatch, estimator, level):
+    """A worker killed between two levels (for boosting, with the actor
+    holding its rows): the fit stops with a clear error (never a model from
+    part of the data). Runs after the other fits: the cluster's nanny starts
+    a new worker in its place."""
+    import importlib
+    client.wait_for_workers(2, timeout=60)
+    module, owner, name = level
+    owner = getattr(importlib.import_module(f"gputree.dask.{module}"), owner)
+    calls, build = [], getattr(owner, name)
 
     def build_then_kill(self, *args, **kwargs):
         calls.append(1)
@@ -280,39 +287,12 @@ def test_lost_worker_aborts_the_fit(client, monkeypatch):
             os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
         return build(self, *args, **kwargs)
 
-    monkeypatch.setattr(DistributedBackend, "build_histograms", build_then_kill)
+    monkeypatch.setattr(owner, name, build_then_kill)
     X, labels, _, _ = make_frame()
-    model = gd.DaskRandomForestClassifier(n_estimators=3, max_depth=4, device="cpu",
-                                          client=client)
+    model = getattr(gd, estimator)(n_estimators=3, max_depth=4, device="cpu", client=client)
     with pytest.raises(gd.WorkerLostError, match="aborted"):
         model.fit(dask_frame(X, 3), labels)
     assert not hasattr(model, "_trees")
-
-
-def test_lost_worker_aborts_a_boosting_fit(client, monkeypatch):
-    """A worker (with its rows' actor) killed between two levels of a
-    boosting fit: a clear error and no model. Runs after the other fits
-    (the nanny starts a new worker in its place)."""
-    from gputree.dask.worker_boosting import WorkerRowsBackend
-    client.wait_for_workers(2, timeout=60)
-    calls = []
-    level = WorkerRowsBackend._level
-
-    def level_then_kill(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            victim = sorted(partitions._cluster_workers(client))[0]
-            os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
-        return level(self, *args, **kwargs)
-
-    monkeypatch.setattr(WorkerRowsBackend, "_level", level_then_kill)
-    X, labels, _, _ = make_frame()
-    model = gd.DaskGradientBoostingClassifier(n_estimators=3, max_depth=4, device="cpu",
-                                              client=client)
-    with pytest.raises(gd.WorkerLostError, match="aborted"):
-        model.fit(dask_frame(X, 3), labels)
-    assert not hasattr(model, "_trees")
-    client.wait_for_workers(2, timeout=60)
 
 
 def test_parameters_and_missing_dask_message():

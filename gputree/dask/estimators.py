@@ -6,12 +6,15 @@ Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
 ``distributed.Client``; None: the current one). ``fit`` takes a 2-D dask
 array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
-row. X is encoded, binned and kept by the workers; y and the weights come to
-the driver (O(n) floats), where the statistics of every tree are built
-(:mod:`gputree.dask.backend`). ``to_local()`` gives the ordinary fitted
-estimator; ``predict``-like methods on a Dask collection predict partition by
-partition on the workers and return a Dask collection (on in-memory data they
-predict on the driver, as the ordinary estimator).
+row. X is encoded, binned and kept by the workers. Boosting with the Newton
+criterion keeps every row-sized array on the workers during the rounds
+(:mod:`gputree.dask.worker_boosting`); y and the weights come to the driver
+once at the start (label encoding, baseline) and are sent to the workers.
+Trees, forests and ``criterion="friedman_mse"`` build each tree's statistics
+on the driver (:mod:`gputree.dask.backend`). ``to_local()`` gives the
+ordinary fitted estimator; ``predict``-like methods on a Dask collection
+predict partition by partition on the workers and return a Dask collection
+(on in-memory data they predict on the driver, as the ordinary estimator).
 
 Not supported on Dask (a clear error): ``warm_start``, early stopping and
 ``eval_set`` (boosting's defaults turn early stopping off),
