@@ -17,12 +17,14 @@ Used by the Dask boosting estimators for the Newton criterion with a named
 loss; the other configurations (``criterion="friedman_mse"``, custom
 objectives) fit through :class:`gputree.dask.backend.DistributedBackend`.
 """
+import asyncio
 import math
 
 import numpy as np
 
 from .backend import DistributedBackend
 from .partitions import _lost_error, _worker_errors
+from .sliced_histograms import merge_splits
 from .worker_rows import WorkerRows
 
 #: the random stream of boosting's rounds (gputree.estimators.boosting)
@@ -41,9 +43,34 @@ class WorkerArray:
         return len(self.shape)
 
 
+class WorkerHistograms:
+    """The grower's histogram pool (n_rows, F, n_bins, C) int64, held by the
+    workers, each the rows of its slice of the features
+    (:mod:`gputree.dask.sliced_histograms`): only its shape here. Its views
+    are the pool itself, and copying into it is the workers' (their pools
+    keep their rows when they grow)."""
+
+    def __init__(self, shape):
+        self.shape, self.dtype = tuple(shape), np.dtype(np.int64)
+
+    def __getitem__(self, key):
+        return self
+
+    def __setitem__(self, key, value):
+        pass
+
+
 class WorkerRowsBackend(DistributedBackend):
     """The distributed backend over :class:`WorkerRows` actors: the grower's
-    row-level primitives are actor calls, its node-level work runs here."""
+    row-level primitives are actor calls, the histograms are summed and
+    scanned among the workers, the rest of its node-level work runs here.
+
+    A level is one actor call per worker (:meth:`find_best_splits`): the
+    grower's build, partition and subtraction requests are recorded and
+    sent with the scan's."""
+
+    #: the workers overwrite the pool rows they build
+    overwrites_built_rows = True
 
     def __init__(self, partitions, device, X_binned):
         super().__init__(partitions, device)
@@ -62,8 +89,10 @@ class WorkerRowsBackend(DistributedBackend):
         partitions.wait(futures)
         self.actor_futures = futures
         self.actors = [future.result() for future in futures]
+        self.call("connect", self.actors, per_worker=list(range(len(self.actors))))
         self.n_rows = partitions.n_rows
         self._zero = False
+        self._pending, self._derive, self._tag = None, None, 0
 
     # -------------------------------------------------------------- calls
     def call(self, method, *args, per_worker=None):
@@ -73,12 +102,23 @@ class WorkerRowsBackend(DistributedBackend):
         try:
             pending = [getattr(actor, method)(*((per_worker[i],) if per_worker else ()), *args)
                        for i, actor in enumerate(self.actors)]
-            return [future.result() for future in pending]
+            return self.partitions.client.sync(_first_failure, pending)
         except _worker_errors() as exc:
+            self._abort()
             raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
         except Exception:
+            self._abort()
             self.partitions.check_workers()
             raise
+
+    def _abort(self):
+        """Release the workers that wait for a peer's histograms (one that
+        failed or was lost), as far as they can be reached."""
+        for actor in self.actors:
+            try:
+                actor.abort(separate_thread=False).result(timeout=10)
+            except Exception:      # noqa: BLE001 - a lost worker cannot be told
+                pass
 
     def send_rows(self, method, arrays, *args):
         """``method(slices..., *args)`` on every actor, with each host array
@@ -99,14 +139,58 @@ class WorkerRowsBackend(DistributedBackend):
         self._zero = True      # zeroed by the tree's first call
         return WorkerArray("positions", (n_rows,), dtype)
 
+    def zeros(self, shape, dtype):
+        """The histogram pool (the fit's only 4-d buffer) on the workers."""
+        if len(shape) == 4:
+            return WorkerHistograms(shape)
+        return super().zeros(shape, dtype)
+
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
                          n_bins, out=None):
+        if isinstance(out, WorkerHistograms):
+            return self._record(X_binned, None, level_start, node_to_build, n_bins, out)
         return self._level(X_binned, None, level_start, node_to_build, n_build, n_bins, out)
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
                                   node_to_build, n_build, n_bins, out):
+        if isinstance(out, WorkerHistograms):
+            return self._record(X_binned, self._host_moves(moves), level_start, node_to_build,
+                                n_bins, out)
         return self._level(X_binned, self._host_moves(moves), level_start, node_to_build,
                            n_build, n_bins, out)
+
+    def _record(self, X_binned, moves, level_start, node_to_build, n_bins, out):
+        """The level's build, kept for :meth:`find_best_splits`."""
+        self._pending = (X_binned.name, moves, int(level_start),
+                         np.asarray(node_to_build), int(n_bins))
+        return out
+
+    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
+        if not isinstance(hist, WorkerHistograms):
+            return super().subtract_histograms(parent_hist, parent_rows, hist, built_rows,
+                                               derived_rows)
+        # the grower derives in place: the parent's row becomes the sibling's
+        self._derive = (np.asarray(parent_rows), np.asarray(built_rows))
+
+    def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
+                         missing_bin, layout, inv, params):
+        """The level's recorded work and the split scan on the workers, each
+        over its features; the best of their splits (see
+        :mod:`gputree.dask.sliced_histograms`)."""
+        if not isinstance(hist, WorkerHistograms):
+            return super().find_best_splits(hist, n_bins_non_missing, is_categorical,
+                                            feature_allowed, missing_bin, layout, inv, params)
+        x_name, moves, level_start, node_to_build, n_bins = self._pending
+        none = np.empty(0, dtype=node_to_build.dtype)
+        derive = self._derive or (none, none)
+        self._pending, self._derive = None, None
+        zero, self._zero = self._zero, False
+        self._tag += 1
+        scan = (int(feature_allowed.shape[0]), np.asarray(n_bins_non_missing),
+                np.asarray(is_categorical), np.asarray(feature_allowed), missing_bin,
+                np.asarray(layout), np.asarray(inv), np.asarray(params))
+        return merge_splits(self.call("level_splits", self._tag, x_name, zero, moves,
+                                      level_start, node_to_build, n_bins, derive, scan))
 
     def _level(self, X_binned, moves, level_start, node_to_build, n_build, n_bins, out):
         """Every worker's histograms of the level, added into ``out``."""
@@ -141,6 +225,21 @@ class WorkerRowsBackend(DistributedBackend):
         for future in getattr(self, "actor_futures", []):
             future.release()
         self.actors, self.actor_futures = [], []
+
+
+async def _first_failure(futures):
+    """The actor futures' results, in order; the first failure is raised as
+    soon as it comes (the other workers may wait for the failed one)."""
+    async def result(future):
+        return await future
+    tasks = [asyncio.ensure_future(result(future)) for future in futures]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    for task in tasks:
+        if task.done() and task.exception() is not None:
+            for other in tasks:
+                other.cancel()
+            raise task.exception()
+    return [task.result() for task in tasks]
 
 
 def balanced_groups(sizes, holders, workers):

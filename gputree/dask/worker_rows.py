@@ -23,6 +23,7 @@ from ..fixed_point import largest_magnitudes, summable_total
 from ..estimators.boosting import subsample_rows
 from ..estimators.ensemble import tree_rng
 from .backend import worker_backend
+from .sliced_histograms import SlicedHistograms
 
 
 class WorkerRows:
@@ -126,6 +127,46 @@ class WorkerRows:
         hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
                                         backend.asarray(node_to_build), n_build, n_bins)
         return backend.to_host(hist)
+
+    def connect(self, index, peers):
+        """Join the reduce-scatter of the histograms among ``peers`` (every
+        worker's actor, this one at ``index``; see
+        :mod:`gputree.dask.sliced_histograms`)."""
+        self.sliced = SlicedHistograms(peers, index)
+
+    def receive(self, tag, sender, piece, separate_thread=None):
+        """A peer's histograms of this worker's features (called by the
+        peers, on the worker's event loop)."""
+        self.sliced.receive(tag, sender, piece)
+
+    def abort(self, separate_thread=None):
+        """Stop waiting for the peers (called on the event loop)."""
+        self.sliced.abort()
+
+    def level_splits(self, tag, x_name, zero, moves, level_start, node_to_build, n_bins,
+                     derive, scan):
+        """One level with the histograms reduced among the workers: the
+        splits applied as :meth:`level`, the histograms of the build rows of
+        ``node_to_build`` int32 (n_level,) built, reduced by feature
+        (``tag``: the level's id), larger siblings derived (``derive``:
+        host (parent_rows, built_rows) int32) and this worker's features
+        scanned (``scan``: the remaining arguments of ``find_best_splits``
+        with the number of pool rows first). Returns this slice's best
+        splits (:meth:`SlicedHistograms.scan`)."""
+        backend = self._use_threads()
+        X = self.X[x_name]
+        if zero:
+            self.positions = backend.row_zeros(self.n_rows, NODE_DTYPE, reuse=self.positions)
+        if moves is not None:
+            self._move(X, moves)
+        rows = np.unique(node_to_build[node_to_build >= 0])
+        if rows.size:
+            hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
+                                            backend.asarray(node_to_build), int(rows[-1]) + 1,
+                                            n_bins)
+            self.sliced.reduce(tag, rows, backend.to_host(hist)[rows])
+        self.sliced.derive(backend, *derive)
+        return self.sliced.scan(backend, *scan)
 
     def move(self, x_name, zero, moves):
         """The last splits of a tree applied to the positions."""
