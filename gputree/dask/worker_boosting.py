@@ -6,12 +6,14 @@ its rows (binned X, targets, weights, raw scores, gradients, statistics,
 positions). A round costs the driver two calls per worker before the first
 tree (the gradients' largest magnitudes, then the fixed-point statistics
 scaled from the workers' maximum, with their int64 totals), one call per
-level (the previous level's splits and the histograms of the nodes to
-build, int64, summed on the driver: exact in any order) and one per tree
-(its leaf values added to the raw scores). The calls go straight to the
-actors (no scheduler round trip, no task per level); nothing row-sized
-moves after the fit's start, and the model is the one-machine model bit for
-bit, whatever the partitioning.
+level (the previous level's splits and the plan of the histograms to build;
+the workers build them, reduce-scatter them by feature among themselves
+and scan their features, :mod:`gputree.dask.sliced_histograms`, and answer
+with their best splits) and one per tree (its leaf values added to the raw
+scores). The calls go straight to the actors (no scheduler round trip, no
+task per level); neither rows nor histograms reach the driver after the
+fit's start, and the model is the one-machine model bit for bit, whatever
+the partitioning.
 
 Used by the Dask boosting estimators for the Newton criterion with a named
 loss; the other configurations (``criterion="friedman_mse"``, custom
@@ -147,20 +149,18 @@ class WorkerRowsBackend(DistributedBackend):
 
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
                          n_bins, out=None):
-        if isinstance(out, WorkerHistograms):
-            return self._record(X_binned, None, level_start, node_to_build, n_bins, out)
-        return self._level(X_binned, None, level_start, node_to_build, n_build, n_bins, out)
+        return self._record(X_binned, None, level_start, node_to_build, n_bins, out)
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
                                   node_to_build, n_build, n_bins, out):
-        if isinstance(out, WorkerHistograms):
-            return self._record(X_binned, self._host_moves(moves), level_start, node_to_build,
-                                n_bins, out)
-        return self._level(X_binned, self._host_moves(moves), level_start, node_to_build,
-                           n_build, n_bins, out)
+        return self._record(X_binned, self._host_moves(moves), level_start, node_to_build,
+                            n_bins, out)
 
     def _record(self, X_binned, moves, level_start, node_to_build, n_bins, out):
-        """The level's build, kept for :meth:`find_best_splits`."""
+        """The level's build into the workers' pool ``out``, kept for
+        :meth:`find_best_splits`."""
+        if not isinstance(out, WorkerHistograms):
+            raise TypeError("the workers build histograms into their pool only")
         self._pending = (X_binned.name, moves, int(level_start),
                          np.asarray(node_to_build), int(n_bins))
         return out
@@ -191,18 +191,6 @@ class WorkerRowsBackend(DistributedBackend):
                 np.asarray(layout), np.asarray(inv), np.asarray(params))
         return merge_splits(self.call("level_splits", self._tag, x_name, zero, moves,
                                       level_start, node_to_build, n_bins, derive, scan))
-
-    def _level(self, X_binned, moves, level_start, node_to_build, n_build, n_bins, out):
-        """Every worker's histograms of the level, added into ``out``."""
-        zero, self._zero = self._zero, False
-        hists = self.call("level", X_binned.name, zero, moves, level_start,
-                          np.asarray(node_to_build), n_build, n_bins)
-        if out is None:
-            out, hists = hists[0].copy(), hists[1:]
-        for hist in hists:
-            if hist is not None:
-                out[:n_build] += hist
-        return out
 
     def update_positions(self, X_binned, positions, level_start, split_feature, split_bitset,
                          left_child):

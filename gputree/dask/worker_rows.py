@@ -7,8 +7,10 @@ round's gradients, hessians and pointwise losses, the fixed-point
 statistics and the grower's positions. The driver calls its methods
 directly (actor calls: no scheduler round trip) with node-sized arguments
 and gets node-sized answers: the largest magnitudes that fix a fixed-point
-scale, int64 totals and histograms (exact in any order, so the workers'
-sum is the one-machine sum) and integer parts of order-free loss sums.
+scale, int64 totals, the best splits of its slice of the features (the
+actors sum their histograms among themselves, exact in any order:
+:mod:`gputree.dask.sliced_histograms`) and integer parts of order-free loss
+sums.
 
 Random draws are the one-machine draws: a round's row subsample is drawn
 with the same seeded generator over the global row indices, and each worker
@@ -110,24 +112,6 @@ class WorkerRows:
                  self._summable(self._weighted(self.pointwise), score_largest, n_total))
         return backend.to_host(totals).reshape(1, -1), score, stats.inv_scale, stats.layout
 
-    def level(self, x_name, zero, moves, level_start, node_to_build, n_build, n_bins):
-        """One level of the tree being grown: positions zeroed (``zero``: a
-        new tree), the previous level's splits applied (``moves``: host
-        (level_start, split_feature, split_bitset, left_child) or None) and
-        the histograms of this worker's rows built: int64 (n_build, F,
-        n_bins, C) host."""
-        backend = self._use_threads()
-        X = self.X[x_name]
-        if zero:
-            self.positions = backend.row_zeros(self.n_rows, NODE_DTYPE, reuse=self.positions)
-        if moves is not None:
-            self._move(X, moves)
-        if n_build == 0:
-            return None
-        hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
-                                        backend.asarray(node_to_build), n_build, n_bins)
-        return backend.to_host(hist)
-
     def connect(self, index, peers):
         """Join the reduce-scatter of the histograms among ``peers`` (every
         worker's actor, this one at ``index``; see
@@ -145,8 +129,10 @@ class WorkerRows:
 
     def level_splits(self, tag, x_name, zero, moves, level_start, node_to_build, n_bins,
                      derive, scan):
-        """One level with the histograms reduced among the workers: the
-        splits applied as :meth:`level`, the histograms of the build rows of
+        """One level of the tree being grown: positions zeroed (``zero``: a
+        new tree), the previous level's splits applied (``moves``: host
+        (level_start, split_feature, split_bitset, left_child) or None), the
+        histograms of the build rows of
         ``node_to_build`` int32 (n_level,) built, reduced by feature
         (``tag``: the level's id), larger siblings derived (``derive``:
         host (parent_rows, built_rows) int32) and this worker's features
@@ -155,10 +141,7 @@ class WorkerRows:
         splits (:meth:`SlicedHistograms.scan`)."""
         backend = self._use_threads()
         X = self.X[x_name]
-        if zero:
-            self.positions = backend.row_zeros(self.n_rows, NODE_DTYPE, reuse=self.positions)
-        if moves is not None:
-            self._move(X, moves)
+        self.move(x_name, zero, moves)
         rows = np.unique(node_to_build[node_to_build >= 0])
         if rows.size:
             hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
@@ -169,11 +152,13 @@ class WorkerRows:
         return self.sliced.scan(backend, *scan)
 
     def move(self, x_name, zero, moves):
-        """The last splits of a tree applied to the positions."""
+        """Positions zeroed (``zero``) and the splits ``moves`` (or None)
+        applied: the last splits of a tree, or a level's first step."""
         backend = self._use_threads()
         if zero:
             self.positions = backend.row_zeros(self.n_rows, NODE_DTYPE, reuse=self.positions)
-        self._move(self.X[x_name], moves)
+        if moves is not None:
+            self._move(self.X[x_name], moves)
 
     def _move(self, X, moves):
         backend = self.backend
