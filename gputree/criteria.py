@@ -216,7 +216,7 @@ def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
     return partial.sum(axis=0, keepdims=True)
 
 
-def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None):
+def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None, scale_from=None):
     """gradients, hessians: float (n_samples, n_outputs); returns Statistics.
 
     Boosting always carries an explicit count channel (hessians are not counts).
@@ -226,19 +226,18 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None):
     into ``out`` (an earlier result's ``stats`` its holder no longer needs)
     when it has the shape: fresh memory costs its pages (168 MB a round at
     7M rows). Raises a ValueError naming y when the gain's G**2 could
-    overflow.
+    overflow. ``scale_from``: (largest float64 (2 n_outputs,), n_rows) of
+    all the rows whose statistics are summed together, when these rows are
+    a part of them (a worker's rows; :func:`newton_largest` of every part,
+    their maximum): every part then gets the scale of the whole.
     """
     n_samples, n_outputs = gradients.shape
     n_values = 2 * n_outputs
-    if xp is np:
-        largest = np.stack([largest_magnitudes(gradients), largest_magnitudes(hessians)],
-                           axis=1).ravel()
-    else:
-        largest = [max_abs(column) for o in range(n_outputs)
-                   for column in (gradients[:, o], hessians[:, o])]
+    largest, n_rows = (scale_from if scale_from is not None
+                       else (newton_largest(gradients, hessians, xp), n_samples))
     for o in range(n_outputs):
-        _check_gradient_range(n_samples * largest[2 * o])
-    exponents = np.array([exponent_of(value, n_samples) for value in largest], dtype=np.int64)
+        _check_gradient_range(n_rows * largest[2 * o])
+    exponents = np.array([exponent_of(value, n_rows) for value in largest], dtype=np.int64)
     totals = None
     if xp is np:
         shape = (n_samples, n_values + 1)
@@ -252,8 +251,18 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None):
     inv = np.concatenate([np.ldexp(1.0, -exponents), [1.0]])
     layout = _layout(NEWTON, [n_outputs, 2, 0, 1], n_values, n_values + 1)
     # the count channel holds 0s and 1s: all 1 exactly when they sum to n
-    ones_last = totals is not None and int(totals[0, -1]) == n_samples
+    ones_last = totals is not None and int(totals[0, -1]) == n_rows
     return Statistics(stats, inv, layout, 1, totals, ones_last)
+
+
+def newton_largest(gradients, hessians, xp=np):
+    """float64 (2 n_outputs,): the largest |g| and |h| of each output,
+    interleaved (g_0, h_0, g_1, ...), from which newton_statistics scales."""
+    if xp is np:
+        return np.stack([largest_magnitudes(gradients), largest_magnitudes(hessians)],
+                        axis=1).ravel()
+    return np.array([max_abs(column) for o in range(gradients.shape[1])
+                     for column in (gradients[:, o], hessians[:, o])], dtype=np.float64)
 
 
 def _check_gradient_range(bound):

@@ -216,13 +216,19 @@ def order_free_sum(xp, values):
                else float(xp.max(xp.abs(values))))
     if largest == 0.0 or not math.isfinite(largest):
         return float(xp.sum(values))  # 0, or inf/nan whatever the order
-    if host:
-        shift, first, second = summable_scale(largest, values.size)
-        total = fixed_point_total(values, first, second)
-    else:
-        fixed, shift = to_summable(xp, values, largest)
-        total = int(fixed.sum())
+    total, shift = summable_total(xp, values, largest, values.size)
     return math.ldexp(float(total), -shift)
+
+
+def summable_total(xp, values, largest, size):
+    """(int sum of ``values`` float64 (n,) in fixed point, shift): the part
+    of :func:`order_free_sum` that a part of ``size`` values whose largest
+    magnitude is ``largest`` (finite, nonzero) contributes; the parts' ints
+    add up exactly to the whole's, whose sum is ``ldexp(total, -shift)``."""
+    shift, first, second = summable_scale(largest, size)
+    if xp is np and values.ndim == 1 and values.dtype == np.float64:
+        return int(fixed_point_total(values, first, second)), shift
+    return int(xp.rint((values * first) * second).astype(np.int64).sum()), shift
 
 
 def grouped_order_free_sum(xp, values, groups, n_groups):

@@ -79,6 +79,10 @@ def assert_same_model(dask_model, local):
             x, y = getattr(a, field.name), getattr(b, field.name)
             assert x.dtype == y.dtype, field.name
             np.testing.assert_array_equal(x, y, err_msg=field.name)
+    for name in ("train_score_", "validation_score_", "_baseline"):
+        if hasattr(local, name):
+            np.testing.assert_array_equal(getattr(dask_model, name), getattr(local, name),
+                                          err_msg=name)
 
 
 CASES = {
@@ -155,6 +159,51 @@ def test_same_model_other_estimators(client, small_bin_subsample, case):
         np.testing.assert_array_equal(model.oob_prediction_, local.oob_prediction_)
 
 
+@pytest.mark.parametrize("n_partitions", [1, 3, 7])
+@pytest.mark.parametrize("params", [
+    dict(n_estimators=3, max_depth=4, subsample=0.6, random_state=4),
+    dict(n_estimators=2, max_depth=3, multi_strategy="multi_output_tree", colsample_bytree=0.5,
+         random_state=1, verbose=1)], ids=["binary-subsample", "multi-output-verbose"])
+def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypatch, params,
+                                            n_partitions):
+    """Boosting with the Newton criterion keeps its rows on the workers: the
+    driver path's row primitives are never called, and the model and its
+    training scores (order-free sums in parts) are the one-machine ones, with
+    and without weights, for binary (row subsample without weights: the
+    weighted score path) and multi-output trees (verbose: every round's
+    training score computed at once)."""
+    from gputree.dask.backend import DistributedBackend
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a row-sized primitive ran through the driver")
+
+    for name in ("build_histograms", "update_positions", "take_columns"):
+        monkeypatch.setattr(DistributedBackend, name, refused)
+    X, labels, _, weights = make_frame()
+    y = labels if "multi_strategy" in params else (labels > 0).astype(int)
+    dX = dask_frame(X, n_partitions)
+    for w in (None, weights):
+        local_params = dict(params, device="cpu", early_stopping=False)
+        local = gputree.GradientBoostingClassifier(**local_params).fit(X, y, sample_weight=w)
+        model = gd.DaskGradientBoostingClassifier(**local_params, client=client).fit(
+            dX, da.from_array(y, chunks=250), sample_weight=w)
+        assert_same_model(model, local)
+        np.testing.assert_array_equal(model.predict_proba(dX).compute().to_numpy(),
+                                      local.predict_proba(X))
+
+
+def test_driver_path_boosting(client, small_bin_subsample):
+    """Friedman's criterion (leaves refit from per-row sums) still fits
+    through the driver path, to the one-machine model."""
+    X, _, target, weights = make_frame()
+    params = dict(n_estimators=3, max_depth=3, criterion="friedman_mse", device="cpu",
+                  early_stopping=False, random_state=0)
+    local = gputree.GradientBoostingRegressor(**params).fit(X, target, sample_weight=weights)
+    model = gd.DaskGradientBoostingRegressor(**params, client=client).fit(
+        dask_frame(X, 2), target, sample_weight=weights)
+    assert_same_model(model, local)
+
+
 def test_same_model_with_16_bit_bin_codes(client):
     """max_bins above 255: the workers' binned partitions hold uint16 codes."""
     model, local, X, dX = fit_pair("tree-wide-bins", client, 3, as_array=True)
@@ -219,25 +268,33 @@ def test_worker_check_asks_the_scheduler(client, small_bin_subsample, monkeypatc
     assert_same_model(model, local)
 
 
-def test_lost_worker_aborts_the_fit(client, monkeypatch):
-    """A worker killed between two levels: the fit stops with a clear error
-    (never a model from part of the data). Runs last: the cluster's nanny
-    starts a new worker in its place."""
-    from gputree.dask.backend import DistributedBackend
-    calls = []
-    build = DistributedBackend.build_histograms
+@pytest.mark.parametrize("estimator, level, victim", [
+    ("DaskRandomForestClassifier", ("backend", "DistributedBackend", "build_histograms"), 0),
+    ("DaskGradientBoostingClassifier",
+     ("worker_boosting", "WorkerRowsBackend", "find_best_splits"), -1)],
+    ids=["driver-rows", "worker-rows"])
+def test_lost_worker_aborts_the_fit(client, monkeypatch, estimator, level, victim):
+    """A worker killed between two levels (for boosting, with the actor
+    holding its rows, the last one, whose histograms the first waits for):
+    the fit stops with a clear error (never a model from part of the data,
+    never a hang). Runs after the other fits: the cluster's nanny starts a
+    new worker in its place."""
+    import importlib
+    client.wait_for_workers(2, timeout=60)
+    module, owner, name = level
+    owner = getattr(importlib.import_module(f"gputree.dask.{module}"), owner)
+    calls, build = [], getattr(owner, name)
 
     def build_then_kill(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == 3:
-            victim = sorted(partitions._cluster_workers(client))[0]
-            os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+            worker = sorted(partitions._cluster_workers(client))[victim]
+            os.kill(client.run(os.getpid, workers=[worker])[worker], signal.SIGKILL)
         return build(self, *args, **kwargs)
 
-    monkeypatch.setattr(DistributedBackend, "build_histograms", build_then_kill)
+    monkeypatch.setattr(owner, name, build_then_kill)
     X, labels, _, _ = make_frame()
-    model = gd.DaskRandomForestClassifier(n_estimators=3, max_depth=4, device="cpu",
-                                          client=client)
+    model = getattr(gd, estimator)(n_estimators=3, max_depth=4, device="cpu", client=client)
     with pytest.raises(gd.WorkerLostError, match="aborted"):
         model.fit(dask_frame(X, 3), labels)
     assert not hasattr(model, "_trees")
@@ -262,3 +319,33 @@ def test_parameters_and_missing_dask_message():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=root), timeout=120)
     assert 'pip install "gputree[dask]"' in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("n_slices", [1, 2, 3, 5])
+def test_sliced_scan_merge_is_the_one_machine_choice(n_slices):
+    """The driver's choice among the workers' feature slices equals the
+    one-machine reduction over every feature (ties, including all -inf
+    nodes, go to the lowest feature) for gains full of ties."""
+    from gputree.backends.scan import best_split_per_node, empty_scan_outputs
+    from gputree.dask.sliced_histograms import feature_bounds, merge_splits
+    rng = np.random.RandomState(n_slices)
+    n_nodes, n_features, n_channels = 40, 7, 3
+    gain, missing_left, bitset, left, _ = empty_scan_outputs(np, n_nodes, n_features,
+                                                             n_channels)
+    gain[:] = rng.choice([-np.inf, 0.5, 1.0, 2.0], size=gain.shape)
+    gain[:3] = -np.inf
+    missing_left[:] = rng.randint(0, 2, size=missing_left.shape)
+    bitset[:] = rng.randint(0, 2 ** 31, size=bitset.shape)
+    left[:] = rng.randint(-9, 9, size=left.shape)
+    expected = best_split_per_node(np, gain, missing_left, bitset, left)
+    bounds = feature_bounds(n_features, n_slices)
+    assert bounds[0] == 0 and bounds[-1] == n_features and np.all(np.diff(bounds) >= 1)
+    parts = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        part = best_split_per_node(np, gain[:, a:b], missing_left[:, a:b], bitset[:, a:b],
+                                   left[:, a:b])
+        parts.append((part.gain, part.feature + a, part.bitset, part.missing_left,
+                      part.left_sums))
+    merged = merge_splits(parts)
+    for name in ("gain", "feature", "bitset", "missing_left", "left_sums"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(expected, name))

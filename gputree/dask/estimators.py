@@ -6,12 +6,15 @@ Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
 ``distributed.Client``; None: the current one). ``fit`` takes a 2-D dask
 array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
-row. X is encoded, binned and kept by the workers; y and the weights come to
-the driver (O(n) floats), where the statistics of every tree are built
-(:mod:`gputree.dask.backend`). ``to_local()`` gives the ordinary fitted
-estimator; ``predict``-like methods on a Dask collection predict partition by
-partition on the workers and return a Dask collection (on in-memory data they
-predict on the driver, as the ordinary estimator).
+row. X is encoded, binned and kept by the workers. Boosting with the Newton
+criterion keeps every row-sized array on the workers during the rounds
+(:mod:`gputree.dask.worker_boosting`); y and the weights come to the driver
+once at the start (label encoding, baseline) and are sent to the workers.
+Trees, forests and ``criterion="friedman_mse"`` build each tree's statistics
+on the driver (:mod:`gputree.dask.backend`). ``to_local()`` gives the
+ordinary fitted estimator; ``predict``-like methods on a Dask collection
+predict partition by partition on the workers and return a Dask collection
+(on in-memory data they predict on the driver, as the ordinary estimator).
 
 Not supported on Dask (a clear error): ``warm_start``, early stopping and
 ``eval_set`` (boosting's defaults turn early stopping off),
@@ -30,6 +33,7 @@ from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
                           RandomForestClassifier, RandomForestRegressor)
 from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
+from .worker_boosting import WorkerResidentBoosting
 from .inputs import (bin_partitions, encoded_partitions, fit_encoder, gather_vector,
                      is_dask_collection, is_dask_frame, row_blocks)
 
@@ -230,16 +234,7 @@ def _make(local_class, defaults=None, bases=()):
     if hasattr(local_class, "decision_function"):
         methods["decision_function"] = _dask_method("decision_function", _decision_width)
     methods["predict"] = _dask_method("predict", _one)
-    return type("Dask" + local_class.__name__, (_DaskEstimator, *bases, local_class), methods)
-
-
-class _PositionsOnDriver:
-    """Boosting: the leaf ids of a tree come to the driver once per tree
-    (its raw scores are updated there)."""
-
-    def _grow(self, *args):
-        tree, positions = super()._grow(*args)
-        return tree, self._backend.to_host(positions)
+    return type("Dask" + local_class.__name__, (*bases, _DaskEstimator, local_class), methods)
 
 
 _NO_EARLY_STOPPING = {"early_stopping": False}
@@ -249,6 +244,6 @@ DaskDecisionTreeRegressor = _make(DecisionTreeRegressor)
 DaskRandomForestClassifier = _make(RandomForestClassifier)
 DaskRandomForestRegressor = _make(RandomForestRegressor)
 DaskGradientBoostingClassifier = _make(GradientBoostingClassifier, _NO_EARLY_STOPPING,
-                                       (_PositionsOnDriver,))
+                                       (WorkerResidentBoosting,))
 DaskGradientBoostingRegressor = _make(GradientBoostingRegressor, _NO_EARLY_STOPPING,
-                                      (_PositionsOnDriver,))
+                                      (WorkerResidentBoosting,))

@@ -130,6 +130,13 @@ def split_rows(n_samples, fraction, rng, strata=None):
     return np.flatnonzero(~held_out), np.flatnonzero(held_out)
 
 
+def subsample_rows(rng, n_samples, subsample):
+    """int (k,): the rows of a round's ``subsample`` (round(subsample * n),
+    at least 1), drawn without replacement from ``rng``; by global row index,
+    so a part of the rows takes its own from the same draw."""
+    return rng.choice(n_samples, max(1, int(round(subsample * n_samples))), replace=False)
+
+
 def should_stop(scores, n_iter_no_change, tol):
     """True when none of the last ``n_iter_no_change`` scores (higher is
     better) beats the score just before them by more than ``tol``."""
@@ -345,8 +352,7 @@ class _BaseGradientBoosting(BaseTreeModel):
             progress.close()
             del self._spare_stats, self._spare_gradients
         if self._scores["train"][-1] is None:
-            self._scores["train"][-1] = self._loss.score(self._backend.xp, train.y, train.raw,
-                                                         train.w)
+            self._scores["train"][-1] = self._train_score(train)
         self.train_score_ = np.asarray(self._scores["train"])
         self.validation_score_ = np.asarray(self._scores["validation"])
 
@@ -405,8 +411,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         host, copied as uint8)."""
         n_samples = rows.w_host.shape[0]
         mask = np.zeros(n_samples, dtype=np.uint8)
-        mask[rng.choice(n_samples, max(1, int(round(self.subsample * n_samples))),
-                        replace=False)] = 1
+        mask[subsample_rows(rng, n_samples, self.subsample)] = 1
         return self._backend.upload(mask).astype(np.float64)
 
     def _grow(self, data, stats, growth, rng, pool, held_row_bytes):
@@ -429,11 +434,13 @@ class _BaseGradientBoosting(BaseTreeModel):
     def _record_scores(self, train, validation, eager):
         """Append this round's scores; the training one stays None (filled in
         by the next round's gradients) unless ``eager``."""
-        xp = self._backend.xp
-        self._scores["train"].append(
-            self._loss.score(xp, train.y, train.raw, train.w) if eager else None)
+        self._scores["train"].append(self._train_score(train) if eager else None)
         if validation is not None:
             self._scores["validation"].append(self._validation_score(validation))
+
+    def _train_score(self, train):
+        """The loss's score of the training rows' current raw scores."""
+        return self._loss.score(self._backend.xp, train.y, train.raw, train.w)
 
     def _validation_score(self, rows):
         if self.eval_metric is not None:

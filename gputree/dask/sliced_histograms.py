@@ -1,0 +1,145 @@
+"""Histograms summed among the workers, each worker owning a slice of the
+features: a reduce-scatter by feature, then each worker's split scan over
+its features, and the driver's choice of the best of the slices' splits.
+
+Every worker builds the int64 histograms of its own rows for every feature
+(the level's built nodes only), sends each peer the peer's features
+(worker to worker, actor to actor: no driver, no scheduler) and adds the
+pieces it receives to its own, exact in any order: a worker then holds the
+one-machine histograms of its features. It keeps them in its own pool
+(``derive``: a larger sibling is ``parent - built``, as the grower plans)
+and scans them with the backend's ``find_best_splits``: the same scan code
+and arithmetic as one machine, per (node, feature). Only node-sized best
+splits reach the driver, which keeps, per node, the first slice whose gain
+is the largest: slices are contiguous and ascending, so that is the lowest
+feature among the best, the one-machine choice (``numpy.argmax``).
+"""
+import threading
+
+import numpy as np
+
+from .._dtypes import FEATURE_DTYPE, STAT_DTYPE
+from ..backends.scan import SplitInfo
+
+
+def feature_bounds(n_features, n_slices):
+    """int64 (n_slices + 1,): slice s owns features [bounds[s], bounds[s+1]),
+    contiguous, ascending, sizes differing by at most one."""
+    return np.array([(n_features * s) // n_slices for s in range(n_slices + 1)],
+                    dtype=np.int64)
+
+
+class SlicedHistograms:
+    """One worker's part of the reduce-scatter (held by its
+    :class:`gputree.dask.worker_rows.WorkerRows`).
+
+    peers : the actors of every worker, in slice order (this one at
+    ``index``); the features' slices are :func:`feature_bounds` of the
+    histograms' feature count (binned X's or, after colsample_bytree, the
+    tree's columns').
+    """
+
+    def __init__(self, peers, index):
+        self.peers, self.index = peers, int(index)
+        self.inbox = {}
+        self.arrived = threading.Condition()
+        self.sent = []       # the previous level's sends, checked at the next
+        self.aborted = False
+        self.pool = None     # int64 (capacity, own features, n_bins, C)
+
+    def _own(self, n_features):
+        """(bounds of every slice, this worker's first and stop feature)."""
+        bounds = feature_bounds(n_features, len(self.peers))
+        return bounds, int(bounds[self.index]), int(bounds[self.index + 1])
+
+    # ------------------------------------------------------ communication
+    def receive(self, tag, sender, piece):
+        """A peer's histograms of this worker's features for level ``tag``
+        (runs on the worker's event loop: it only stores)."""
+        with self.arrived:
+            self.inbox[(tag, int(sender))] = piece
+            self.arrived.notify_all()
+
+    def abort(self):
+        """Stop waiting for the peers (the driver gave up the fit)."""
+        with self.arrived:
+            self.aborted = True
+            self.arrived.notify_all()
+
+    def reduce(self, tag, rows, local):
+        """Send every peer its features of ``local`` int64 (len(rows), F,
+        n_bins, C), this worker's histograms of pool ``rows`` int32, add the
+        peers' pieces to this worker's features and store the sums in the
+        pool's ``rows``. The sends are not waited for (a peer needs them to
+        answer the driver, who waits for every worker's answer): their
+        acknowledgements are checked at the next level."""
+        for future in self.sent:
+            future.result()
+        bounds, first, stop = self._own(local.shape[1])
+        self.sent = [peer.receive(tag, self.index, np.ascontiguousarray(
+                    local[:, bounds[s]:bounds[s + 1]]), separate_thread=False)
+                for s, peer in enumerate(self.peers) if s != self.index]
+        total = local[:, first:stop].copy()
+        for sender in range(len(self.peers)):
+            if sender != self.index:
+                total += self._take(tag, sender)
+        self._ensure_rows(int(rows.max()) + 1, total.shape)
+        self.pool[rows] = total
+
+    def _take(self, tag, sender):
+        with self.arrived:
+            self.arrived.wait_for(lambda: (tag, sender) in self.inbox or self.aborted)
+            if self.aborted:
+                raise RuntimeError("the fit was stopped while this worker waited for the "
+                                   "histograms of another worker")
+            return self.inbox.pop((tag, sender))
+
+    def _ensure_rows(self, n_rows, shape):
+        """A pool of at least ``n_rows`` rows for histograms of ``shape``
+        (n, own features, n_bins, C), the used rows kept."""
+        row_shape = tuple(shape[1:])
+        if self.pool is not None and self.pool.shape[1:] != row_shape:
+            self.pool = None
+        capacity = 0 if self.pool is None else self.pool.shape[0]
+        if n_rows > capacity:
+            pool = np.zeros((max(n_rows, 2 * capacity),) + row_shape, dtype=STAT_DTYPE)
+            if capacity:
+                pool[:capacity] = self.pool
+            self.pool = pool
+
+    # -------------------------------------------------------- node work
+    def derive(self, backend, parent_rows, built_rows):
+        """pool[parent_rows] -= pool[built_rows]: the larger siblings."""
+        if parent_rows.size:
+            backend.subtract_histograms(self.pool, parent_rows, self.pool, built_rows,
+                                        parent_rows)
+
+    def scan(self, backend, n_nodes, n_bins_non_missing, is_categorical, allowed, missing_bin,
+             layout, inv, params):
+        """The best split of pool rows [0, n_nodes) over this worker's
+        features (arguments as ``find_best_splits``, every feature's): a
+        tuple of host arrays (gain, feature (global index), bitset,
+        missing_left, left_sums), or None when this slice has no feature."""
+        _, first, stop = self._own(allowed.shape[1])
+        if stop == first:
+            return None
+        own = slice(first, stop)
+        self._ensure_rows(n_nodes, (0,) + self.pool.shape[1:])
+        split = backend.find_best_splits(
+            self.pool[:n_nodes], np.ascontiguousarray(n_bins_non_missing[own]),
+            np.ascontiguousarray(is_categorical[own]), np.ascontiguousarray(allowed[:, own]),
+            missing_bin, layout, inv, params)
+        return (split.gain, (split.feature + first).astype(FEATURE_DTYPE), split.bitset,
+                split.missing_left, split.left_sums)
+
+
+def merge_splits(parts):
+    """The one-machine :class:`SplitInfo` from the slices' best splits
+    (:meth:`SlicedHistograms.scan`, in slice order): per node the first
+    slice with the largest gain."""
+    parts = [part for part in parts if part is not None]
+    gain = np.stack([part[0] for part in parts], axis=1)
+    best = np.argmax(gain, axis=1)
+    nodes = np.arange(gain.shape[0])
+    pick = [np.stack([part[k] for part in parts], axis=1)[nodes, best] for k in range(5)]
+    return SplitInfo(*pick)

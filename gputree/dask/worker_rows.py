@@ -1,0 +1,233 @@
+"""The rows one worker owns during a boosting fit, as a distributed Actor.
+
+A :class:`WorkerRows` lives on a worker for the whole fit and keeps every
+row-sized array of that worker's partitions (their rows stacked in global
+order): binned X, the loss's targets, the weights, the raw scores, the
+round's gradients, hessians and pointwise losses, the fixed-point
+statistics and the grower's positions. The driver calls its methods
+directly (actor calls: no scheduler round trip) with node-sized arguments
+and gets node-sized answers: the largest magnitudes that fix a fixed-point
+scale, int64 totals, the best splits of its slice of the features (the
+actors sum their histograms among themselves, exact in any order:
+:mod:`gputree.dask.sliced_histograms`) and integer parts of order-free loss
+sums.
+
+Random draws are the one-machine draws: a round's row subsample is drawn
+with the same seeded generator over the global row indices, and each worker
+keeps the rows it holds (``ranges``: the global rows of its partitions).
+"""
+import numba
+import numpy as np
+
+from .._dtypes import FLOAT_DTYPE, NODE_DTYPE
+from ..criteria import newton_largest, newton_statistics
+from ..fixed_point import largest_magnitudes, summable_total
+from ..estimators.boosting import subsample_rows
+from ..estimators.ensemble import tree_rng
+from .backend import worker_backend
+from .sliced_histograms import SlicedHistograms
+
+
+class WorkerRows:
+    """One worker's rows of a fit (created on the worker with
+    ``client.submit(WorkerRows, ..., actor=True)``).
+
+    device : str, the worker's backend; ranges : int64 (p, 2) the global
+    [start, stop) rows of its partitions, in order; parts : the binned
+    partitions (n_p, F), in the same order.
+    """
+
+    def __init__(self, device, ranges, *parts):
+        self.backend = worker_backend(device)
+        self.threads = numba.get_num_threads()
+        self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+        xp = self.backend.xp
+        X = parts[0] if len(parts) == 1 else xp.concatenate(parts)
+        self.X = {"X": self.backend.in_binned_order(X)}
+        self.n_rows = int(X.shape[0])
+        self.positions = None
+
+    def _use_threads(self):
+        """Actor calls run in the worker's actor thread: numba's thread
+        count is per thread, so set it to the worker's on every call."""
+        numba.set_num_threads(self.threads)
+        return self.backend
+
+    # ------------------------------------------------------------ the fit
+    def load(self, y, w, loss, baseline):
+        """The targets of host y (n_w,), weights w float64 (n_w,) and raw
+        scores set to ``baseline`` float64 (K,)."""
+        backend = self._use_threads()
+        xp = backend.xp
+        self.loss = loss
+        self.y = loss.rows_targets(backend, y)
+        self.w = backend.asarray(w, dtype=FLOAT_DTYPE)
+        self.raw = xp.tile(backend.asarray(baseline), (self.n_rows, 1))
+        self.spare = None
+
+    def gradients(self, seed, it, stream, subsample, n_total, unit):
+        """The round's gradients, hessians and pointwise losses at the raw
+        scores, on the round's rows (``subsample`` < 1: drawn as on one
+        machine from ``tree_rng(seed, it, stream)`` over ``n_total`` rows).
+        Returns (the generator's state after the draw or None, largest |g|,
+        |h| per output float64 (2K,), largest |pointwise * w|); ``unit``:
+        every weight is one and every row is used (g, h unweighted)."""
+        backend = self._use_threads()
+        state, self.w_round = None, self.w
+        if subsample < 1:
+            rng = tree_rng(seed, it, stream)
+            chosen = subsample_rows(rng, n_total, subsample)
+            mask = np.zeros(self.n_rows, dtype=np.uint8)
+            mask[self._local(chosen)] = 1
+            self.w_round = self.w * backend.asarray(mask).astype(np.float64)
+            state = rng.get_state()
+        self.g, self.h, self.pointwise = self.loss.gradients_and_pointwise(
+            backend.xp, self.y, self.raw, None if unit else self.w_round, out=self.spare)
+        return state, self._largest_gh(), self._largest(self._weighted(self.pointwise))
+
+    def _largest_gh(self):
+        xp = self.backend.xp
+        return [newton_largest(self.g[:, o:o + 1], self.h[:, o:o + 1], xp)
+                for o in range(self.g.shape[1])]
+
+    def statistics(self, start, stop, largest, n_total, score_largest=None):
+        """Fixed-point statistics of outputs start:stop of the round's
+        gradients, scaled from ``largest`` (the workers' maximum of
+        :meth:`gradients`' values) over ``n_total`` rows; returns their
+        int64 column totals (1, C), with ``score_largest`` this worker's
+        integer part of the order-free sum of the pointwise losses (times
+        the weights), else None, and the statistics' inverse scales and
+        layout (the same on every worker)."""
+        backend = self._use_threads()
+        xp = backend.xp
+        old = getattr(self, "stats", None)
+        stats = newton_statistics(self.g[:, start:stop], self.h[:, start:stop], self.w_round,
+                                  xp, out=None if old is None else old.stats,
+                                  scale_from=(np.asarray(largest, np.float64), n_total))
+        self.stats = stats
+        totals = stats.totals
+        if totals is None:
+            totals = xp.stack([stats.stats[:, c].sum() for c in range(stats.stats.shape[1])])
+        score = (None if score_largest is None else
+                 self._summable(self._weighted(self.pointwise), score_largest, n_total))
+        return backend.to_host(totals).reshape(1, -1), score, stats.inv_scale, stats.layout
+
+    def connect(self, index, peers):
+        """Join the reduce-scatter of the histograms among ``peers`` (every
+        worker's actor, this one at ``index``; see
+        :mod:`gputree.dask.sliced_histograms`)."""
+        self.sliced = SlicedHistograms(peers, index)
+
+    def receive(self, tag, sender, piece, separate_thread=None):
+        """A peer's histograms of this worker's features (called by the
+        peers, on the worker's event loop)."""
+        self.sliced.receive(tag, sender, piece)
+
+    def abort(self, separate_thread=None):
+        """Stop waiting for the peers (called on the event loop)."""
+        self.sliced.abort()
+
+    def level_splits(self, tag, x_name, zero, moves, level_start, node_to_build, n_bins,
+                     derive, scan):
+        """One level of the tree being grown: positions zeroed (``zero``: a
+        new tree), the previous level's splits applied (``moves``: host
+        (level_start, split_feature, split_bitset, left_child) or None), the
+        histograms of the build rows of
+        ``node_to_build`` int32 (n_level,) built, reduced by feature
+        (``tag``: the level's id), larger siblings derived (``derive``:
+        host (parent_rows, built_rows) int32) and this worker's features
+        scanned (``scan``: the remaining arguments of ``find_best_splits``
+        with the number of pool rows first). Returns this slice's best
+        splits (:meth:`SlicedHistograms.scan`)."""
+        backend = self._use_threads()
+        X = self.X[x_name]
+        self.move(x_name, zero, moves)
+        rows = np.unique(node_to_build[node_to_build >= 0])
+        if rows.size:
+            hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
+                                            backend.asarray(node_to_build), int(rows[-1]) + 1,
+                                            n_bins)
+            self.sliced.reduce(tag, rows, backend.to_host(hist)[rows])
+        self.sliced.derive(backend, *derive)
+        return self.sliced.scan(backend, *scan)
+
+    def move(self, x_name, zero, moves):
+        """Positions zeroed (``zero``) and the splits ``moves`` (or None)
+        applied: the last splits of a tree, or a level's first step."""
+        backend = self._use_threads()
+        if zero:
+            self.positions = backend.row_zeros(self.n_rows, NODE_DTYPE, reuse=self.positions)
+        if moves is not None:
+            self._move(self.X[x_name], moves)
+
+    def _move(self, X, moves):
+        backend = self.backend
+        start, feature, bitset, left = moves
+        backend.update_positions(X, self.positions, start, backend.asarray(feature),
+                                 backend.asarray(bitset), backend.asarray(left))
+
+    def take_columns(self, columns):
+        """Binned X of the host int ``columns`` (colsample_bytree), kept as
+        the "columns" array."""
+        backend = self._use_threads()
+        self.X["columns"] = backend.take_columns(self.X["X"], columns)
+
+    def add_values(self, values, first_column):
+        """raw[:, first_column:first_column + V] += values[positions] (host
+        float64 (n_nodes, V)): the tree just grown."""
+        backend = self._use_threads()
+        backend.add_node_values(backend.asarray(values), self.positions, self.raw, first_column)
+        self.spare = (self.g, self.h, self.pointwise) if self.backend.xp is np else None
+
+    # ------------------------------------------------------------- scores
+    def score_largest(self):
+        """Largest |pointwise * w| of the loss at the current raw scores
+        (for the fit's last training score)."""
+        backend = self._use_threads()
+        self.pointwise = self.loss.pointwise(backend.xp, self.y, self.raw)
+        return self._largest(self._weighted(self.pointwise))
+
+    def score_part(self, largest, n_total):
+        """This worker's integer part of the order-free sum of the
+        pointwise losses of :meth:`score_largest` (times the weights)."""
+        self._use_threads()
+        return self._summable(self._weighted(self.pointwise), largest, n_total)
+
+    def weight_parts(self, largest=None, n_total=None):
+        """Largest |w| (``largest`` None), else this worker's integer part
+        of the order-free sum of the weights."""
+        self._use_threads()
+        if largest is None:
+            return self._largest(self.w)
+        return self._summable(self.w, largest, n_total)
+
+    def _weighted(self, pointwise):
+        """pointwise * w (equal to the pointwise losses where every weight
+        is one, the one-machine fit's unweighted sum)."""
+        return pointwise * self.w
+
+    def _largest(self, values):
+        if values.shape[0] == 0:
+            return 0.0
+        if self.backend.xp is np:
+            return float(largest_magnitudes(np.ascontiguousarray(values)[:, None])[0])
+        return float(self.backend.xp.max(self.backend.xp.abs(values)))
+
+    def _summable(self, values, largest, n_total):
+        """(int, shift) part of an order-free sum (see
+        :func:`gputree.fixed_point.summable_total`), or (float partial sum,
+        None) where the whole's largest magnitude is 0 or not finite."""
+        if values.shape[0] == 0:
+            return 0, None
+        if largest == 0.0 or not np.isfinite(largest):
+            return float(self.backend.xp.sum(values)), None
+        return summable_total(self.backend.xp, values, largest, n_total)
+
+    def _local(self, rows):
+        """Local indices (int64) of the global ``rows`` this worker holds."""
+        local, first = [], 0
+        for start, stop in self.ranges:
+            inside = rows[(rows >= start) & (rows < stop)]
+            local.append(inside - start + first)
+            first += stop - start
+        return np.concatenate(local) if local else np.empty(0, np.int64)
