@@ -330,22 +330,23 @@ def test_sliced_scan_merge_is_the_one_machine_choice(n_slices):
     from gputree.dask.sliced_histograms import feature_bounds, merge_splits
     rng = np.random.RandomState(n_slices)
     n_nodes, n_features, n_channels = 40, 7, 3
-    gain, missing_left, bitset, left, _ = empty_scan_outputs(np, n_nodes, n_features,
-                                                             n_channels)
+    gain, missing_left, bitset, left, info, words = empty_scan_outputs(
+        np, n_nodes, n_features, n_channels, 1000)
     gain[:] = rng.choice([-np.inf, 0.5, 1.0, 2.0], size=gain.shape)
     gain[:3] = -np.inf
     missing_left[:] = rng.randint(0, 2, size=missing_left.shape)
     bitset[:] = rng.randint(0, 2 ** 31, size=bitset.shape)
     left[:] = rng.randint(-9, 9, size=left.shape)
-    expected = best_split_per_node(np, gain, missing_left, bitset, left)
+    words[:] = rng.randint(0, 2 ** 31, size=words.shape)
+    expected = best_split_per_node(np, gain, missing_left, bitset, left, info, words)
     bounds = feature_bounds(n_features, n_slices)
     assert bounds[0] == 0 and bounds[-1] == n_features and np.all(np.diff(bounds) >= 1)
     parts = []
     for a, b in zip(bounds[:-1], bounds[1:]):
         part = best_split_per_node(np, gain[:, a:b], missing_left[:, a:b], bitset[:, a:b],
-                                   left[:, a:b])
+                                   left[:, a:b], info[:, a:b], words[:, a:b])
         parts.append((part.gain, part.feature + a, part.bitset, part.missing_left,
-                      part.left_sums))
+                      part.left_sums, part.words))
     merged = merge_splits(parts)
-    for name in ("gain", "feature", "bitset", "missing_left", "left_sums"):
+    for name in ("gain", "feature", "bitset", "missing_left", "left_sums", "words"):
         np.testing.assert_array_equal(getattr(merged, name), getattr(expected, name))

@@ -119,7 +119,7 @@ class SlicedHistograms:
         """The best split of pool rows [0, n_nodes) over this worker's
         features (arguments as ``find_best_splits``, every feature's): a
         tuple of host arrays (gain, feature (global index), bitset,
-        missing_left, left_sums), or None when this slice has no feature."""
+        missing_left, left_sums, words), or None when this slice has no feature."""
         _, first, stop = self._own(allowed.shape[1])
         if stop == first:
             return None
@@ -130,7 +130,7 @@ class SlicedHistograms:
             np.ascontiguousarray(is_categorical[own]), np.ascontiguousarray(allowed[:, own]),
             missing_bin, layout, inv, params)
         return (split.gain, (split.feature + first).astype(FEATURE_DTYPE), split.bitset,
-                split.missing_left, split.left_sums)
+                split.missing_left, split.left_sums, split.words)
 
 
 def merge_splits(parts):
@@ -141,5 +141,5 @@ def merge_splits(parts):
     gain = np.stack([part[0] for part in parts], axis=1)
     best = np.argmax(gain, axis=1)
     nodes = np.arange(gain.shape[0])
-    pick = [np.stack([part[k] for part in parts], axis=1)[nodes, best] for k in range(5)]
+    pick = [np.stack([part[k] for part in parts], axis=1)[nodes, best] for k in range(6)]
     return SplitInfo(*pick)

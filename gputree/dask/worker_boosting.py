@@ -17,7 +17,7 @@ the partitioning.
 
 Used by the Dask boosting estimators for the Newton criterion with a named
 loss; the other configurations (``criterion="friedman_mse"``, custom
-objectives) fit through :class:`gputree.dask.backend.DistributedBackend`.
+objectives, ``extra_trees=True``) fit through :class:`gputree.dask.backend.DistributedBackend`.
 """
 import asyncio
 import math
@@ -173,13 +173,17 @@ class WorkerRowsBackend(DistributedBackend):
         self._derive = (np.asarray(parent_rows), np.asarray(built_rows))
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
-                         missing_bin, layout, inv, params):
+                         missing_bin, layout, inv, params, split_bin=None):
         """The level's recorded work and the split scan on the workers, each
         over its features; the best of their splits (see
         :mod:`gputree.dask.sliced_histograms`)."""
         if not isinstance(hist, WorkerHistograms):
             return super().find_best_splits(hist, n_bins_non_missing, is_categorical,
-                                            feature_allowed, missing_bin, layout, inv, params)
+                                            feature_allowed, missing_bin, layout, inv, params,
+                                            split_bin=split_bin)
+        if split_bin is not None:
+            raise NotImplementedError("random thresholds need the whole histograms: "
+                                      "boosting with extra_trees fits on the driver path")
         x_name, moves, level_start, node_to_build, n_bins = self._pending
         none = np.empty(0, dtype=node_to_build.dtype)
         derive = self._derive or (none, none)
@@ -192,16 +196,16 @@ class WorkerRowsBackend(DistributedBackend):
         return merge_splits(self.call("level_splits", self._tag, x_name, zero, moves,
                                       level_start, node_to_build, n_bins, derive, scan))
 
-    def update_positions(self, X_binned, positions, level_start, split_feature, split_bitset,
+    def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,
                          left_child):
         zero, self._zero = self._zero, False
         self.call("move", X_binned.name, zero,
-                  self._host_moves((level_start, split_feature, split_bitset, left_child)))
+                  self._host_moves((level_start, split_feature, split_sets, left_child)))
 
     @staticmethod
     def _host_moves(moves):
-        start, feature, bitset, left = moves
-        return (int(start), np.asarray(feature), np.asarray(bitset), np.asarray(left))
+        start, feature, sets, left = moves
+        return (int(start), np.asarray(feature), sets.map(np.asarray), np.asarray(left))
 
     def take_columns(self, X_binned, columns):
         self.call("take_columns", np.asarray(columns))
@@ -270,7 +274,11 @@ class WorkerResidentBoosting:
     of :class:`gputree.dask.backend.DistributedBackend` otherwise."""
 
     def _rows_on_workers(self):
-        return self.criterion == "newton" and not callable(self.loss)
+        """The worker path serves the Newton criterion with a named loss and
+        best splits (``extra_trees`` draws thresholds from the whole
+        histograms, which the workers hold in feature slices)."""
+        return (self.criterion == "newton" and not callable(self.loss)
+                and not getattr(self, "extra_trees", False))
 
     def _bin_training_data(self, X, seed, sample_weight):
         inputs = super()._bin_training_data(X, seed, sample_weight)

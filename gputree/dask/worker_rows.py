@@ -162,9 +162,9 @@ class WorkerRows:
 
     def _move(self, X, moves):
         backend = self.backend
-        start, feature, bitset, left = moves
+        start, feature, sets, left = moves
         backend.update_positions(X, self.positions, start, backend.asarray(feature),
-                                 backend.asarray(bitset), backend.asarray(left))
+                                 sets.map(backend.asarray), backend.asarray(left))
 
     def take_columns(self, columns):
         """Binned X of the host int ``columns`` (colsample_bytree), kept as
