@@ -27,7 +27,8 @@ Scenarios (``SCENARIOS`` below; every one takes ``--rows``):
   row counts 1, as LightGBM and XGBoost count it)
 * ``categories`` a pandas ``category`` column of 2,000 levels (each its own
   effect on y) and one numerical column, 40,000 training rows, 50 boosting
-  rounds: gputree (LightGBM's categorical search) vs LightGBM and XGBoost
+  rounds: gputree (LightGBM's categorical search) vs LightGBM (its
+  defaults, and gputree's tree shape: depth 6, 64 leaves) and XGBoost
   (``enable_categorical``); ``categories20k``: 20,000 levels, 400,000 rows
 
 gputree runs on every device usable here (``--devices``), with its numba
@@ -241,6 +242,9 @@ CATEGORIES = Group("boosting, 50 rounds, on a high-cardinality categorical colum
            dict(CATEGORY_SETTINGS, max_depth=6, early_stopping=False)),
     Runner("LGBMClassifier (defaults: num_leaves=31)", "lightgbm.LGBMClassifier",
            dict(CATEGORY_SETTINGS, verbose=-1), threads="n_jobs"),
+    Runner("LGBMClassifier (depth 6, num_leaves=64: gputree's tree shape)",
+           "lightgbm.LGBMClassifier",
+           dict(CATEGORY_SETTINGS, max_depth=6, num_leaves=64, verbose=-1), threads="n_jobs"),
     Runner("XGBClassifier (hist, depth 6, enable_categorical)", "xgboost.XGBClassifier",
            dict(CATEGORY_SETTINGS, max_depth=6, tree_method="hist", enable_categorical=True),
            threads="n_jobs"),
