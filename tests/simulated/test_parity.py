@@ -65,12 +65,14 @@ def test_multi_output_regression_identical():
 
 
 def _many_categories(seed, n=1500, n_categories=300):
-    """A column of 300 categories (bins from 256 on in the splits' words)
+    """A column of 300 categories (bins from 256 on in the splits' words;
+    those have the lowest effect, so the left sets hold them)
     with an effect each, NaN for some rows, and a numerical column."""
     rng = np.random.RandomState(seed)
     codes = rng.randint(0, n_categories, n).astype(float)
     codes[rng.rand(n) < 0.05] = np.nan
     effect = rng.normal(size=n_categories)
+    effect[256:] = -3.0     # the lowest keys: the left sets hold codes >= 256
     x1 = rng.normal(size=n)
     signal = np.where(np.isnan(codes), 0.0, effect[np.nan_to_num(codes).astype(int)]) + 0.5 * x1
     return np.column_stack([codes, x1]), signal
@@ -83,13 +85,13 @@ def test_many_category_trees_identical(search):
     from gputree import GradientBoostingRegressor
     X, signal = _many_categories(0)
     if search == "exact":
-        cpu, sim = fit_both(DecisionTreeRegressor, X, signal, max_depth=4,
+        cpu, sim = fit_both(DecisionTreeRegressor, X, signal, max_depth=2,
                             categorical_features=[0])
         trees = [(cpu.tree_, sim.tree_)]
     else:
-        cpu, sim = fit_both(GradientBoostingRegressor, X, signal, n_estimators=2, max_depth=2,
+        cpu, sim = fit_both(GradientBoostingRegressor, X, signal, n_estimators=2, max_depth=1,
                             categorical_features=[0], early_stopping=False,
-                            min_data_per_group=5, cat_smooth=1.0)
+                            min_data_per_group=2, cat_smooth=1.0)
         trees = list(zip(cpu.model_.trees, sim.model_.trees))
     assert any(a.has_cat_words for a, _ in trees), "no split used the words: a weak test"
     for a, b in trees:
