@@ -278,7 +278,7 @@ class WorkerResidentBoosting:
         best splits (``extra_trees`` draws thresholds from the whole
         histograms, which the workers hold in feature slices)."""
         return (self.criterion == "newton" and not callable(self.loss)
-                and not getattr(self, "extra_trees", False))
+                and not self.extra_trees)
 
     def _bin_training_data(self, X, seed, sample_weight):
         inputs = super()._bin_training_data(X, seed, sample_weight)
