@@ -4,25 +4,32 @@ to build the Dataset against LightGBM's Dataset construction from the same
 rows in memory, a parameter search that bins once, and the model's equality
 with the in-memory fit.
 
-Every measurement runs in a fresh Python process (this file with
-``--child``), with numba's on-disk cache warmed by a first small fit.
+The folder (8 files, ``--rows`` x 28 float32 features and a float32 target
+y: 0/1 classes, or continuous with ``--task regression``) is written a few
+hundred thousand rows at a time, into a temporary folder deleted at the end
+(or ``--folder``, kept and reused). Every measurement runs in a fresh Python
+process (this file with ``--child``), after a small fit has compiled (or
+loaded from numba's cache) the kernels.
 
-    python benchmarks/dataset_memory.py --rows 2000000          # all parts
+    python benchmarks/dataset_memory.py --rows 8000000 --parts memory_dataset build
     python benchmarks/dataset_memory.py --rows 1000000 --parts build search equal
 
-Parts:
+Parts (the estimator: GradientBoostingClassifier, or Regressor with
+``--task regression``, ``--trees`` rounds of depth ``--depth``, no early
+stopping unless ``--early-stopping``, random_state=0):
 
-* ``memory``: peak RSS (``ru_maxrss``) raised by a 20-round boosting fit
-  (depth 6, no early stopping) on ``--rows`` x 28 float32 rows read from
-  the Parquet folder: (a) read into a float32 array with pyarrow, then
-  ``fit(X, y)``; (b) ``fit(Dataset(folder, label="y"))``, with the raise
-  after building the Dataset alone. The raise is measured from the RSS
-  just before the data is touched (MiB).
+* ``memory`` (= ``memory_in_memory`` and ``memory_dataset``): the peak RSS
+  (VmHWM, reset through /proc/self/clear_refs just before the data is
+  touched) above the RSS at that moment, in MiB: (a) the folder read into a
+  float32 array record batch by record batch, then ``fit(X, y)``; (b)
+  ``fit(Dataset(folder, label="y"))``, with the raise while building the
+  Dataset alone and the RSS it holds once built. The peak does not depend on
+  the number of rounds (every round reuses the first round's arrays).
 * ``build``: seconds to build ``Dataset(folder, label="y")`` (median of
-  3) against ``lightgbm.Dataset(X, label=y).construct()`` on the same rows
-  as a float32 array in memory, and ``Dataset(X, label=y)`` in memory.
-* ``search``: 4 candidates (depth 4, 6 x learning rate 0.1, 0.2) of 20-round
-  boosting: on one Dataset (bins learned once), against 4 in-memory fits.
+  ``--repeats``) against ``lightgbm.Dataset(X, label=y).construct()`` on the
+  same rows as a float32 array in memory, and ``Dataset(X, label=y)``.
+* ``search``: 4 candidates (depth 4, 6 x learning rate 0.1, 0.2): on one
+  Dataset (bins learned once), against 4 in-memory fits.
 * ``equal``: the Dataset model's predictions equal the in-memory model's
   bit for bit.
 """
