@@ -260,10 +260,20 @@ class FileSource:
                 yield split_chunk(batch if isinstance(batch, _RowCount) else batch.to_pandas(),
                                   self.columns, self.describe(k))
                 k += 1
+            del batches
+            _release_arrow_memory()
 
     def describe(self, k):
         where = f" of file {self._where[k]!r}" if k < len(self._where) else ""
         return f"chunk {k}{where}"
+
+
+def _release_arrow_memory():
+    """Give the pages pyarrow's memory pool keeps after a file's reader is
+    done back to the OS: its allocator (mimalloc or jemalloc) holds them for
+    reuse (the reader's read-ahead: 2M x 28 float32 rows in 8 files, 120 MiB
+    still resident after building the Dataset, twice its binned codes)."""
+    _pyarrow().default_memory_pool().release_unused()
 
 
 class _RowCount:

@@ -144,8 +144,10 @@ class Dataset:
                 continue
             if categories is not None and offset == 0:
                 _fit_layout(encoder, chunk.X, categories, where)
-            yield offset, _encode(encoder, chunk.X, where)
-            offset += chunk.n_rows
+            X = _encode(encoder, chunk.X, where)
+            del chunk       # the source's buffers go before it reads the next chunk
+            yield offset, X
+            offset += X.shape[0]
             progress.step(rows=offset)
         if offset != self.n_rows:
             raise ValueError(f"The source gave {offset} rows on this read and {self.n_rows} on "
