@@ -74,9 +74,7 @@ class _DaskEstimator:
         before = dict(self.__dict__)
         self._dask_fit = (encoded_partitions(client, X, encoder, self.device), encoder)
         try:
-            y_host = gather_vector(self._dask_fit[0], y, "y")
-            w_host = gather_vector(self._dask_fit[0], sample_weight, "sample_weight")
-            super().fit(X, y_host, w_host, **fit_params)
+            self._fit_dask(X, y, sample_weight, **fit_params)
         except BaseException:
             self._release_fit()
             self.__dict__ = before      # a failed fit leaves no partial model
@@ -85,14 +83,22 @@ class _DaskEstimator:
         self._backend = _driver_backend(self.device)
         return self
 
+    def _fit_dask(self, X, y, sample_weight, **fit_params):
+        """The one-machine fit with y and sample_weight gathered here."""
+        y_host = gather_vector(self._dask_fit[0], y, "y")
+        w_host = gather_vector(self._dask_fit[0], sample_weight, "sample_weight")
+        self._local_class.fit(self, X, y_host, w_host, **fit_params)
+
     def _bin_training_data(self, X, seed, sample_weight):
-        partitions, encoder = self._dask_fit
+        partitions, encoder = self._dask_fit[:2]
         return bin_partitions(partitions, encoder, self.max_bins, self.device, seed,
                               sample_weight)
 
     def _release_fit(self):
         for part in self._dask_fit[0].parts:
             part.release()
+        for held in self._dask_fit[2:]:
+            held.release()
         backend = getattr(self, "_backend", None)
         if hasattr(backend, "release"):
             backend.release()

@@ -79,9 +79,10 @@ class RowPartitions:
         """Per-partition slices of a host array of one entry per row."""
         return [array[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def local_rows(self, rows):
-        """Per-partition local indices (int64) of sorted global ``rows``."""
-        return local_rows(rows, self.offsets)
+    def local_rows(self, rows, offsets=None):
+        """Per-partition local indices (int64) of sorted global ``rows``
+        (``offsets``: of another numbering than the rows')."""
+        return local_rows(rows, self.offsets if offsets is None else offsets)
 
     def map(self, function, *columns, **common):
         """One task per partition: ``function(column_0[p], column_1[p], ...,

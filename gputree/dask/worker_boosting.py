@@ -74,7 +74,7 @@ class WorkerRowsBackend(DistributedBackend):
     #: the workers overwrite the pool rows they build
     overwrites_built_rows = True
 
-    def __init__(self, partitions, device, X_binned):
+    def __init__(self, partitions, device, X_binned, targets):
         super().__init__(partitions, device)
         client = partitions.client
         groups = balanced_groups(partitions.sizes, partitions.workers,
@@ -83,8 +83,12 @@ class WorkerRowsBackend(DistributedBackend):
         offsets = partitions.offsets
         self.ranges = [np.stack([offsets[parts], offsets[parts + 1]], axis=1)
                        for parts in self.rows]
+        weights = targets.weights.parts if targets.weights else None
         futures = [client.submit(WorkerRows, device, ranges,
-                                 *[X_binned.futures[p] for p in parts], actor=True,
+                                 [X_binned.futures[p] for p in parts],
+                                 [targets.y.parts[p] for p in parts],
+                                 None if weights is None else [weights[p] for p in parts],
+                                 actor=True,
                                  workers=[worker] if worker else None,
                                  allow_other_workers=True, pure=False)
                    for worker, parts, ranges in zip(groups, self.rows, self.ranges)]
@@ -280,25 +284,78 @@ class WorkerResidentBoosting:
         return (self.criterion == "newton" and not callable(self.loss)
                 and not self.extra_trees)
 
+    def _fit_dask(self, X, y, sample_weight, **fit_params):
+        """The one-machine fit's steps (gputree.estimators.boosting) with
+        the targets and weights on the workers: checked there, their
+        classes, counts and largest values combined here."""
+        if not self._rows_on_workers():
+            return super()._fit_dask(X, y, sample_weight, **fit_params)
+        from ..data.validation import check_boosting_range_of
+        from ..estimators.ensemble import training_data
+        from .targets import WorkerTargets
+        growth = self._growth_params()
+        classify = self._is_classifier()
+        targets = WorkerTargets(self._dask_fit[0], y, sample_weight, classify,
+                                poisson=self.loss == "poisson")
+        self._dask_fit = (*self._dask_fit, targets)
+        if classify:
+            self._encode_targets(targets.labels, fitting=True)     # classes_, their check
+            magnitude = self._gradient_magnitude(None)
+        else:
+            magnitude = self._gradient_magnitude(np.array([targets.largest_y]))
+        data, _ = training_data(self, X, targets)
+        largest, unit = self._worker_weights(targets)
+        check_boosting_range_of(magnitude, largest, targets.n_rows,
+                                "sample_weight" if classify else "y or sample_weight")
+        train = (data, None, None)
+        self._start(train)
+        growth.constraints = self._constraints(data, self._loss.n_outputs)
+        rows = self._make_rows(*train)
+        rows._unit = unit
+        self._boost(rows, None, growth, early=False)
+
+    def _worker_weights(self, targets):
+        """The weights times the classes' factors on the workers: (largest
+        weight, whether all are 1)."""
+        from ..estimators.targets import class_factors
+        classes = getattr(self, "classes_", None) if self._is_classifier() else None
+        factors = None
+        if classes is not None and self.class_weight is not None:
+            factors = class_factors(self.class_weight, [targets.counts], [classes],
+                                    targets.n_rows)[0]
+        answers = self._backend.call("set_weights", classes, factors)
+        return max(a[0] for a in answers), all(a[1] for a in answers)
+
     def _bin_training_data(self, X, seed, sample_weight):
         inputs = super()._bin_training_data(X, seed, sample_weight)
         if not self._rows_on_workers():
             return inputs
         X_binned = inputs.data.X_binned
-        backend = WorkerRowsBackend(inputs.backend.partitions, self.device, X_binned)
+        backend = WorkerRowsBackend(inputs.backend.partitions, self.device, X_binned,
+                                    sample_weight)
         inputs.data.X_binned = WorkerArray("X", X_binned.shape, X_binned.dtype)
         X_binned.release()
         inputs.backend = backend
         return inputs
+
+    def _initial_raw(self, train):
+        """The one-machine baseline from the workers' order-free parts of
+        the weighted mean of the targets."""
+        backend = self._backend
+        if not isinstance(backend, WorkerRowsBackend):
+            return super()._initial_raw(train)
+        largest = np.max(backend.call("load", self._loss), axis=0)
+        parts = backend.call("load", self._loss, largest, backend.n_rows)
+        sums = [order_free_total([part[k] for part in parts]) for k in range(largest.size)]
+        return self._loss.raw_from_average(np.asarray(sums[1:]) / sums[0])
 
     def _make_rows(self, data, y, weight):
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._make_rows(data, y, weight)
         from ..estimators.boosting import _Rows
-        backend.send_rows("load", (y, np.asarray(weight, dtype=np.float64)), self._loss,
-                          np.asarray(self._baseline, dtype=np.float64))
-        return _Rows(data, None, None, None, y, weight)
+        backend.call("start_scores", np.asarray(self._baseline, dtype=np.float64))
+        return _Rows(data, None, None, None, None, None)
 
     def _held_row_bytes(self, train, validation):
         if isinstance(self._backend, WorkerRowsBackend):

@@ -19,11 +19,13 @@ keeps the rows it holds (``ranges``: the global rows of its partitions).
 import numba
 import numpy as np
 
+from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE, NODE_DTYPE
 from ..criteria import newton_largest, newton_statistics
 from ..fixed_point import largest_magnitudes, summable_total
 from ..estimators.boosting import subsample_rows
 from ..estimators.ensemble import tree_rng
+from ..estimators.targets import encode_labels
 from .backend import worker_backend
 from .sliced_histograms import SlicedHistograms
 
@@ -37,7 +39,7 @@ class WorkerRows:
     partitions (n_p, F), in the same order.
     """
 
-    def __init__(self, device, ranges, *parts):
+    def __init__(self, device, ranges, parts, y_parts=None, w_parts=None):
         self.backend = worker_backend(device)
         self.threads = numba.get_num_threads()
         self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
@@ -46,6 +48,8 @@ class WorkerRows:
         self.X = {"X": self.backend.in_binned_order(X)}
         self.n_rows = int(X.shape[0])
         self.positions = None
+        self.labels = None if y_parts is None else _joined(y_parts)
+        self.w = None if w_parts is None else _joined(w_parts).astype(FLOAT_DTYPE)
 
     def _use_threads(self):
         """Actor calls run in the worker's actor thread: numba's thread
@@ -54,15 +58,40 @@ class WorkerRows:
         return self.backend
 
     # ------------------------------------------------------------ the fit
-    def load(self, y, w, loss, baseline):
-        """The targets of host y (n_w,), weights w float64 (n_w,) and raw
-        scores set to ``baseline`` float64 (K,)."""
+    def set_weights(self, classes, factors):
+        """The fit's weights: the given ones (1 without) times, for a
+        classifier (``classes``: the sorted labels of every row, else None),
+        ``factors`` float64 (n_classes,) or None of each row's class.
+        Returns (the largest weight, whether every weight is 1)."""
         backend = self._use_threads()
-        xp = backend.xp
-        self.loss = loss
-        self.y = loss.rows_targets(backend, y)
+        w = np.ones(self.n_rows, dtype=FLOAT_DTYPE) if self.w is None else self.w
+        if classes is not None:
+            codes, local, _ = encode_labels(self.labels)
+            self.labels = np.searchsorted(classes, local[0])[codes[:, 0]]
+            if factors is not None:
+                w = w * factors[self.labels]
         self.w = backend.asarray(w, dtype=FLOAT_DTYPE)
-        self.raw = xp.tile(backend.asarray(baseline), (self.n_rows, 1))
+        largest = float(np.max(w, initial=0.0))
+        return largest, bool(np.all(w == 1.0))
+
+    def load(self, loss, largest=None, n_total=None):
+        """The loss's targets of the rows; returns, for the baseline's
+        weighted mean of the targets (sums in parts), the largest |w| and
+        |y_k w| per output k (``largest`` None: float64 (K + 1,)), else
+        this worker's :meth:`_summable` part of each of those sums."""
+        backend = self._use_threads()
+        if largest is None:
+            self.loss = loss
+            self.y = loss.rows_targets(backend, self.labels)
+        values = [self.w] + [self.y[:, k] * self.w for k in range(self.y.shape[1])]
+        if largest is None:
+            return np.asarray([self._largest(v) for v in values])
+        return [self._summable(v, top, n_total) for v, top in zip(values, largest)]
+
+    def start_scores(self, baseline):
+        """Raw scores set to ``baseline`` float64 (K,) on every row."""
+        backend = self._use_threads()
+        self.raw = backend.xp.tile(backend.asarray(baseline), (self.n_rows, 1))
         self.spare = None
 
     def gradients(self, seed, it, stream, subsample, n_total, unit):
@@ -231,3 +260,9 @@ class WorkerRows:
             local.append(inside - start + first)
             first += stop - start
         return np.concatenate(local) if local else np.empty(0, np.int64)
+
+
+def _joined(parts):
+    """Host parts (n_p, ...) of the worker's partitions, concatenated."""
+    host = [np.asarray(to_host(p)) for p in parts]
+    return host[0] if len(host) == 1 else np.concatenate(host)

@@ -300,9 +300,8 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     def _start(self, train):
         """Fresh fit: loss, baseline raw score from the training rows, no trees."""
-        _, y, weight = train
         self._loss = self._make_loss()
-        self._baseline = self._loss.init_raw(self._loss.targets(np, y), weight)
+        self._baseline = self._initial_raw(train)
         k = self._loss.n_outputs
         per_tree = [(0, k)] if self.multi_strategy == "multi_output_tree" else [
             (j, j + 1) for j in range(k)]
@@ -311,6 +310,11 @@ class _BaseGradientBoosting(BaseTreeModel):
         self._trees = []
         self._scores = {"train": [], "validation": []}
         self.n_iter_ = 0
+
+    def _initial_raw(self, train):
+        """The baseline raw scores float64 (K,) of the training rows."""
+        _, y, weight = train
+        return self._loss.init_raw(self._loss.targets(np, y), weight)
 
     def _make_loss(self):
         """The Loss of ``loss``: a name, or a callable custom objective."""
