@@ -112,17 +112,23 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
         _part_summary, partitions.parts, parts or [None] * len(partitions.parts), ranks,
         is_categorical=encoder.is_categorical_))
     mapper.fit_edges(encoder.n_features_in_, edges_from(summaries, max_bins))
-    binned = partitions.map(_bin_part, partitions.parts, thresholds=mapper.bin_thresholds_,
-                            is_categorical=mapper.is_categorical_.astype(np.uint8),
-                            missing_bin=mapper.missing_bin_, device=device)
+    bin_new_partitions(partitions, mapper, device)
     backend = DistributedBackend(partitions, device)
-    X_binned = RemoteRows(partitions, binned, (partitions.n_rows, encoder.n_features_in_),
-                          bin_dtype(mapper.n_bins_))
-    partitions.wait(binned)
-    partitions.replace_parts(binned)   # the float partitions are no longer needed
+    X_binned = RemoteRows(partitions, partitions.parts,
+                          (partitions.n_rows, encoder.n_features_in_), bin_dtype(mapper.n_bins_))
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
     return TrainingInputs(backend, encoder, mapper, data, weight)
+
+
+def bin_new_partitions(partitions, mapper, device):
+    """Bin the encoded float partitions with the fitted ``mapper`` where
+    they live; ``partitions`` then hold the binned ones."""
+    binned = partitions.map(_bin_part, partitions.parts, thresholds=mapper.bin_thresholds_,
+                            is_categorical=mapper.is_categorical_.astype(np.uint8),
+                            missing_bin=mapper.missing_bin_, device=device)
+    partitions.wait(binned)
+    partitions.replace_parts(binned)   # the float partitions are no longer needed
 
 
 def _part_summary(X_float, weight, ranks, is_categorical):

@@ -67,6 +67,12 @@ class RowPartitions:
         self.parts = list(futures)
         self.workers = self._holders(self.parts)
 
+    def release(self):
+        """Release the partitions held."""
+        for part in self.parts:
+            part.release()
+        self.parts = []
+
     @property
     def n_rows(self):
         return int(self.offsets[-1])
