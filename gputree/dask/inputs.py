@@ -108,7 +108,7 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
     ranks = mapper.sample_ranks(int(np.sum(n_used)))
     ranks = (partitions.local_rows(ranks, np.concatenate([[0], np.cumsum(n_used)]))
              if ranks is not None else [None] * len(partitions.parts))
-    summaries = partitions.gather(partitions.map(
+    summaries = _gathered_summaries(partitions, partitions.map(
         _part_summary, partitions.parts, parts or [None] * len(partitions.parts), ranks,
         is_categorical=encoder.is_categorical_))
     mapper.fit_edges(encoder.n_features_in_, edges_from(summaries, max_bins))
@@ -119,6 +119,33 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
     return TrainingInputs(backend, encoder, mapper, data, weight)
+
+
+def _gathered_summaries(partitions, futures):
+    """The partitions' chunk summaries as one summary (the sampled values
+    joined in row order, each categorical feature's code lists): gathered
+    one at a time into one array, so the sample is held once."""
+    partitions.wait(futures)
+    sizes = partitions.gather([partitions.client.submit(_sample_rows, f, pure=False)
+                               for f in futures])
+    sample, codes, row = None, {}, 0
+    for future, size in zip(futures, sizes):
+        values, part_codes = partitions.gather([future])[0]
+        future.release()
+        if sample is None:
+            sample = np.empty((int(np.sum(sizes)), values.shape[1]), dtype=values.dtype)
+        sample[row:row + size] = values
+        row += size
+        for f, pair in part_codes.items():
+            codes.setdefault(f, ([], []))
+            codes[f][0].append(pair[0])
+            codes[f][1].append(pair[1])
+    return [(sample, {f: (np.concatenate(a), np.concatenate(b))
+                      for f, (a, b) in codes.items()})]
+
+
+def _sample_rows(summary):
+    return int(summary[0].shape[0])
 
 
 def bin_new_partitions(partitions, mapper, device):
