@@ -23,12 +23,8 @@ def eval_parts(estimator, eval_set):
     """(RowPartitions of binned X_val, WorkerTargets of y_val and weights)
     of a Dask ``eval_set``: ``(X_val, y_val)`` or ``(X_val, y_val,
     sample_weight_val)``, or a list holding one."""
-    if isinstance(eval_set, list):
-        if len(eval_set) != 1:
-            raise ValueError("eval_set must hold exactly one (X, y) pair.")
-        eval_set = eval_set[0]
-    if not isinstance(eval_set, tuple) or len(eval_set) not in (2, 3):
-        raise ValueError("eval_set must be (X_val, y_val) or (X_val, y_val, sample_weight).")
+    from ..estimators.boosting import checked_eval_set
+    eval_set = checked_eval_set(eval_set)
     partitions = estimator._dask_fit[0]
     encoder = estimator._encoder
     val = encoded_partitions(partitions.client, eval_set[0], encoder, estimator.device)
