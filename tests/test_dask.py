@@ -168,7 +168,8 @@ def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypa
                                             n_partitions):
     """Boosting with the Newton criterion keeps its rows on the workers: the
     driver path's row primitives are never called, and the model and its
-    training scores (order-free sums in parts) are the one-machine ones, with
+    training scores (order-free sums in parts) are the one-machine ones (y
+    and the weights are never gathered to the driver), with
     and without weights, for binary (row subsample without weights: the
     weighted score path) and multi-output trees (verbose: every round's
     training score computed at once)."""
@@ -179,6 +180,7 @@ def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypa
 
     for name in ("build_histograms", "update_positions", "take_columns"):
         monkeypatch.setattr(DistributedBackend, name, refused)
+    monkeypatch.setattr(gd.estimators, "gather_vector", refused)   # y, weights stay there
     X, labels, _, weights = make_frame()
     y = labels if "multi_strategy" in params else (labels > 0).astype(int)
     dX = dask_frame(X, n_partitions)
@@ -190,6 +192,42 @@ def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypa
         assert_same_model(model, local)
         np.testing.assert_array_equal(model.predict_proba(dX).compute().to_numpy(),
                                       local.predict_proba(X))
+
+
+@pytest.mark.parametrize("n_partitions", [2, 7])
+@pytest.mark.parametrize("validation", ["fraction", "eval_set"])
+@pytest.mark.parametrize("estimator", ["classifier", "regressor"])
+def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, validation,
+                                       n_partitions):
+    """Early stopping with validation rows on the workers (eval_set's, or
+    the one-machine validation_fraction split: stratified by class for the
+    classifier, with class_weight='balanced') stops at the one-machine
+    round with the same trees, baseline and every round's scores."""
+    X, labels, target, weights = make_frame()
+    X_val, labels_val, target_val, weights_val = frames.make_frame(300, 1)
+    classify = estimator == "classifier"
+    local_class = gputree.GradientBoostingClassifier if classify else \
+        gputree.GradientBoostingRegressor
+    dask_class = gd.DaskGradientBoostingClassifier if classify else \
+        gd.DaskGradientBoostingRegressor
+    y, y_val = (labels, labels_val) if classify else (target, target_val)
+    params = dict(n_estimators=40, max_depth=3, learning_rate=0.5, early_stopping=True,
+                  n_iter_no_change=2, random_state=3, device="cpu",
+                  **({"class_weight": "balanced"} if classify else {}))
+    fit, dask_fit = {}, {}
+    if validation == "eval_set":
+        fit = {"eval_set": (X_val, y_val, weights_val)}
+        dask_fit = {"eval_set": [(dd.from_pandas(X_val, npartitions=3),
+                                  da.from_array(y_val, chunks=70),
+                                  da.from_array(weights_val, chunks=110))]}
+    local = local_class(**params).fit(X, y, sample_weight=weights, **fit)
+    model = dask_class(**params, client=client).fit(
+        dask_frame(X, n_partitions), da.from_array(y, chunks=200),
+        sample_weight=da.from_array(weights, chunks=130), **dask_fit)
+    assert local.n_iter_ < params["n_estimators"]      # it stopped early
+    assert model.n_iter_ == local.n_iter_
+    assert_same_model(model, local)
+    assert len(model.validation_score_) == local.n_iter_ + 1
 
 
 def test_driver_path_boosting(client, small_bin_subsample):
@@ -239,7 +277,11 @@ def test_clear_errors(client):
     X, labels, _, _ = make_frame()
     dX = dask_frame(X, 2)
     with pytest.raises(ValueError, match="early_stopping=False"):
-        gd.DaskGradientBoostingClassifier(early_stopping=True, client=client).fit(dX, labels)
+        gd.DaskGradientBoostingClassifier(early_stopping=True, criterion="friedman_mse",
+                                          client=client).fit(dX, labels)
+    with pytest.raises(ValueError, match="scoring='loss'"):
+        gd.DaskGradientBoostingClassifier(early_stopping=True, scoring="accuracy",
+                                          client=client).fit(dX, labels)
     with pytest.raises(ValueError, match="y has 10 rows but X has 600"):
         gd.DaskRandomForestClassifier(client=client).fit(dX, labels[:10])
     unknown = dX.assign(colour=dX["colour"].cat.as_unknown())

@@ -7,17 +7,20 @@ Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
 array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
 row. X is encoded, binned and kept by the workers. Boosting with the Newton
-criterion keeps every row-sized array on the workers during the rounds
-(:mod:`gputree.dask.worker_boosting`); y and the weights come to the driver
-once at the start (label encoding, baseline) and are sent to the workers.
-Trees, forests and ``criterion="friedman_mse"`` build each tree's statistics
-on the driver (:mod:`gputree.dask.backend`). ``to_local()`` gives the
+criterion keeps every row-sized array on the workers, y and the weights
+included (:mod:`gputree.dask.worker_boosting`), and stops early on
+validation rows held there (``eval_set`` as Dask collections, or
+``validation_fraction``; ``scoring="loss"``). Trees, forests,
+``criterion="friedman_mse"``, custom objectives and ``extra_trees`` gather
+y and the weights to the driver and build each tree's statistics there
+(:mod:`gputree.dask.backend`). ``to_local()`` gives the
 ordinary fitted estimator; ``predict``-like methods on a Dask collection
 predict partition by partition on the workers and return a Dask collection
 (on in-memory data they predict on the driver, as the ordinary estimator).
 
 Not supported on Dask (a clear error): ``warm_start``, early stopping and
-``eval_set`` (boosting's defaults turn early stopping off),
+``eval_set`` outside that boosting path (boosting's defaults turn early
+stopping off), another ``scoring`` or an ``eval_metric`` when validating,
 ``missing_strategy="surrogate"``, losses that refit leaves to medians
 (absolute error, quantile, huber).
 """
@@ -74,9 +77,7 @@ class _DaskEstimator:
         before = dict(self.__dict__)
         self._dask_fit = (encoded_partitions(client, X, encoder, self.device), encoder)
         try:
-            y_host = gather_vector(self._dask_fit[0], y, "y")
-            w_host = gather_vector(self._dask_fit[0], sample_weight, "sample_weight")
-            super().fit(X, y_host, w_host, **fit_params)
+            self._fit_dask(X, y, sample_weight, **fit_params)
         except BaseException:
             self._release_fit()
             self.__dict__ = before      # a failed fit leaves no partial model
@@ -85,14 +86,22 @@ class _DaskEstimator:
         self._backend = _driver_backend(self.device)
         return self
 
+    def _fit_dask(self, X, y, sample_weight, **fit_params):
+        """The one-machine fit with y and sample_weight gathered here."""
+        y_host = gather_vector(self._dask_fit[0], y, "y")
+        w_host = gather_vector(self._dask_fit[0], sample_weight, "sample_weight")
+        self._local_class.fit(self, X, y_host, w_host, **fit_params)
+
     def _bin_training_data(self, X, seed, sample_weight):
-        partitions, encoder = self._dask_fit
+        partitions, encoder = self._dask_fit[:2]
         return bin_partitions(partitions, encoder, self.max_bins, self.device, seed,
                               sample_weight)
 
     def _release_fit(self):
         for part in self._dask_fit[0].parts:
             part.release()
+        for held in self._dask_fit[2:]:
+            held.release()
         backend = getattr(self, "_backend", None)
         if hasattr(backend, "release"):
             backend.release()
@@ -105,9 +114,16 @@ class _DaskEstimator:
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
                              "'default', or fit the ordinary estimator on data in memory.")
-        if getattr(self, "early_stopping", False) is not False or fit_params.get("eval_set"):
-            raise ValueError("Early stopping (early_stopping, eval_set) is not supported on "
-                             "Dask yet; pass early_stopping=False and no eval_set.")
+        validates = (getattr(self, "early_stopping", False) is not False
+                     or fit_params.get("eval_set") is not None)
+        on_workers = getattr(self, "_rows_on_workers", lambda: False)()
+        if validates and not on_workers:
+            raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
+                             "with criterion='newton', a named loss and extra_trees=False; "
+                             "pass early_stopping=False and no eval_set.")
+        if validates and (self.scoring != "loss" or self.eval_metric is not None):
+            raise ValueError("Early stopping on Dask scores the loss: pass scoring='loss' and "
+                             "eval_metric=None (or fit the ordinary estimator).")
         name = getattr(self, "loss", None)
         loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
         if loss is not None and loss.refits_leaves:

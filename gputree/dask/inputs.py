@@ -16,7 +16,7 @@ import numpy as np
 
 from .._dtypes import MAX_NON_MISSING_BINS, X_DTYPE, bin_dtype
 from ..data.binned import BinnedData
-from ..data.binning import BinMapper, used_rows
+from ..data.binning import BinMapper
 from ..data.chunks import chunk_summary, edges_from
 from ..data.encoder import FeatureEncoder
 from ..data.training import TrainingInputs
@@ -90,26 +90,82 @@ def gather_vector(partitions, v, name):
 
 def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
     """TrainingInputs whose binned X stays on the workers (RemoteRows);
-    ``partitions`` hold the encoded float partitions, dropped here."""
+    ``partitions`` hold the encoded float partitions, dropped here.
+    ``sample_weight``: host weights (n,) or None, or the checked
+    :class:`gputree.dask.targets.WorkerTargets` whose weights stay on the
+    workers."""
     max_bins = check_int(max_bins, "max_bins", 2, MAX_NON_MISSING_BINS)
-    weight = check_sample_weight(sample_weight, partitions.n_rows)
+    if hasattr(sample_weight, "positive"):          # WorkerTargets: checked on the workers
+        weight, n_used = None, sample_weight.positive
+        parts = sample_weight.weights.parts if sample_weight.weights else None
+    else:
+        weight = check_sample_weight(sample_weight, partitions.n_rows)
+        parts = None if sample_weight is None else partitions.slices(weight)
+        n_used = (partitions.sizes if parts is None
+                  else np.asarray([np.count_nonzero(p > 0) for p in parts]))
     mapper = BinMapper(max_bins, encoder.is_categorical_, random_state=seed)
-    used = used_rows(partitions.n_rows, sample_weight)
-    summaries = partitions.gather(partitions.map(
-        chunk_summary, partitions.parts, partitions.local_rows(mapper.sample_rows(used)),
-        partitions.local_rows(used), is_categorical=encoder.is_categorical_))
+    # the rows that shape the bins: ranks among the rows of positive weight
+    ranks = mapper.sample_ranks(int(np.sum(n_used)))
+    ranks = (partitions.local_rows(ranks, np.concatenate([[0], np.cumsum(n_used)]))
+             if ranks is not None else [None] * len(partitions.parts))
+    summaries = _gathered_summaries(partitions, partitions.map(
+        _part_summary, partitions.parts, parts or [None] * len(partitions.parts), ranks,
+        is_categorical=encoder.is_categorical_))
     mapper.fit_edges(encoder.n_features_in_, edges_from(summaries, max_bins))
-    binned = partitions.map(_bin_part, partitions.parts, thresholds=mapper.bin_thresholds_,
-                            is_categorical=mapper.is_categorical_.astype(np.uint8),
-                            missing_bin=mapper.missing_bin_, device=device)
+    bin_new_partitions(partitions, mapper, device)
     backend = DistributedBackend(partitions, device)
-    X_binned = RemoteRows(partitions, binned, (partitions.n_rows, encoder.n_features_in_),
-                          bin_dtype(mapper.n_bins_))
-    partitions.wait(binned)
-    partitions.replace_parts(binned)   # the float partitions are no longer needed
+    X_binned = RemoteRows(partitions, partitions.parts,
+                          (partitions.n_rows, encoder.n_features_in_), bin_dtype(mapper.n_bins_))
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
     return TrainingInputs(backend, encoder, mapper, data, weight)
+
+
+def _gathered_summaries(partitions, futures):
+    """The partitions' chunk summaries as one summary (the sampled values
+    joined in row order, each categorical feature's code lists): gathered
+    one at a time into one array, so the sample is held once."""
+    partitions.wait(futures)
+    sizes = partitions.gather([partitions.client.submit(_sample_rows, f, pure=False)
+                               for f in futures])
+    sample, codes, row = None, {}, 0
+    for future, size in zip(futures, sizes):
+        values, part_codes = partitions.gather([future])[0]
+        future.release()
+        if sample is None:
+            sample = np.empty((int(np.sum(sizes)), values.shape[1]), dtype=values.dtype)
+        sample[row:row + size] = values
+        row += size
+        for f, pair in part_codes.items():
+            codes.setdefault(f, ([], []))
+            codes[f][0].append(pair[0])
+            codes[f][1].append(pair[1])
+    return [(sample, {f: (np.concatenate(a), np.concatenate(b))
+                      for f, (a, b) in codes.items()})]
+
+
+def _sample_rows(summary):
+    return int(summary[0].shape[0])
+
+
+def bin_new_partitions(partitions, mapper, device):
+    """Bin the encoded float partitions with the fitted ``mapper`` where
+    they live; ``partitions`` then hold the binned ones."""
+    binned = partitions.map(_bin_part, partitions.parts, thresholds=mapper.bin_thresholds_,
+                            is_categorical=mapper.is_categorical_.astype(np.uint8),
+                            missing_bin=mapper.missing_bin_, device=device)
+    partitions.wait(binned)
+    partitions.replace_parts(binned)   # the float partitions are no longer needed
+
+
+def _part_summary(X_float, weight, ranks, is_categorical):
+    """chunk_summary of one partition: the rows of positive ``weight`` (all
+    rows for None) shape the bins, of which ``ranks`` (local int64, None:
+    all) are sampled."""
+    used = (np.arange(X_float.shape[0]) if weight is None
+            else np.flatnonzero(np.asarray(weight) > 0))
+    return chunk_summary(X_float, used if ranks is None else used[ranks], used,
+                         is_categorical=is_categorical)
 
 
 def _bin_part(X_float, thresholds, is_categorical, missing_bin, device):

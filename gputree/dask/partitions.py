@@ -67,6 +67,12 @@ class RowPartitions:
         self.parts = list(futures)
         self.workers = self._holders(self.parts)
 
+    def release(self):
+        """Release the partitions held."""
+        for part in self.parts:
+            part.release()
+        self.parts = []
+
     @property
     def n_rows(self):
         return int(self.offsets[-1])
@@ -79,9 +85,10 @@ class RowPartitions:
         """Per-partition slices of a host array of one entry per row."""
         return [array[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def local_rows(self, rows):
-        """Per-partition local indices (int64) of sorted global ``rows``."""
-        return local_rows(rows, self.offsets)
+    def local_rows(self, rows, offsets=None):
+        """Per-partition local indices (int64) of sorted global ``rows``
+        (``offsets``: of another numbering than the rows')."""
+        return local_rows(rows, self.offsets if offsets is None else offsets)
 
     def map(self, function, *columns, **common):
         """One task per partition: ``function(column_0[p], column_1[p], ...,

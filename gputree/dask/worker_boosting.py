@@ -10,10 +10,13 @@ level (the previous level's splits and the plan of the histograms to build;
 the workers build them, reduce-scatter them by feature among themselves
 and scan their features, :mod:`gputree.dask.sliced_histograms`, and answer
 with their best splits) and one per tree (its leaf values added to the raw
-scores). The calls go straight to the actors (no scheduler round trip, no
-task per level); neither rows nor histograms reach the driver after the
-fit's start, and the model is the one-machine model bit for bit, whatever
-the partitioning.
+scores; with validation rows, to theirs as well, and their loss in parts:
+:mod:`gputree.dask.worker_validation`). The calls go straight to the
+actors (no scheduler round trip, no task per level). Neither rows nor
+histograms reach the driver: y and the weights are checked and summarised
+on the workers (:mod:`gputree.dask.targets`), the baseline and every loss
+are order-free sums in parts, and the model is the one-machine model bit
+for bit, whatever the partitioning.
 
 Used by the Dask boosting estimators for the Newton criterion with a named
 loss; the other configurations (``criterion="friedman_mse"``, custom
@@ -74,7 +77,7 @@ class WorkerRowsBackend(DistributedBackend):
     #: the workers overwrite the pool rows they build
     overwrites_built_rows = True
 
-    def __init__(self, partitions, device, X_binned):
+    def __init__(self, partitions, device, X_binned, targets, evaluation=None):
         super().__init__(partitions, device)
         client = partitions.client
         groups = balanced_groups(partitions.sizes, partitions.workers,
@@ -83,8 +86,13 @@ class WorkerRowsBackend(DistributedBackend):
         offsets = partitions.offsets
         self.ranges = [np.stack([offsets[parts], offsets[parts + 1]], axis=1)
                        for parts in self.rows]
+        weights = targets.weights.parts if targets.weights else None
+        validation = _validation_groups(evaluation, list(groups))
         futures = [client.submit(WorkerRows, device, ranges,
-                                 *[X_binned.futures[p] for p in parts], actor=True,
+                                 [X_binned.futures[p] for p in parts],
+                                 [targets.y.parts[p] for p in parts],
+                                 None if weights is None else [weights[p] for p in parts],
+                                 validation[worker], actor=True,
                                  workers=[worker] if worker else None,
                                  allow_other_workers=True, pure=False)
                    for worker, parts, ranges in zip(groups, self.rows, self.ranges)]
@@ -93,8 +101,18 @@ class WorkerRowsBackend(DistributedBackend):
         self.actors = [future.result() for future in futures]
         self.call("connect", self.actors, per_worker=list(range(len(self.actors))))
         self.n_rows = partitions.n_rows
+        self.n_validation = 0
         self._zero = False
         self._pending, self._derive, self._tag = None, None, 0
+
+    def set_rows(self, per_partition):
+        """The training rows after a validation split: int64 rows left in
+        each partition, numbered afresh in global order."""
+        offsets = np.concatenate([[0], np.cumsum(per_partition)]).astype(np.int64)
+        self.ranges = [np.stack([offsets[parts], offsets[parts + 1]], axis=1)
+                       for parts in self.rows]
+        self.call("set_ranges", per_worker=self.ranges)
+        self.n_rows = int(offsets[-1])
 
     # -------------------------------------------------------------- calls
     def call(self, method, *args, per_worker=None):
@@ -121,20 +139,6 @@ class WorkerRowsBackend(DistributedBackend):
                 actor.abort(separate_thread=False).result(timeout=10)
             except Exception:      # noqa: BLE001 - a lost worker cannot be told
                 pass
-
-    def send_rows(self, method, arrays, *args):
-        """``method(slices..., *args)`` on every actor, with each host array
-        of ``arrays`` (one entry per row) cut to the worker's rows."""
-        try:
-            pending = [getattr(actor, method)(*[self.worker_slice(a, i) for a in arrays], *args)
-                       for i, actor in enumerate(self.actors)]
-            return [future.result() for future in pending]
-        except _worker_errors() as exc:
-            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
-
-    def worker_slice(self, array, i):
-        """The rows of host ``array`` that worker ``i`` holds, in its order."""
-        return np.concatenate([array[a:b] for a, b in self.ranges[i]])
 
     # ------------------------------------------------- row-level: actors
     def row_zeros(self, n_rows, dtype, reuse=None):
@@ -234,6 +238,20 @@ async def _first_failure(futures):
     return [task.result() for task in tasks]
 
 
+def _validation_groups(evaluation, workers):
+    """dict worker -> the (binned X, y, weights) parts of the eval_set rows
+    it holds (lists of futures; weights None without), or None."""
+    if evaluation is None:
+        return {worker: None for worker in workers}
+    partitions, targets = evaluation
+    groups = balanced_groups(partitions.sizes, partitions.workers, workers)
+    weights = targets.weights.parts if targets.weights else None
+    return {worker: ([partitions.parts[p] for p in groups.get(worker, [])],
+                     [targets.y.parts[p] for p in groups.get(worker, [])],
+                     None if weights is None else [weights[p] for p in groups.get(worker, [])])
+            for worker in workers}
+
+
 def balanced_groups(sizes, holders, workers):
     """dict worker -> its partitions (ascending) such that every worker gets
     about as many rows: a partition stays with its holder while that holder
@@ -280,25 +298,115 @@ class WorkerResidentBoosting:
         return (self.criterion == "newton" and not callable(self.loss)
                 and not self.extra_trees)
 
-    def _bin_training_data(self, X, seed, sample_weight):
-        inputs = super()._bin_training_data(X, seed, sample_weight)
+    def _fit_dask(self, X, y, sample_weight, eval_set=None):
+        """The one-machine fit's steps (gputree.estimators.boosting) with
+        the targets, weights and validation rows on the workers: checked
+        there, their classes, counts and largest values combined here."""
         if not self._rows_on_workers():
-            return inputs
-        X_binned = inputs.data.X_binned
-        backend = WorkerRowsBackend(inputs.backend.partitions, self.device, X_binned)
-        inputs.data.X_binned = WorkerArray("X", X_binned.shape, X_binned.dtype)
-        X_binned.release()
-        inputs.backend = backend
-        return inputs
+            return super()._fit_dask(X, y, sample_weight, eval_set=eval_set)
+        from ..data.validation import check_boosting_range_of
+        from ..estimators.boosting import _AUTO_EARLY_STOPPING_ROWS
+        from ..estimators.ensemble import training_data
+        from .targets import WorkerTargets
+        from .worker_validation import eval_parts
+        growth = self._growth_params()
+        classify = self._is_classifier()
+        targets = WorkerTargets(self._dask_fit[0], y, sample_weight, classify,
+                                poisson=self.loss == "poisson")
+        self._dask_fit = (*self._dask_fit, targets)
+        if classify:
+            self._encode_targets(targets.labels, fitting=True)     # classes_, their check
+            magnitude = self._gradient_magnitude(None)
+        else:
+            magnitude = self._gradient_magnitude(np.array([targets.largest_y]))
+        data, _ = training_data(self, X, targets)
+        evaluation = None if eval_set is None else eval_parts(self, eval_set)
+        if evaluation is not None:
+            self._dask_fit = (*self._dask_fit, *evaluation)
+        self._backend = backend = WorkerRowsBackend(self._backend.partitions, self.device,
+                                                    data.X_binned, targets, evaluation)
+        data.X_binned.release()
+        largest, unit = self._worker_weights(targets, evaluation)
+        check_boosting_range_of(magnitude, largest, targets.n_rows,
+                                "sample_weight" if classify else "y or sample_weight")
+        early = self.early_stopping is True or (self.early_stopping == "auto" and (
+            eval_set is not None or targets.n_rows > _AUTO_EARLY_STOPPING_ROWS))
+        n_train = self._worker_validation(targets, evaluation, early)
+        data.X_binned = WorkerArray("X", (n_train, data.X_binned.shape[1]), data.X_binned.dtype)
+        train = (data, None, None)
+        self._start(train)
+        growth.constraints = self._constraints(data, self._loss.n_outputs)
+        rows = self._make_rows(*train)
+        rows._unit = unit
+        validation = None
+        if backend.n_validation:
+            from ..estimators.boosting import _Rows
+            validation = _Rows(None, None, None, None, None, None)
+        self._boost(rows, validation, growth, early)
+
+    def _worker_validation(self, targets, evaluation, early):
+        """The validation rows on the workers (eval_set's, or the split of
+        ``validation_fraction`` when stopping early); the training rows
+        left."""
+        from ..estimators.boosting import _SPLIT_STREAM
+        from .worker_validation import hold_out
+        backend = self._backend
+        if evaluation is not None:
+            backend.n_validation = evaluation[1].n_rows
+        elif early and self.validation_fraction is not None:
+            counts = targets.counts if self._is_classifier() else None
+            n_train, per_partition = hold_out(backend, self._seed, _SPLIT_STREAM,
+                                              self.validation_fraction, counts, targets.n_rows)
+            backend.set_rows(per_partition)
+            backend.n_validation = targets.n_rows - n_train
+        return backend.n_rows
+
+    def _validation_score(self, rows):
+        backend = self._backend
+        if not isinstance(backend, WorkerRowsBackend):
+            return super()._validation_score(rows)
+        from .worker_validation import validation_score
+        return validation_score(backend, order_free_total, backend.n_validation)
+
+    def _worker_weights(self, targets, evaluation):
+        """The weights times the classes' factors on the workers (and those
+        of the eval_set rows): (largest training weight, whether all are
+        1)."""
+        from ..estimators.targets import class_factors
+        from .worker_validation import eval_class_counts
+        classes = getattr(self, "classes_", None) if self._is_classifier() else None
+        factors = None
+        if classes is not None and self.class_weight is not None:
+            factors = class_factors(self.class_weight, [targets.counts], [classes],
+                                    targets.n_rows)[0]
+        answers = self._backend.call("set_weights", classes, factors)
+        if evaluation is not None:
+            factors = None
+            if classes is not None and self.class_weight is not None:
+                counts = eval_class_counts(self, evaluation[1])
+                factors = class_factors(self.class_weight, [counts], [classes],
+                                        evaluation[1].n_rows)[0]
+            self._backend.call("set_validation_weights", classes, factors)
+        return max(a[0] for a in answers), all(a[1] for a in answers)
+
+    def _initial_raw(self, train):
+        """The one-machine baseline from the workers' order-free parts of
+        the weighted mean of the targets."""
+        backend = self._backend
+        if not isinstance(backend, WorkerRowsBackend):
+            return super()._initial_raw(train)
+        largest = np.max(backend.call("load", self._loss), axis=0)
+        parts = backend.call("load", self._loss, largest, backend.n_rows)
+        sums = [order_free_total([part[k] for part in parts]) for k in range(largest.size)]
+        return self._loss.raw_from_average(np.asarray(sums[1:]) / sums[0])
 
     def _make_rows(self, data, y, weight):
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._make_rows(data, y, weight)
         from ..estimators.boosting import _Rows
-        backend.send_rows("load", (y, np.asarray(weight, dtype=np.float64)), self._loss,
-                          np.asarray(self._baseline, dtype=np.float64))
-        return _Rows(data, None, None, None, y, weight)
+        backend.call("start_scores", np.asarray(self._baseline, dtype=np.float64))
+        return _Rows(data, None, None, None, None, None)
 
     def _held_row_bytes(self, train, validation):
         if isinstance(self._backend, WorkerRowsBackend):
@@ -340,7 +448,8 @@ class WorkerResidentBoosting:
                                parts[0][2], parts[0][3], 1, totals, int(totals[0, -1]) == n)
             tree, _ = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
             tree.value *= self.learning_rate
-            backend.call("add_values", np.ascontiguousarray(tree.value[:, :, 0]), start)
+            backend.call("add_values", np.ascontiguousarray(tree.value[:, :, 0]), start,
+                         tree if backend.n_validation else None)
             self._trees.append(tree)
 
     def _weight_total(self):

@@ -19,11 +19,13 @@ keeps the rows it holds (``ranges``: the global rows of its partitions).
 import numba
 import numpy as np
 
+from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE, NODE_DTYPE
 from ..criteria import newton_largest, newton_statistics
 from ..fixed_point import largest_magnitudes, summable_total
 from ..estimators.boosting import subsample_rows
-from ..estimators.ensemble import tree_rng
+from ..estimators.ensemble import add_tree_values, tree_rng
+from ..estimators.targets import encode_labels
 from .backend import worker_backend
 from .sliced_histograms import SlicedHistograms
 
@@ -37,7 +39,7 @@ class WorkerRows:
     partitions (n_p, F), in the same order.
     """
 
-    def __init__(self, device, ranges, *parts):
+    def __init__(self, device, ranges, parts, y_parts=None, w_parts=None, validation=None):
         self.backend = worker_backend(device)
         self.threads = numba.get_num_threads()
         self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
@@ -46,6 +48,13 @@ class WorkerRows:
         self.X = {"X": self.backend.in_binned_order(X)}
         self.n_rows = int(X.shape[0])
         self.positions = None
+        self.labels = None if y_parts is None else _joined(y_parts)
+        self.w = None if w_parts is None else _joined(w_parts).astype(FLOAT_DTYPE)
+        self.val = None
+        if validation is not None and len(validation[0]):
+            Xv, yv, wv = validation
+            self.val = {"X": self.backend.in_binned_order(_joined(Xv)), "labels": _joined(yv),
+                        "w": None if wv is None else _joined(wv).astype(FLOAT_DTYPE)}
 
     def _use_threads(self):
         """Actor calls run in the worker's actor thread: numba's thread
@@ -54,16 +63,113 @@ class WorkerRows:
         return self.backend
 
     # ------------------------------------------------------------ the fit
-    def load(self, y, w, loss, baseline):
-        """The targets of host y (n_w,), weights w float64 (n_w,) and raw
-        scores set to ``baseline`` float64 (K,)."""
+    def set_weights(self, classes, factors):
+        """The fit's weights: the given ones (1 without) times, for a
+        classifier (``classes``: the sorted labels of every row, else None),
+        ``factors`` float64 (n_classes,) or None of each row's class.
+        Returns (the largest weight, whether every weight is 1)."""
         backend = self._use_threads()
-        xp = backend.xp
-        self.loss = loss
-        self.y = loss.rows_targets(backend, y)
+        w = np.ones(self.n_rows, dtype=FLOAT_DTYPE) if self.w is None else self.w
+        if classes is not None:
+            codes, local, _ = encode_labels(self.labels)
+            self.labels = np.searchsorted(classes, local[0])[codes[:, 0]]
+            if factors is not None:
+                w = w * factors[self.labels]
         self.w = backend.asarray(w, dtype=FLOAT_DTYPE)
-        self.raw = xp.tile(backend.asarray(baseline), (self.n_rows, 1))
+        largest = float(np.max(w, initial=0.0))
+        return largest, bool(np.all(w == 1.0))
+
+    def set_validation_weights(self, classes, factors):
+        """:meth:`set_weights` of the eval_set rows this worker holds (their
+        labels coded by the training ``classes``); (largest, all one)."""
+        if self.val is None:
+            return 0.0, True
+        self.labels, self.w, held = self.val["labels"], self.val["w"], (self.labels, self.w)
+        n_rows, self.n_rows = self.n_rows, self.labels.shape[0]
+        try:
+            answer = self.set_weights(classes, factors)
+            self.val.update(labels=self.labels, w=self.w)
+        finally:
+            (self.labels, self.w), self.n_rows = held, n_rows
+        return answer
+
+    # ---------------------------------------------- validation_fraction
+    def split_positions(self, seed, stream, n_total, n_classes):
+        """Where this worker's rows fall in the one-machine validation
+        split's permutation (``tree_rng(seed, 0, stream).permutation``):
+        kept, per class (n_classes None: one group), as sorted positions;
+        returns nothing."""
+        self._use_threads()
+        perm = tree_rng(seed, 0, stream).permutation(n_total)
+        mine = np.zeros(n_total, dtype=bool)
+        for start, stop in self.ranges:
+            mine[start:stop] = True
+        positions = np.flatnonzero(mine[perm])
+        local = self._local_unsorted(perm[positions])
+        groups = np.zeros(local.size, np.int64) if n_classes is None else self.labels[local]
+        self.split = (positions, local, groups)
+        self.split_sorted = [np.sort(positions[groups == c])
+                             for c in range(1 if n_classes is None else n_classes)]
+
+    def count_before(self, bounds):
+        """int64 (G,): per group, this worker's rows whose position is
+        below bounds[g]."""
+        return np.asarray([np.searchsorted(p, b) for p, b in zip(self.split_sorted, bounds)],
+                          dtype=np.int64)
+
+    def hold_out(self, bounds):
+        """Move the rows of position below their group's ``bounds`` to the
+        validation rows; returns, per partition, its rows left for
+        training (int64 (p,))."""
+        self._use_threads()
+        positions, local, groups = self.split
+        held = np.zeros(self.n_rows, dtype=bool)
+        held[local[positions < np.asarray(bounds)[groups]]] = True
+        kept = np.flatnonzero(~held)
+        chosen = np.flatnonzero(held)
+        on_device = self.backend.asarray
+        self.val = {"X": self._take(self.X["X"], chosen), "labels": self.labels[chosen],
+                    "w": self.w[on_device(chosen)]}
+        self.X["X"] = self._take(self.X["X"], kept)
+        self.labels, self.w = self.labels[kept], self.w[on_device(kept)]
+        self.n_rows = kept.size
+        edges = np.concatenate([[0], np.cumsum(self.ranges[:, 1] - self.ranges[:, 0])])
+        del self.split, self.split_sorted
+        return np.diff(np.searchsorted(kept, edges)).astype(np.int64)
+
+    def set_ranges(self, ranges):
+        """The global rows of this worker's partitions after the split."""
+        self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+
+    def _take(self, X, rows):
+        backend = self.backend
+        return backend.in_binned_order(X[backend.asarray(rows)])
+
+    def load(self, loss, largest=None, n_total=None):
+        """The loss's targets of the rows; returns, for the baseline's
+        weighted mean of the targets (sums in parts), the largest |w| and
+        |y_k w| per output k (``largest`` None: float64 (K + 1,)), else
+        this worker's :meth:`_summable` part of each of those sums."""
+        backend = self._use_threads()
+        if largest is None:
+            self.loss = loss
+            self.y = loss.rows_targets(backend, self.labels)
+            if self.val is not None:
+                self.val["y"] = loss.rows_targets(backend, self.val["labels"])
+                self.val["w"] = backend.asarray(self.val["w"], dtype=FLOAT_DTYPE)
+        values = [self.w] + [self.y[:, k] * self.w for k in range(self.y.shape[1])]
+        if largest is None:
+            return np.asarray([self._largest(v) for v in values])
+        return [self._summable(v, top, n_total) for v, top in zip(values, largest)]
+
+    def start_scores(self, baseline):
+        """Raw scores set to ``baseline`` float64 (K,) on every row."""
+        backend = self._use_threads()
+        self.raw = backend.xp.tile(backend.asarray(baseline), (self.n_rows, 1))
         self.spare = None
+        if self.val is not None:
+            self.val["raw"] = backend.xp.tile(backend.asarray(baseline),
+                                              (self.val["X"].shape[0], 1))
 
     def gradients(self, seed, it, stream, subsample, n_total, unit):
         """The round's gradients, hessians and pointwise losses at the raw
@@ -172,11 +278,14 @@ class WorkerRows:
         backend = self._use_threads()
         self.X["columns"] = backend.take_columns(self.X["X"], columns)
 
-    def add_values(self, values, first_column):
+    def add_values(self, values, first_column, tree=None):
         """raw[:, first_column:first_column + V] += values[positions] (host
-        float64 (n_nodes, V)): the tree just grown."""
+        float64 (n_nodes, V)): the tree just grown (``tree``: to add to the
+        validation rows' raw scores as well)."""
         backend = self._use_threads()
         backend.add_node_values(backend.asarray(values), self.positions, self.raw, first_column)
+        if tree is not None and self.val is not None:
+            add_tree_values(backend, self.val["X"], [tree], [first_column], self.val["raw"])
         self.spare = (self.g, self.h, self.pointwise) if self.backend.xp is np else None
 
     # ------------------------------------------------------------- scores
@@ -192,6 +301,21 @@ class WorkerRows:
         pointwise losses of :meth:`score_largest` (times the weights)."""
         self._use_threads()
         return self._summable(self._weighted(self.pointwise), largest, n_total)
+
+    def validation_parts(self, largest=None, n_total=None):
+        """For the validation loss (order-free sums in parts): the largest
+        |pointwise * w| and |w| of the validation rows (``largest`` None),
+        else this worker's parts of their sums."""
+        backend = self._use_threads()
+        val = self.val
+        if val is None:
+            return [0.0, 0.0] if largest is None else [(0, None), (0, None)]
+        if largest is None:
+            val["pointwise"] = self.loss.pointwise(backend.xp, val["y"], val["raw"]) * val["w"]
+        values = (val["pointwise"], val["w"])
+        if largest is None:
+            return [self._largest(v) for v in values]
+        return [self._summable(v, top, n_total) for v, top in zip(values, largest)]
 
     def weight_parts(self, largest=None, n_total=None):
         """Largest |w| (``largest`` None), else this worker's integer part
@@ -223,6 +347,17 @@ class WorkerRows:
             return float(self.backend.xp.sum(values)), None
         return summable_total(self.backend.xp, values, largest, n_total)
 
+    def _local_unsorted(self, rows):
+        """Local indices (int64) of the global ``rows`` (any order) this
+        worker holds, in the same order."""
+        local = np.empty(rows.size, dtype=np.int64)
+        first = 0
+        for start, stop in self.ranges:
+            inside = (rows >= start) & (rows < stop)
+            local[inside] = rows[inside] - start + first
+            first += stop - start
+        return local
+
     def _local(self, rows):
         """Local indices (int64) of the global ``rows`` this worker holds."""
         local, first = [], 0
@@ -231,3 +366,9 @@ class WorkerRows:
             local.append(inside - start + first)
             first += stop - start
         return np.concatenate(local) if local else np.empty(0, np.int64)
+
+
+def _joined(parts):
+    """Host parts (n_p, ...) of the worker's partitions, concatenated."""
+    host = [np.asarray(to_host(p)) for p in parts]
+    return host[0] if len(host) == 1 else np.concatenate(host)

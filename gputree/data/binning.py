@@ -88,10 +88,18 @@ class BinMapper:
         shape the numerical bins: all of them, or ``subsample`` drawn with
         the seed. Depends only on ``used`` and the seed, so a cluster draws
         the same global rows (gputree.dask)."""
-        if self.subsample is None or used.size <= self.subsample:
-            return used
+        ranks = self.sample_ranks(used.size)
+        return used if ranks is None else used[ranks]
+
+    def sample_ranks(self, n_used):
+        """Sorted int64 ranks, among ``n_used`` rows, of those that
+        :meth:`sample_rows` keeps, or None for all (the draw of
+        ``rng.choice(used, ...)`` is that of ``rng.choice(used.size, ...)``
+        taken from ``used``, so the rows need not be held)."""
+        if self.subsample is None or n_used <= self.subsample:
+            return None
         rng = np.random.RandomState(self.random_state)
-        return np.sort(rng.choice(used, self.subsample, replace=False))
+        return np.sort(rng.choice(n_used, self.subsample, replace=False))
 
     def _categorical_mask(self, n_features):
         return (np.zeros(n_features, dtype=bool) if self.is_categorical is None

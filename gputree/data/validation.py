@@ -54,17 +54,23 @@ def check_sample_weight(sample_weight, n_samples):
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_samples},): "
                          "one weight per row of X.")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("sample_weight contains NaN or infinity; weights must be finite.")
-    if np.any(w < 0):
-        rows = np.flatnonzero(w < 0)[:5].tolist()
-        raise ValueError(f"Negative values in data passed to sample_weight (rows {rows}); "
-                         "weights must be >= 0.")
+    check_weight_values(w)
     if not np.any(w > 0):
         raise ValueError("sample_weight is zero for every row; at least one row needs "
                          "a positive weight.")
     check_sum_range(w, "sample_weight", "this does not change the tree")
     return w
+
+
+def check_weight_values(w, first_row=0):
+    """Every weight of float64 ``w`` (n,) finite and >= 0 (``first_row``:
+    the global row of w[0], for the message)."""
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight contains NaN or infinity; weights must be finite.")
+    if np.any(w < 0):
+        rows = (np.flatnonzero(w < 0)[:5] + first_row).tolist()
+        raise ValueError(f"Negative values in data passed to sample_weight (rows {rows}); "
+                         "weights must be >= 0.")
 
 
 #: float64's smallest normal and largest finite numbers
@@ -174,8 +180,15 @@ def check_boosting_range(y_magnitude, sample_weight, name):
     raise a ValueError naming ``name`` and a power-of-two fix when the
     largest ``sample_weight * y`` times n_samples leaves
     [2**-500, 2**500], where a square would lose bits or overflow."""
-    largest = float(np.max(sample_weight)) * y_magnitude
-    bound = largest * sample_weight.shape[0]
+    check_boosting_range_of(y_magnitude, float(np.max(sample_weight)), sample_weight.shape[0],
+                            name)
+
+
+def check_boosting_range_of(y_magnitude, largest_weight, n_samples, name):
+    """:func:`check_boosting_range` from the largest weight and the number
+    of rows."""
+    largest = largest_weight * y_magnitude
+    bound = largest * n_samples
     low, high = 2.0 ** -BOOSTING_EXPONENT, 2.0 ** BOOSTING_EXPONENT
     if largest < low or bound > high:
         raise ValueError(

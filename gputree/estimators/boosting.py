@@ -137,6 +137,18 @@ def subsample_rows(rng, n_samples, subsample):
     return rng.choice(n_samples, max(1, int(round(subsample * n_samples))), replace=False)
 
 
+def checked_eval_set(eval_set):
+    """``(X_val, y_val)`` or ``(X_val, y_val, sample_weight_val)`` from
+    eval_set (such a tuple, or a list holding one)."""
+    if isinstance(eval_set, list):
+        if len(eval_set) != 1:
+            raise ValueError("eval_set must hold exactly one (X, y) pair.")
+        eval_set = eval_set[0]
+    if not isinstance(eval_set, tuple) or len(eval_set) not in (2, 3):
+        raise ValueError("eval_set must be (X_val, y_val) or (X_val, y_val, sample_weight).")
+    return eval_set
+
+
 def should_stop(scores, n_iter_no_change, tol):
     """True when none of the last ``n_iter_no_change`` scores (higher is
     better) beats the score just before them by more than ``tol``."""
@@ -286,12 +298,7 @@ class _BaseGradientBoosting(BaseTreeModel):
                 (data.take_rows(self._backend, held_out), y[held_out], weight[held_out]))
 
     def _eval_rows(self, eval_set):
-        if isinstance(eval_set, list):
-            if len(eval_set) != 1:
-                raise ValueError("eval_set must hold exactly one (X, y) pair.")
-            eval_set = eval_set[0]
-        if not isinstance(eval_set, tuple) or len(eval_set) not in (2, 3):
-            raise ValueError("eval_set must be (X_val, y_val) or (X_val, y_val, sample_weight).")
+        eval_set = checked_eval_set(eval_set)
         data = self._bin_new_data(eval_set[0])
         n_samples = data.X_binned.shape[0]
         y = self._encode_eval_targets(_one_column_y(eval_set[1], n_samples))
@@ -300,9 +307,8 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     def _start(self, train):
         """Fresh fit: loss, baseline raw score from the training rows, no trees."""
-        _, y, weight = train
         self._loss = self._make_loss()
-        self._baseline = self._loss.init_raw(self._loss.targets(np, y), weight)
+        self._baseline = self._initial_raw(train)
         k = self._loss.n_outputs
         per_tree = [(0, k)] if self.multi_strategy == "multi_output_tree" else [
             (j, j + 1) for j in range(k)]
@@ -311,6 +317,11 @@ class _BaseGradientBoosting(BaseTreeModel):
         self._trees = []
         self._scores = {"train": [], "validation": []}
         self.n_iter_ = 0
+
+    def _initial_raw(self, train):
+        """The baseline raw scores float64 (K,) of the training rows."""
+        _, y, weight = train
+        return self._loss.init_raw(self._loss.targets(np, y), weight)
 
     def _make_loss(self):
         """The Loss of ``loss``: a name, or a callable custom objective."""

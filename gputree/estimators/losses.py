@@ -164,6 +164,17 @@ class Loss:
         :meth:`gradients_and_pointwise` returned with the gradients."""
         return -weighted_mean(xp, pointwise, w)
 
+    def init_raw(self, y, w):
+        """The initial raw scores float64 (K,) of targets ``y`` (n, K) with
+        weights ``w`` (n,): :meth:`raw_from_average` of their weighted mean
+        (order-free sums), unless a loss starts from a quantile."""
+        return self.raw_from_average(_average(np, y, w))
+
+    def raw_from_average(self, average):
+        """The initial raw scores float64 (K,) from the targets' weighted
+        mean ``average`` float64 (K,) (sums in parts: gputree.dask)."""
+        raise NotImplementedError(f"{type(self).__name__} starts from a quantile, not a mean")
+
     def refit_leaves(self, xp, tree, positions, y, raw, w):
         """Replace ``tree.value`` of leaves where the Newton step is not the
         loss's minimiser (in place); the default keeps Newton values."""
@@ -179,8 +190,8 @@ class BinaryLogLoss(Loss):
     link = "sigmoid"
     is_classification = True
 
-    def init_raw(self, y, w):
-        p = np.clip(_average(np, y, w), _EPS, 1 - _EPS)
+    def raw_from_average(self, average):
+        p = np.clip(average, _EPS, 1 - _EPS)
         return _log(p / (1 - p))
 
     def pointwise(self, xp, y, raw):
@@ -223,9 +234,9 @@ class MultinomialLoss(Loss):
         one_hot[np.arange(codes.shape[0]), codes] = 1.0
         return xp.asarray(one_hot)
 
-    def init_raw(self, y, w):
+    def raw_from_average(self, average):
         """Symmetric logits of the class priors (they sum to zero)."""
-        log_p = _log(np.clip(_average(np, y, w), _EPS, 1 - _EPS))
+        log_p = _log(np.clip(average, _EPS, 1 - _EPS))
         return log_p - log_p.mean()
 
     def pointwise(self, xp, y, raw):
@@ -247,8 +258,8 @@ class SquaredError(Loss):
 
     name = "squared_error"
 
-    def init_raw(self, y, w):
-        return _average(np, y, w)
+    def raw_from_average(self, average):
+        return average
 
     def pointwise(self, xp, y, raw):
         return (0.5 * (y - raw) ** 2)[:, 0]
@@ -293,8 +304,8 @@ class PoissonLoss(Loss):
     name = "poisson"
     link = "exponential"
 
-    def init_raw(self, y, w):
-        return _log(np.maximum(_average(np, y, w), _EPS))
+    def raw_from_average(self, average):
+        return _log(np.maximum(average, _EPS))
 
     def pointwise(self, xp, y, raw):
         y_log_y = xp.where(y > 0, y * _log(xp.where(y > 0, y, 1.0)), 0.0)

@@ -61,22 +61,33 @@ def encode_labels(y):
 def class_weights(class_weight, y_encoded, classes):
     """Per-row multiplier (float64 (n_samples,)) from class_weight."""
     n_samples, n_outputs = y_encoded.shape
-    n_classes = [len(c) for c in classes]
     factor = np.ones(n_samples)
     if class_weight is None:
         return factor
+    counts = [np.bincount(y_encoded[:, o], minlength=len(classes[o])) for o in range(n_outputs)]
+    for o, per_class in enumerate(class_factors(class_weight, counts, classes, n_samples)):
+        factor *= per_class[y_encoded[:, o]]
+    return factor
+
+
+def class_factors(class_weight, counts, classes, n_samples):
+    """Per output, the float64 (n_classes,) multiplier of each class from
+    class_weight (not None), given the classes' int row counts (per
+    output) among ``n_samples`` rows."""
+    n_outputs = len(classes)
     specs = class_weight if isinstance(class_weight, list) else [class_weight] * n_outputs
     if len(specs) != n_outputs:
         raise ValueError(f"The number of elements in class_weight should match number of "
                          f"outputs: class_weight is a list of {len(specs)} dicts but y has "
                          f"{n_outputs} outputs; give one dict per output.")
+    factors = []
     for o, spec in enumerate(specs):
-        counts = np.bincount(y_encoded[:, o], minlength=n_classes[o])
+        n_classes = len(classes[o])
         if isinstance(spec, str):
             check_choice(spec, "class_weight", {"balanced"})
-            per_class = n_samples / (n_classes[o] * np.maximum(counts, 1))
+            per_class = n_samples / (n_classes * np.maximum(counts[o], 1))
         elif isinstance(spec, dict):
-            per_class = np.ones(n_classes[o])
+            per_class = np.ones(n_classes)
             known = list(classes[o].tolist())
             for label, value in spec.items():
                 if label not in known:
@@ -86,8 +97,8 @@ def class_weights(class_weight, y_encoded, classes):
         else:
             raise TypeError(f"class_weight must be None, 'balanced', a dict or a list of "
                             f"dicts; got {spec!r}.")
-        factor *= per_class[y_encoded[:, o]]
-    return factor
+        factors.append(per_class)
+    return factors
 
 
 class ClassTargets:
