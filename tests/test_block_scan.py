@@ -1,26 +1,40 @@
 """The split scan's block kernel (one thread block per (node, feature):
 numba_kernels._find_splits_by_block, boosting's numerical tasks) against the
-thread kernel and the CPU backend's scan, bit for bit, on the simulated
-device; a boosting fit scanned by blocks against the CPU's model; the
-``scan_kernel`` option.
+thread kernel and the CPU backend's scan, bit for bit; a boosting fit
+scanned by blocks against the CPU's model; the ``scan_kernel`` option.
 
-The simulator runs a Python thread per CUDA thread and polls them all at
-every barrier: the histograms are small (16-32 bins) and blocks of 8 threads
-scan 32 bins in four rounds (the running sums carried between rounds)."""
+The device is ``GPUTREE_TEST_DEVICE`` (default ``cuda-sim``), as in
+tests/test_device_parity.py: tests/test_simulated_device.py runs this file
+with numba's CUDA simulator on, benchmarks/gpu_check.sh on a GPU; in any
+other process the module skips. The simulator runs a Python thread per CUDA
+thread and polls them all at every barrier: the histograms are small (16-32
+bins) and blocks of 8 threads scan 32 bins in four rounds (the running sums
+carried between rounds)."""
+import os
 import sys
 
 import numpy as np
 import pytest
 
 from gputree import GradientBoostingClassifier, GradientBoostingRegressor
+from gputree._arrays import to_host
 from gputree.backends import get_backend
-from gputree.backends.cuda import numba_kernels
-from gputree.backends.cuda.backend import CUDABackend
 from gputree.criteria import newton_statistics
 from gputree.growth.params import GrowthParams
 
-from .datasets import mixed_frame
-from .test_parity import assert_same_tree
+from simulated.datasets import mixed_frame
+from simulated.test_parity import assert_same_tree
+
+DEVICE = os.environ.get("GPUTREE_TEST_DEVICE", "cuda-sim")
+
+try:
+    get_backend(DEVICE)
+    from gputree.backends.cuda import numba_kernels
+    from gputree.backends.cuda.backend import CUDABackend
+except Exception as exc:  # noqa: BLE001 - skip with the reason
+    pytest.skip(f"device {DEVICE!r} is not available in this process: {exc}",
+                allow_module_level=True)
+RUNTIME = "cupy" if DEVICE == "cuda" else "emulator"
 
 #: features of the constructed histograms (see newton_histograms)
 RANDOM, MIRRORED, COPY, NO_MISSING, FREE_MISSING, CATEGORICAL = range(6)
@@ -74,9 +88,11 @@ def scan_arguments(hist, params, stats, split_bin=None):
 
 
 def scan_with(kernel, threads, arguments):
-    backend = CUDABackend("emulator", scan_kernel=kernel)
+    """The scan's outputs (host arrays) with the kernel ``kernel``."""
+    backend = CUDABackend(RUNTIME, scan_kernel=kernel)
     backend.scan_threads = threads
-    return backend.scan_splits(*arguments)
+    return [to_host(a) for a in backend.scan_splits(*(
+        backend.upload(a) if isinstance(a, np.ndarray) else a for a in arguments))]
 
 
 def assert_same_outputs(a, b):
@@ -151,18 +167,18 @@ class LaunchSpy:
 
 @pytest.mark.parametrize("estimator", [GradientBoostingRegressor, GradientBoostingClassifier])
 def test_boosting_scanned_by_blocks_equals_cpu(estimator, monkeypatch):
-    """A boosting fit on the simulated device with scan_kernel "block" (8
+    """A boosting fit on the device with scan_kernel "block" (8
     threads a block: several rounds a scan) grows the CPU's trees."""
     X, signal = mixed_frame(200, 4)
     y = signal if estimator is GradientBoostingRegressor else signal > 0.3
     spy = LaunchSpy(numba_kernels._find_splits_by_block)
     monkeypatch.setattr(numba_kernels, "_find_splits_by_block", spy)
-    backend = get_backend("cuda-sim")
+    backend = get_backend(DEVICE)
     monkeypatch.setattr(backend, "scan_kernel", "block")
     monkeypatch.setattr(backend, "scan_threads", 8)
     params = dict(n_estimators=2, max_depth=2, max_bins=24, learning_rate=0.5,
                   early_stopping=False, min_samples_leaf=5)
-    sim = estimator(device="cuda-sim", **params).fit(X, y)
+    sim = estimator(device=DEVICE, **params).fit(X, y)
     cpu = estimator(device="cpu", **params).fit(X, y)
     assert spy.launches >= 4
     assert sum(tree.node_count for tree in cpu.model_.trees) >= 10
@@ -173,12 +189,12 @@ def test_boosting_scanned_by_blocks_equals_cpu(estimator, monkeypatch):
 
 def test_scan_kernel_option(monkeypatch):
     monkeypatch.setenv("GPUTREE_SCAN_KERNEL", "block")
-    assert CUDABackend("emulator").scan_kernel == "block"
+    assert CUDABackend(RUNTIME).scan_kernel == "block"
     monkeypatch.setenv("GPUTREE_SCAN_KERNEL", "warp")
     with pytest.raises(ValueError, match=r"\$GPUTREE_SCAN_KERNEL must be one of auto, thread"):
-        CUDABackend("emulator")
+        CUDABackend(RUNTIME)
     with pytest.raises(ValueError, match="scan_kernel must be one of"):
-        CUDABackend("emulator", scan_kernel="blocks")
+        CUDABackend(RUNTIME, scan_kernel="blocks")
     assert numba_kernels.scan_kernel_for("auto", "cupy") == "block"
     assert numba_kernels.scan_kernel_for("thread", "cupy") == "thread"
     assert [numba_kernels.block_scan_threads(n) for n in (4, 25, 34, 35, 256, 1024)] == [
