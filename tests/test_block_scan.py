@@ -10,7 +10,6 @@ other process the module skips. The simulator runs a Python thread per CUDA
 thread and polls them all at every barrier: the histograms are small (16-32
 bins) and blocks of 8 threads scan 32 bins in four rounds (the running sums
 carried between rounds)."""
-import os
 import sys
 
 import numpy as np
@@ -23,17 +22,13 @@ from gputree.criteria import newton_statistics
 from gputree.growth.params import GrowthParams
 
 from simulated.datasets import mixed_frame
+from simulated.device import DEVICE, skip_module_without_device
 from simulated.test_parity import assert_same_tree
 
-DEVICE = os.environ.get("GPUTREE_TEST_DEVICE", "cuda-sim")
+skip_module_without_device()
+from gputree.backends.cuda import numba_kernels  # noqa: E402 - needs the device
+from gputree.backends.cuda.backend import CUDABackend  # noqa: E402
 
-try:
-    get_backend(DEVICE)
-    from gputree.backends.cuda import numba_kernels
-    from gputree.backends.cuda.backend import CUDABackend
-except Exception as exc:  # noqa: BLE001 - skip with the reason
-    pytest.skip(f"device {DEVICE!r} is not available in this process: {exc}",
-                allow_module_level=True)
 RUNTIME = "cupy" if DEVICE == "cuda" else "emulator"
 
 #: features of the constructed histograms (see newton_histograms)
