@@ -377,10 +377,12 @@ def parse_args(argv=None):
     bad = [level for level in args.levels if not 0 <= level <= SHAPE_DEPTH - 1]
     if bad:
         parser.error(f"--levels must be between 0 and {SHAPE_DEPTH - 1}, got {bad}")
-    from gputree.backends.cuda.numba_kernels import BLOCK_SCAN_MAX_THREADS as most
-    bad = [n for n in args.scan_threads or [] if n < 1 or n > most or n & (n - 1)]
-    if bad:
-        parser.error(f"--scan-threads must be powers of two up to {most}, got {bad}")
+    from gputree.backends.cuda.numba_kernels import check_scan_threads
+    try:
+        for threads in args.scan_threads or []:
+            check_scan_threads(threads, "--scan-threads")
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 

@@ -190,6 +190,10 @@ def test_scan_kernel_option(monkeypatch):
         CUDABackend(RUNTIME)
     with pytest.raises(ValueError, match="scan_kernel must be one of"):
         CUDABackend(RUNTIME, scan_kernel="blocks")
+    backend = CUDABackend(RUNTIME, scan_kernel="thread")
+    for threads in (0, 48, 512):
+        with pytest.raises(ValueError, match="scan_threads must be a power of two from 1 to 256"):
+            backend.scan_threads = threads
     assert numba_kernels.scan_kernel_for("auto", "cupy") == "block"
     assert numba_kernels.scan_kernel_for("thread", "cupy") == "thread"
     assert [numba_kernels.block_scan_threads(n) for n in (4, 25, 34, 35, 256, 1024)] == [

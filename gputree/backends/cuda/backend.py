@@ -35,7 +35,7 @@ from . import numba_kernels
 from .accounting import AllocationTracker, TransferCounter
 from .c_kernels import CudaKernels, get_kernels
 from .numba_kernels import (THREADS_PER_BLOCK, block_scan_threads, check_scan_kernel,
-                            scan_kernel_for, scan_kernel_from_env)
+                            check_scan_threads, scan_kernel_for, scan_kernel_from_env)
 from .row_partition import RowPartition
 from .transfer import pack_device, pack_host, unpack
 
@@ -80,6 +80,15 @@ class CUDABackend(Backend):
     @scan_kernel.setter
     def scan_kernel(self, name):
         self._scan_kernel = check_scan_kernel(name)
+
+    @property
+    def scan_threads(self):
+        """Threads per block of the block scan, None for the default."""
+        return self._scan_threads
+
+    @scan_threads.setter
+    def scan_threads(self, threads):
+        self._scan_threads = check_scan_threads(threads)
 
     def _count(self, name):
         self.launches[name] += 1

@@ -101,6 +101,17 @@ def scan_kernel_for(option, runtime):
     return "block" if runtime == "cupy" else "thread"
 
 
+def check_scan_threads(threads, where="scan_threads"):
+    """``threads`` when None or a power of two from 1 to
+    BLOCK_SCAN_MAX_THREADS (the block scan's shared arrays), else a
+    ValueError naming ``where``."""
+    if threads is not None and not (1 <= threads <= BLOCK_SCAN_MAX_THREADS
+                                    and threads & (threads - 1) == 0):
+        raise ValueError(f"{where} must be a power of two from 1 to {BLOCK_SCAN_MAX_THREADS} "
+                         f"(threads per block of the block scan), got {threads!r}")
+    return threads
+
+
 def block_scan_threads(n_bins):
     """Threads per block of the block scan on histograms of ``n_bins`` bins:
     the most candidate thresholds (n_bins - 2) up to a power of two, from
