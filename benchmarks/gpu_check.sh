@@ -70,8 +70,8 @@ step_ptx() {  # no fma, no libdevice, every kernel file compiles without warning
     gpu_tests tests/test_exact_device_code.py tests/test_nvcc_compile.py
 }
 
-step_kernels-test() {  # every histogram variant and kernel against numpy, on the GPU
-    gpu_tests tests/test_histogram_kernels.py tests/test_cuda_c_kernels.py
+step_kernels-test() {  # every histogram variant and kernel against numpy, both split scans
+    gpu_tests tests/test_histogram_kernels.py tests/test_cuda_c_kernels.py tests/test_block_scan.py
 }
 
 step_parity() {  # every estimator, CPU vs GPU, bit for bit
@@ -86,8 +86,9 @@ step_toolchain() {
     gpu_tests tests/test_cuda_toolchain.py tests/test_kernel_cache.py
 }
 
-step_kernel-bench() {  # every primitive and histogram variant, 1M and 7.04M rows
-    python3 benchmarks/gpu_kernels.py --rows 1000000 7040000 --levels 0 4 7
+step_kernel-bench() {  # every primitive, histogram and scan variant, 1M and 7.04M rows
+    python3 benchmarks/gpu_kernels.py --rows 1000000 7040000 --levels 0 4 7 \
+        --scan-threads 32 64 128 256
 }
 
 step_startup() {  # a fresh process twice: the second finds the compiled kernels cached

@@ -1,11 +1,14 @@
 """The CUDA backend's primitives, one at a time, on the level shapes of a real
 fit: every histogram kernel variant (kernels/histogram.cu), the row
-partition, the position update and the split scan, timed with CUDA events
-(median of --repeat launches after two warm-ups), with the bytes each moves
-per second against the device's copy bandwidth, and the histogram variant
-that "auto" picks. One table.
+partition, the position update and both split scan kernels (a thread per
+(node, feature) and a thread block per boosting task, at --scan-threads
+threads a block), timed with CUDA events (median of --repeat launches after
+two warm-ups), with the bytes each moves per second against the device's
+copy bandwidth, and the histogram and scan variants that "auto" picks. One
+table.
 
     python benchmarks/gpu_kernels.py [--rows 1000000 7040000] [--levels 0 4 7]
+                                     [--scan-threads 64 128 256]
 
 Level shapes come from a real fit: a depth-8 tree of the synthetic task
 (benchmarks/common.py, 28 features) grown on the CPU from --shape-rows rows;
@@ -162,9 +165,11 @@ def scan_bytes(n_nodes, n_features, n_bins, n_channels):
 def time_ms(xp, launch, repeat, before=None):
     """Median milliseconds of ``launch()`` over ``repeat`` runs after two
     warm-ups (``before()`` runs untimed first): between two CUDA events on
-    a GPU (xp cupy), by the host clock on the simulated device (numpy)."""
+    a GPU (xp cupy), by the host clock on the simulated device (numpy; no
+    warm-ups: its times only show that the table comes out)."""
     times = []
-    for i in range(repeat + 2):
+    warm_ups = 0 if xp is np else 2
+    for i in range(repeat + warm_ups):
         if before is not None:
             before()
         if xp is np:
@@ -178,7 +183,7 @@ def time_ms(xp, launch, repeat, before=None):
             end.record()
             end.synchronize()
             elapsed = xp.cuda.get_elapsed_time(start, end)
-        if i >= 2:
+        if i >= warm_ups:
             times.append(elapsed)
     return statistics.median(times)
 
@@ -247,10 +252,40 @@ def bench_level(backend, shape, n_rows, args, rows_out):
                  xp.zeros(N_FEATURES, np.uint8), xp.ones((n_build, N_FEATURES), np.uint8),
                  args.bins - 1, xp.asarray(stats.layout), xp.asarray(stats.inv_scale),
                  xp.asarray(GrowthParams().criterion_params()))
-    rows_out.append(dict(base, primitive="find_best_splits", variant="", auto="", detail="",
-                         ms=time_ms(xp, lambda: backend.find_best_splits(*scan_args),
-                                    args.repeat),
-                         bytes=scan_bytes(n_build, N_FEATURES, args.bins, n_channels)))
+    bench_scan(backend, scan_args, args, base, rows_out)
+
+
+def scan_variants(backend, n_bins, scan_threads):
+    """(kernel, threads a block or None, is "auto"'s choice) of every scan
+    variant: the thread kernel, the block kernel at each of ``scan_threads``
+    (None: the backend's choice for ``n_bins`` bins)."""
+    from gputree.backends.cuda.numba_kernels import block_scan_threads, scan_kernel_for
+    auto = scan_kernel_for("auto", backend.runtime)
+    default = block_scan_threads(n_bins)
+    variants = [("thread", None, auto == "thread")]
+    for threads in scan_threads or [default]:
+        variants.append(("block", threads, auto == "block" and threads == default))
+    return variants
+
+
+def bench_scan(backend, scan_args, args, base, rows_out):
+    """Time find_best_splits with every scan variant; append table rows."""
+    from gputree.backends.cuda.numba_kernels import THREADS_PER_BLOCK
+    n_build = scan_args[0].shape[0]
+    n_tasks = n_build * N_FEATURES
+    n_channels = scan_args[0].shape[3]
+    saved = backend.scan_kernel, backend.scan_threads
+    for kernel, threads, is_auto in scan_variants(backend, args.bins, args.scan_threads):
+        backend.scan_kernel, backend.scan_threads = kernel, threads
+        detail = (f"{n_tasks} blocks x {threads} threads" if kernel == "block" else
+                  f"{math.ceil(n_tasks / THREADS_PER_BLOCK)} blocks x {THREADS_PER_BLOCK} "
+                  "threads")
+        rows_out.append(dict(base, primitive="find_best_splits", variant=kernel,
+                             auto="<- auto" if is_auto else "", detail=detail,
+                             ms=time_ms(backend.xp, lambda: backend.find_best_splits(*scan_args),
+                                        args.repeat),
+                             bytes=scan_bytes(n_build, N_FEATURES, args.bins, n_channels)))
+    backend.scan_kernel, backend.scan_threads = saved
 
 
 def parent_positions(xp, positions, level_start):
@@ -330,6 +365,9 @@ def parse_args(argv=None):
     parser.add_argument("--bins", type=int, default=256, help="bins per feature (codes)")
     parser.add_argument("--stats", choices=("newton", "counts"), default="newton")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--scan-threads", type=int, nargs="+", default=None,
+                        help="threads a block of the block scan, one variant each (powers of "
+                             "two up to 256; default: the backend's choice for --bins)")
     parser.add_argument("--shape-rows", type=int, default=200_000,
                         help="rows of the CPU fit whose levels give the shapes")
     parser.add_argument("--device", choices=("cuda", "cuda-sim"), default="cuda",
@@ -339,6 +377,12 @@ def parse_args(argv=None):
     bad = [level for level in args.levels if not 0 <= level <= SHAPE_DEPTH - 1]
     if bad:
         parser.error(f"--levels must be between 0 and {SHAPE_DEPTH - 1}, got {bad}")
+    from gputree.backends.cuda.numba_kernels import check_scan_threads
+    try:
+        for threads in args.scan_threads or []:
+            check_scan_threads(threads, "--scan-threads")
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 

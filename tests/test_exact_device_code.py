@@ -69,10 +69,10 @@ def _arrays():
 
 def _signatures():
     a = _arrays()
-    scan = (a.i64(4), a.i32(1), a.u8(1), a.u8(2), a.i32(2), a.int64, a.i64(1), a.f64(1),
-            a.f64(1),
-            a.i64(2), a.f64(2), a.i32(2), a.i64(3), a.f64(3), a.f64(2), a.u8(2), a.u32(3),
-            a.i64(3), a.f64(2), a.u32(3))
+    task = (a.i64(4), a.i32(1), a.u8(1), a.u8(2), a.i32(2), a.int64, a.i64(1), a.f64(1),
+            a.f64(1))
+    outputs = (a.f64(2), a.u8(2), a.u32(3), a.i64(3), a.f64(2), a.u32(3))
+    scan = task + (a.int64, a.i64(2), a.f64(2), a.i32(2), a.i64(3), a.f64(3)) + outputs
     summaries = (a.i64(2), a.i64(1), a.f64(1), a.f64(1), a.f64(3), a.f64(1))
     devmath = (a.int64, a.f64(1), a.f64(1))
     soft = (a.i64(4), a.i32(2), a.int64, a.i32(1), a.int64, a.i64(1), a.u8(2))
@@ -80,7 +80,8 @@ def _signatures():
     ranking = (a.i64(1), a.f64(1), a.i32(1), a.f64(1), a.f64(1), a.f64(1), a.f64(1), a.float64,
                a.int64, a.int64, a.int64, a.i64(1), a.i64(1), a.f64(2), a.f64(1), a.f64(1),
                a.f64(1))
-    return {"_find_splits": scan, "_node_summaries": summaries, "_devmath_kernel": devmath,
+    return {"_find_splits": scan, "_find_splits_by_block": task + outputs,
+            "_node_summaries": summaries, "_devmath_kernel": devmath,
             "_soft_feature_limit": soft, "_random_split_bins": random, "_query_terms": ranking}
 
 

@@ -43,14 +43,15 @@ def test_cuda_without_gpu_says_what_is_missing():
 
 
 def test_device_parity_suite_on_the_simulated_device():
-    """tests/test_device_parity.py and tests/test_device_budgets.py (the
-    checks a real GPU runs with GPUTREE_TEST_DEVICE=cuda) on the simulated
-    device."""
+    """tests/test_device_parity.py, tests/test_device_budgets.py and
+    tests/test_block_scan.py (the checks a real GPU runs with
+    GPUTREE_TEST_DEVICE=cuda) on the simulated device."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", GPUTREE_TEST_DEVICE="cuda-sim")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
          str(Path(__file__).parent / "test_device_parity.py"),
-         str(Path(__file__).parent / "test_device_budgets.py")],
+         str(Path(__file__).parent / "test_device_budgets.py"),
+         str(Path(__file__).parent / "test_block_scan.py")],
         env=env, capture_output=True, text=True, timeout=1200)
     print(result.stdout[-20000:])
     print(result.stderr[-5000:], file=sys.stderr)

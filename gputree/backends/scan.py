@@ -47,6 +47,7 @@ When the node had no missing values, missing values go to the child with more
 samples (right on ties, as scikit-learn sends them).
 """
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -71,6 +72,12 @@ BLOCK_BINS = 256
 
 def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=None,
                        vector=False, newton_only=None):
+    """``scan`` of :func:`make_scan_parts` (the same arguments)."""
+    return make_scan_parts(jit, inline, measure, categorical, entry, vector, newton_only).scan
+
+
+def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None,
+                    vector=False, newton_only=None):
     """Compile the (node, feature) scan with ``jit`` (small per-candidate
     helpers with ``inline``, default ``jit``; ``scan`` itself with ``entry``,
     default ``jit``), for one criterion ``measure``
@@ -83,7 +90,11 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
     ``newton_only`` True: every scan is boosting's with one output and no
     value constraints (its scan alone is compiled); False: none is (the
     boosting scans are left out); None: read from ``layout`` and ``params``
-    per scan.
+    per scan. Returns a namespace: ``scan`` and the device functions a
+    kernel that divides boosting's scan among threads composes
+    (``newton_task``, ``clear_task``, ``newton_candidate``,
+    ``newton_missing_right``, ``add_bins_upto``, ``record_split``; the CUDA
+    backend's block scan).
 
     scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, split_bin, missing_bin, layout, inv, params,
@@ -175,6 +186,17 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         return best
 
     @inline
+    def newton_candidate(ag, ah, an, T, M, ml, parent, inv, params):
+        """Boosting's candidate whose non-missing left rows sum to (ag, ah,
+        an), the missing rows M joining them when ``ml`` is 1: (gain, left
+        g, h, n) (formulas.newton_gain_one)."""
+        lg, lh, ln = ag, ah, an
+        if ml == 1:
+            lg, lh, ln = ag + M[0], ah + M[1], an + M[2]
+        gain = newton_gain_one(lg, lh, ln, T[0] - lg, T[1] - lh, T[2] - ln, parent, inv, params)
+        return gain, lg, lh, ln
+
+    @inline
     def newton_missing_right(T, L, M, n_non_missing, parent, inv, params, best, best_bin,
                              best_ml):
         """The boosting scans' last candidate, every non-missing bin left and
@@ -205,11 +227,7 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                 continue  # an empty bin repeats the previous candidate exactly
             previous_count = an * 1.0
             for ml in range(n_ml):
-                lg, lh, ln = ag, ah, an
-                if ml == 1:
-                    lg, lh, ln = ag + M[0], ah + M[1], an + M[2]
-                gain = newton_gain_one(lg, lh, ln, T[0] - lg, T[1] - lh, T[2] - ln,
-                                       parent, inv, params)
+                gain, lg, lh, ln = newton_candidate(ag, ah, an, T, M, ml, parent, inv, params)
                 if gain > best:
                     best, best_bin, best_ml = gain, b, ml
                     L[0], L[1], L[2] = lg, lh, ln
@@ -591,6 +609,43 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
                 add_bin(bitset, f, missing_bin)
         return goes_left(bitset, f, missing_bin)
 
+    @inline
+    def newton_task(node, f, is_categorical, split_bin, layout, params):
+        """Task (node, f) is boosting's scan of a numerical feature's every
+        threshold with one output and no value constraints
+        (scan_newton_one or scan_newton_blocks)."""
+        return (not (categorical and is_categorical[f]) and split_bin[node, f] < 0
+                and (newton_fixed == 1 or (newton_fixed < 0 and newton_one(layout, params))))
+
+    @inline
+    def clear_task(node, f, out_gain, out_missing_left, out_bitset, out_info, out_words):
+        """Task (node, f)'s outputs as for no split: gains -inf, no bins left."""
+        out_gain[node, f] = -math.inf
+        out_info[node, f] = -math.inf
+        out_missing_left[node, f] = 0
+        for w in range(out_bitset.shape[2]):
+            out_bitset[node, f, w] = 0
+        for w in range(out_words.shape[2]):
+            out_words[node, f, w] = 0
+
+    @inline
+    def record_split(H, T, L, R, node, f, gain, ml, missing_bin, has_missing, parent, layout,
+                     inv, params, left_known, out_gain, out_missing_left, out_bitset, out_left,
+                     out_info, out_words):
+        """Write task (node, f)'s split, whose non-missing bins are already in
+        its bitset row, with the missing bin when ``ml`` is 1 (finish's L
+        and R, its direction of missing values)."""
+        bitset = out_bitset[node]
+        if ml == 1:
+            add_bin(bitset, f, missing_bin)
+        out_gain[node, f] = gain
+        out_missing_left[node, f] = finish(H, T, L, R, bitset, f, out_words[node, f],
+                                           missing_bin, has_missing, layout, inv, left_known)
+        for c in range(L.shape[0]):
+            out_left[node, f, c] = L[c]
+        if newton_fixed != 1 and layout[LAYOUT_MULTIWAY] != 0:
+            out_info[node, f] = impurity_gain(L, R, parent, layout, inv, params)
+
     @entry
     def scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
              feature_allowed, split_bin, missing_bin, layout, inv, params,
@@ -598,15 +653,9 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
              out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
         node = t // n_features
         f = t - node * n_features
-        out_gain[node, f] = -math.inf
-        out_info[node, f] = -math.inf
-        out_missing_left[node, f] = 0
+        clear_task(node, f, out_gain, out_missing_left, out_bitset, out_info, out_words)
         bitset = out_bitset[node]       # (n_features, BITSET_WORDS): row f is this split
-        for w in range(bitset.shape[1]):
-            bitset[f, w] = 0
         words = out_words[node, f]      # (n_ext,): its categories from bin 256 on
-        for w in range(words.shape[0]):
-            words[w] = 0
         if feature_allowed[node, f] == 0:
             return
         C = layout[LAYOUT_N_CHANNELS]
@@ -666,17 +715,15 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
             if gain == -math.inf:
                 return
             add_bins_upto(bitset, f, threshold)
-        if ml == 1:
-            add_bin(bitset, f, missing_bin)
-        out_gain[node, f] = gain
-        out_missing_left[node, f] = finish(H, T, L, R, bitset, f, words, missing_bin,
-                                           has_missing, layout, inv, left_known)
-        for c in range(C):
-            out_left[node, f, c] = L[c]
-        if newton_fixed != 1 and multiway:
-            out_info[node, f] = impurity_gain(L, R, parent, layout, inv, params)
+        record_split(H, T, L, R, node, f, gain, ml, missing_bin, has_missing, parent, layout,
+                     inv, params, left_known, out_gain, out_missing_left, out_bitset, out_left,
+                     out_info, out_words)
 
-    return scan
+    return SimpleNamespace(scan=scan, newton_task=newton_task, clear_task=clear_task,
+                           newton_candidate=newton_candidate,
+                           newton_missing_right=newton_missing_right,
+                           add_bins_upto=add_bins_upto, record_split=record_split,
+                           bounded_parent_score=bounded_parent_score, node_count=node_count)
 
 
 def scratch_shapes(n_slots, n_channels, any_categorical, n_bins, vector=False):

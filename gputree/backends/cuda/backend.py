@@ -10,7 +10,9 @@ whole fit; every primitive is one launch per level for all nodes of the level
 split decisions. The backend follows each tree's positions with a row
 partition (:mod:`.row_partition`), so that the histogram kernels read only
 the rows of the nodes they build; which kernel builds is the ``histogram_kernel``
-option (``$GPUTREE_HIST_KERNEL``; :data:`.c_kernels.HISTOGRAM_KERNELS`).
+option (``$GPUTREE_HIST_KERNEL``; :data:`.c_kernels.HISTOGRAM_KERNELS`), which
+kernel scans for splits the ``scan_kernel`` option (``$GPUTREE_SCAN_KERNEL``;
+:data:`.numba_kernels.SCAN_KERNELS`).
 
 The simulated device (``device="cuda-sim"``) is this same backend with numpy
 arrays in place of cupy arrays, the CPU emulator in place of the GPU for the
@@ -32,7 +34,8 @@ from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
 from . import numba_kernels
 from .accounting import AllocationTracker, TransferCounter
 from .c_kernels import CudaKernels, get_kernels
-from .numba_kernels import THREADS_PER_BLOCK
+from .numba_kernels import (THREADS_PER_BLOCK, block_scan_threads, check_scan_kernel,
+                            check_scan_threads, scan_kernel_for, scan_kernel_from_env)
 from .row_partition import RowPartition
 from .transfer import pack_device, pack_host, unpack
 
@@ -42,10 +45,15 @@ class CUDABackend(Backend):
 
     ``histogram_kernel``: one of :data:`.c_kernels.HISTOGRAM_KERNELS`, or
     None for ``$GPUTREE_HIST_KERNEL`` (default "auto"); it can be changed
-    later through ``kernels.histogram_kernel``.
+    later through ``kernels.histogram_kernel``. ``scan_kernel``: one of
+    :data:`.numba_kernels.SCAN_KERNELS`, or None for
+    ``$GPUTREE_SCAN_KERNEL`` (default "auto"); settable later.
+    ``scan_threads``: threads per block of the block scan (a power of two
+    up to numba_kernels.BLOCK_SCAN_MAX_THREADS), None for
+    :func:`.numba_kernels.block_scan_threads` of the histograms' bins.
     """
 
-    def __init__(self, runtime, histogram_kernel=None):
+    def __init__(self, runtime, histogram_kernel=None, scan_kernel=None):
         self.runtime = runtime
         self.name = "cuda" if runtime == "cupy" else "cuda-sim"
         self.kernels = (get_kernels(runtime) if histogram_kernel is None
@@ -61,6 +69,26 @@ class CUDABackend(Backend):
         self.memory = AllocationTracker()
         #: free device memory to assume (bytes) in the simulated device, for tests
         self.simulated_free_bytes = None
+        self.scan_kernel = scan_kernel_from_env() if scan_kernel is None else scan_kernel
+        self.scan_threads = None
+
+    @property
+    def scan_kernel(self):
+        """The split scan kernel option (one of numba_kernels.SCAN_KERNELS)."""
+        return self._scan_kernel
+
+    @scan_kernel.setter
+    def scan_kernel(self, name):
+        self._scan_kernel = check_scan_kernel(name)
+
+    @property
+    def scan_threads(self):
+        """Threads per block of the block scan, None for the default."""
+        return self._scan_threads
+
+    @scan_threads.setter
+    def scan_threads(self, threads):
+        self._scan_threads = check_scan_threads(threads)
 
     def _count(self, name):
         self.launches[name] += 1
@@ -187,10 +215,18 @@ class CUDABackend(Backend):
         # whether any is categorical would cost a device->host read per level
         outputs = empty_scan_outputs(self, n_nodes, n_features, n_channels, n_bins)
         scratch = empty_scratch(self, n_nodes * n_features, n_channels, True, n_bins)
-        blocks = math.ceil(n_nodes * n_features / THREADS_PER_BLOCK)
+        n_tasks = n_nodes * n_features
+        by_block = scan_kernel_for(self.scan_kernel, self.runtime) == "block"
+        arguments = (hist, n_bins_non_missing, is_categorical, feature_allowed, split_bin,
+                     np.int64(missing_bin), layout, inv, params)
+        # which tasks are boosting's is on the device (layout, params):
+        # the block kernel takes those, the thread kernel the others
+        if by_block and n_tasks:
+            threads = self.scan_threads or block_scan_threads(n_bins)
+            numba_kernels._find_splits_by_block[n_tasks, threads](*arguments, *outputs)
+        blocks = math.ceil(n_tasks / THREADS_PER_BLOCK)
         numba_kernels._find_splits[blocks, THREADS_PER_BLOCK](
-                hist, n_bins_non_missing, is_categorical, feature_allowed, split_bin,
-                np.int64(missing_bin), layout, inv, params, *scratch, *outputs)
+                *arguments, np.int64(by_block), *scratch, *outputs)
         return outputs
 
     def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
