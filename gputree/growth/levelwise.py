@@ -147,6 +147,14 @@ class _TreeGrowth:
         count, _ = counts_and_weights(level_totals, layout, inv)
         hist_row, plan = _plan_histograms(level_totals.shape[0], candidates, count,
                                           previous, self.pool)
+        return hist_row, self._scan_planned(level_start, level_totals, candidates, hist_row,
+                                            plan)
+
+    def _scan_planned(self, level_start, level_totals, candidates, hist_row, plan):
+        """Build the histograms of ``plan`` (:func:`_plan_histograms`'s
+        dict; ``hist_row`` int32 (n_level,) the nodes' pool rows) and scan
+        the ``candidates``, with one upload and one download: the host dict
+        of the candidates' best splits (:meth:`_found`)."""
         rows = hist_row[candidates]
         plan.update(self.partition, rows=rows, totals=level_totals[candidates],
                     zero_rows=self.pool.rows_to_zero(),
@@ -172,7 +180,7 @@ class _TreeGrowth:
             hist, self.constants["n_bins_non_missing"], self.constants["is_categorical"],
             device["allowed"], self.data.missing_bin, self.constants["layout"],
             self.constants["inv"], scan_params, split_bin=split_bin)
-        return hist_row, self.backend.download_many(self._found(split, device))
+        return self.backend.download_many(self._found(split, device))
 
     def _apply_partition(self):
         """Move the rows of the recorded splits' nodes to their children
