@@ -30,22 +30,17 @@ import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends.splitset import left_sets
-from .histogram_pool import HistogramPool
-from .levelwise import _max_level_nodes, _TreeGrowth
+from .levelwise import _TreeGrowth, start_tree
 from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
 
 
 def grow_best_first(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     """Grow one tree best first (arguments and result as
     :func:`gputree.growth.levelwise.grow_tree`); ``growth.max_leaf_nodes``
-    leaves at most (0: until no leaf can split)."""
-    n_samples, n_features = data.X_binned.shape
-    max_rows = _max_level_nodes(n_samples, growth)
-    backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
-                             max_rows, held_row_bytes)
-    if pool is None:
-        pool = HistogramPool(backend)
-    pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_rows)
+    leaves at most (0: until no leaf can split). The pool holds the
+    histograms of the leaves waiting to split: at most ``max_leaf_nodes``
+    rows, as a level of as many nodes."""
+    pool = start_tree(backend, data, stats, growth, pool, held_row_bytes)
     return _BestFirstGrowth(backend, data, stats, growth, rng, pool).run()
 
 

@@ -36,6 +36,14 @@ def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     Returns (TreeArrays, positions) where positions int32 (n_samples,) on the
     backend holds every row's leaf id.
     """
+    pool = start_tree(backend, data, stats, growth, pool, held_row_bytes)
+    return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
+
+
+def start_tree(backend, data, stats, growth, pool, held_row_bytes):
+    """Check that the tree fits in the backend's memory and start it in
+    ``pool`` (None: a new HistogramPool), with rows for the most nodes a
+    level can have; returns the pool."""
     n_samples, n_features = data.X_binned.shape
     max_level_nodes = _max_level_nodes(n_samples, growth)
     backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
@@ -43,7 +51,7 @@ def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     if pool is None:
         pool = HistogramPool(backend)
     pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_level_nodes)
-    return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
+    return pool
 
 
 class _TreeGrowth:
