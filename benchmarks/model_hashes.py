@@ -163,6 +163,22 @@ def configurations():
                               "binary", (), "frame"),
         "boost_extra_trees_regressor": (lambda: g.GradientBoostingRegressor(
             extra_trees=True, colsample_bytree=0.6, **boost), "float", (), "X"),
+        "boost_lossguide": (lambda: g.GradientBoostingClassifier(
+            grow_policy="lossguide", **dict(boost, max_depth=None)), "binary", (), "frame"),
+        "boost_lossguide_many_categories": (lambda: g.GradientBoostingClassifier(
+            grow_policy="lossguide", max_leaf_nodes=15, min_data_per_group=10, cat_smooth=2.0,
+            subsample=0.8, **boost), "binary", (), "many"),
+        "boost_lossguide_monotonic": (lambda: g.GradientBoostingRegressor(
+            grow_policy="lossguide", max_leaf_nodes=12, monotonic_cst=[1, 0, -1, 0, 0, 0, 0, 0],
+            interaction_cst=[[0, 1, 2], [3, 4, 5, 6, 7]], **boost), "float", (), "X"),
+        "rank_lossguide": (lambda: g.GradientBoostingRanker(
+            grow_policy="lossguide", max_leaf_nodes=20, **boost), "relevance", ("group",), "X"),
+        "tree_best_first_regressor": (lambda: g.DecisionTreeRegressor(
+            max_leaf_nodes=40, min_samples_leaf=3, **cpu), "float", ("sample_weight",), "X"),
+        "forest_best_first": (lambda: g.RandomForestClassifier(
+            n_estimators=4, max_leaf_nodes=30, **cpu), "three", (), "frame"),
+        "extra_trees_best_first": (lambda: g.ExtraTreesRegressor(
+            n_estimators=3, max_leaf_nodes=25, **cpu), "float", (), "X"),
     }
 
 

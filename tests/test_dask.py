@@ -100,6 +100,8 @@ CASES = {
                         dict(max_depth=5, random_state=0), "labels"),
     "tree-wide-bins": (gputree.DecisionTreeRegressor, gd.DaskDecisionTreeRegressor,
                        dict(max_depth=5, max_bins=400), "target"),
+    "tree-best-first": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
+                        dict(max_leaf_nodes=10, max_features=3, random_state=0), "labels"),
     # extremely randomized trees: the random thresholds drawn on the driver
     "tree-random-splitter": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                              dict(max_depth=5, splitter="random", max_features=2,
@@ -148,7 +150,8 @@ def test_same_model_for_every_partitioning(client, small_bin_subsample, case, n_
 
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
 @pytest.mark.parametrize("case", ["boosting-regression", "forest-regressor", "tree-classifier",
-                                  "tree-random-splitter", "boosting-extra-trees"])
+                                  "tree-random-splitter", "boosting-extra-trees",
+                                  "tree-best-first"])
 def test_same_model_other_estimators(client, small_bin_subsample, case):
     model, local, X, dX = fit_pair(case, client, 3, as_array=True)
     assert_same_model(model, local)
@@ -163,7 +166,9 @@ def test_same_model_other_estimators(client, small_bin_subsample, case):
 @pytest.mark.parametrize("params", [
     dict(n_estimators=3, max_depth=4, subsample=0.6, random_state=4),
     dict(n_estimators=2, max_depth=3, multi_strategy="multi_output_tree", colsample_bytree=0.5,
-         random_state=1, verbose=1)], ids=["binary-subsample", "multi-output-verbose"])
+         random_state=1, verbose=1),
+    dict(n_estimators=3, grow_policy="lossguide", max_leaf_nodes=7, max_depth=None,
+         random_state=2)], ids=["binary-subsample", "multi-output-verbose", "lossguide"])
 def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypatch, params,
                                             n_partitions):
     """Boosting with the Newton criterion keeps its rows on the workers: the

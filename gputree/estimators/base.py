@@ -113,7 +113,8 @@ def growth_params(est, n_samples, total_weight, n_features):
         min_weight_leaf=mwfl * total_weight,
         min_impurity_decrease=check_float(est.min_impurity_decrease, "min_impurity_decrease", 0.0),
         max_features=resolve_max_features(est.max_features, n_features),
-        max_leaf_nodes=max_leaf_nodes or 0, soft_max_features=True,
+        max_leaf_nodes=max_leaf_nodes or 0, best_first=max_leaf_nodes is not None,
+        soft_max_features=True,
         random_thresholds=splitter == "random")
 
 

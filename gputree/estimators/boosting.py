@@ -4,7 +4,8 @@
 Owns the boosting loop. X is binned once per fit on the backend. Every round
 computes the loss's gradients and hessians (:mod:`gputree.estimators.losses`) with the
 backend's array module, turns them into fixed-point Newton statistics, grows
-level-wise trees with :func:`gputree.growth.levelwise.grow_tree` (leaf value
+trees level by level with :func:`gputree.growth.levelwise.grow_tree`, or
+best first with ``grow_policy="lossguide"`` (:mod:`gputree.growth.bestfirst`) (leaf value
 ``-G / (H + reg_lambda)``, scaled by ``learning_rate``) and adds the leaf
 values to the training rows' raw scores through the leaf ids the grower
 returns (``positions``): training rows are never re-predicted. Targets,
@@ -38,7 +39,7 @@ from ..data.validation import (check_boosting_range, check_choice, check_float, 
 from ..explain import with_pred_contrib
 from ..growth.constraints import TreeConstraints, check_interaction_cst, check_monotonic_cst
 from ..growth.histogram_pool import HistogramPool
-from ..growth.levelwise import grow_tree
+from ..growth.grower import grow
 from ..growth.params import GrowthParams, categorical_search
 from ..model import register_estimator, saved_floats, saved_int, saved_int_pairs
 from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
@@ -58,6 +59,13 @@ except ImportError:  # pragma: no cover
 
 #: early_stopping="auto" turns on above this many rows (as scikit-learn)
 _AUTO_EARLY_STOPPING_ROWS = 10_000
+#: ``grow_policy``, XGBoost's names: "depthwise", level by level
+#: (max_leaf_nodes: the best splits of each level while the budget lasts);
+#: "lossguide", best first: the leaf with the largest gain splits next
+#: (gputree.growth.bestfirst), LightGBM's leaf-wise growth
+GROW_POLICIES = ("depthwise", "lossguide")
+#: max_leaf_nodes=None with grow_policy="lossguide": LightGBM's num_leaves default
+LOSSGUIDE_LEAVES = 31
 _SPLIT_STREAM, _ROUND_STREAM = 1, 0
 #: float64 arrays per training row that a round keeps on the device, per raw
 #: output (targets, raw scores, gradients, hessians and their temporaries)
@@ -208,11 +216,15 @@ class _BaseGradientBoosting(BaseTreeModel):
         if self.extra_trees not in (True, False):
             raise ValueError(f"extra_trees must be True or False, got {self.extra_trees!r}.")
         max_depth = check_int(self.max_depth, "max_depth", 1, allow_none=True)
+        lossguide = check_choice(self.grow_policy, "grow_policy", set(GROW_POLICIES)) == "lossguide"
+        max_leaf_nodes = check_int(self.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True)
+        if lossguide and max_leaf_nodes is None:
+            max_leaf_nodes = LOSSGUIDE_LEAVES
         return GrowthParams(
             max_depth=UNLIMITED_DEPTH if max_depth is None else max_depth,
             min_samples_leaf=check_int(self.min_samples_leaf, "min_samples_leaf", 1),
             min_weight_leaf=check_float(self.min_child_weight, "min_child_weight", 0.0),
-            max_leaf_nodes=check_int(self.max_leaf_nodes, "max_leaf_nodes", 2, allow_none=True) or 0,
+            max_leaf_nodes=max_leaf_nodes or 0, best_first=lossguide,
             reg_lambda=check_float(self.reg_lambda, "reg_lambda", 0.0),
             reg_alpha=check_float(self.reg_alpha, "reg_alpha", 0.0),
             min_split_gain=check_float(self.gamma, "gamma", 0.0),
@@ -426,17 +438,18 @@ class _BaseGradientBoosting(BaseTreeModel):
         return self._backend.upload(mask).astype(np.float64)
 
     def _grow(self, data, stats, growth, rng, pool, held_row_bytes):
-        """grow_tree on a colsample_bytree subset of the features; the tree
+        """grow (:func:`gputree.growth.grower.grow`) on a colsample_bytree
+        subset of the features; the tree
         refers to original feature indices."""
         n_features = data.X_binned.shape[1]
         k = max(1, int(round(self.colsample_bytree * n_features)))
         if k >= n_features:
-            return grow_tree(self._backend, data, stats, growth, rng, pool, held_row_bytes)
+            return grow(self._backend, data, stats, growth, rng, pool, held_row_bytes)
         columns = np.sort(rng.choice(n_features, k, replace=False))
         if growth.constraints is not None:
             growth = replace(growth, constraints=growth.constraints.restrict(columns))
         # the subset's binned X is held beside the full one
-        tree, positions = grow_tree(self._backend, data.take_columns(self._backend, columns),
+        tree, positions = grow(self._backend, data.take_columns(self._backend, columns),
                                     stats, growth, rng, pool, held_row_bytes + n_features)
         internal = tree.feature >= 0
         tree.feature[internal] = columns[tree.feature[internal]]
@@ -588,6 +601,12 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     sorted categories), the best of those splits taken, as
     :class:`gputree.ExtraTreeClassifier` splits
     (:mod:`gputree.backends.node_features`).
+    ``grow_policy`` (XGBoost's names): ``"depthwise"`` grows the trees
+    level by level (``max_leaf_nodes``: the largest gains of each level while
+    the budget lasts); ``"lossguide"`` grows them best first, LightGBM's
+    leaf-wise growth: the leaf with the largest gain splits next, until
+    ``max_leaf_nodes`` leaves (None: 31, LightGBM's ``num_leaves``);
+    ``max_depth`` still bounds the depth (None: unbounded, LightGBM's -1).
 
     Categorical features (``categorical_features``, pandas ``category``
     columns) hold up to 65,535 categories. Their splits send a subset of
@@ -622,7 +641,8 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
                  monotonic_cst=None, interaction_cst=None, eval_metric=None, n_jobs=None,
                  criterion="newton",
                  categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
-                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False):
+                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False,
+                 grow_policy="depthwise"):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):
@@ -748,7 +768,8 @@ class GradientBoostingRegressor(RegressorMixin, _OneOutputBoosting):
                  reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, eval_metric=None,
                  n_jobs=None, criterion="newton",
                  categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
-                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False):
+                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False,
+                 grow_policy="depthwise"):
         set_params_from(self, locals())
 
     def _gradient_magnitude(self, y):

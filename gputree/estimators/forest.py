@@ -30,7 +30,7 @@ from ..criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_N_
 from ..data.training import seed_from
 from ..data.validation import check_choice, check_float, check_int, check_sample_weight, check_y
 from ..growth.histogram_pool import HistogramPool
-from ..growth.levelwise import grow_tree
+from ..growth.grower import grow
 from ..growth.median import grow_absolute_error
 from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
 from ..tree import decision_path_indicator
@@ -264,8 +264,8 @@ class _BaseForest(BaseTreeModel):
 
     def _grower(self):
         """The function that grows a tree (arguments as
-        :func:`gputree.growth.levelwise.grow_tree`)."""
-        return grow_tree
+        :func:`gputree.growth.grower.grow`)."""
+        return grow
 
     def _grow_trees(self, data, targets, y, weight, start):
         backend = self._backend
@@ -551,7 +551,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
                                  attach=self.criterion == "absolute_error")
 
     def _grower(self):
-        return grow_absolute_error if self.criterion == "absolute_error" else grow_tree
+        return grow_absolute_error if self.criterion == "absolute_error" else grow
 
     def _set_oob(self, mean, targets, y):
         """OOB attributes from the OOB mean leaf values (n, n_outputs, 1)."""

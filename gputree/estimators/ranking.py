@@ -105,7 +105,8 @@ class GradientBoostingRanker(_OneOutputBoosting):
                  sigmoid=1.0, warm_start=False, random_state=None, verbose=0, device="auto",
                  reg_alpha=0.0, monotonic_cst=None, interaction_cst=None, n_jobs=None,
                  categorical_search="auto", cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
-                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False):
+                 max_cat_threshold=32, max_cat_to_onehot=4, extra_trees=False,
+                 grow_policy="depthwise"):
         set_params_from(self, locals())
 
     # --------------------------------------------------------------- params

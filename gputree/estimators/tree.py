@@ -8,7 +8,7 @@ from ..backends import devmath
 from ..criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, SQUARED_ERROR
 from ..data.validation import check_choice, check_float, check_int, check_y
 from ..explain import with_pred_contrib
-from ..growth.levelwise import grow_tree
+from ..growth.grower import grow
 from ..growth.median import grow_absolute_error
 from ..growth.multiway import check_multiway, grow_multiway
 from ..growth.pruning import PRUNING_RISKS, prune, pruning_path
@@ -53,8 +53,9 @@ class _BaseDecisionTree(BaseTreeModel):
         return getattr(self, "ccp_risk", "impurity")
 
     def _grower(self):
-        """The function that grows the tree (:func:`gputree.growth.levelwise.grow_tree`)."""
-        return grow_tree
+        """The function that grows the tree (:func:`gputree.growth.grower.grow`:
+        best first with ``max_leaf_nodes``, else level by level)."""
+        return grow
 
     def _statistics(self, targets, weight):
         """The Statistics of ``targets`` (:mod:`gputree.estimators.targets`)
@@ -185,8 +186,10 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     :mod:`gputree.growth.multiway`; ``tree_`` shows each multiway split as a chain of
     binary nodes, :mod:`gputree.tree`).
     Missing values (NaN) are supported: each split
-    learns which side they go to. ``max_leaf_nodes`` keeps the best-gain
-    splits of each level until the budget is used (growth stays level-wise).
+    learns which side they go to. With ``max_leaf_nodes`` the tree grows best
+    first, as scikit-learn's: the leaf whose split removes the most impurity
+    (weighted by its share of the samples) splits next
+    (:mod:`gputree.growth.bestfirst`).
     """
 
     _criteria = CLASSIFICATION_CRITERIA
@@ -207,7 +210,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
 
     def _grower(self):
         if not self.multiway:
-            return grow_tree
+            return grow
         check_multiway(self)
         return grow_multiway
 

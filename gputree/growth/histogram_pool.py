@@ -65,6 +65,10 @@ class HistogramPool:
         self.in_use[:] = False
         self.in_use[rows] = True
 
+    def release(self, rows):
+        """Release ``rows`` (int array), keeping the others."""
+        self.in_use[rows] = False
+
     def take(self, n):
         """``n`` free rows, marked in use: int32 (n,), ascending. Rows that
         held a histogram before are zeroed by the caller, who gets them from

@@ -36,6 +36,14 @@ def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     Returns (TreeArrays, positions) where positions int32 (n_samples,) on the
     backend holds every row's leaf id.
     """
+    pool = start_tree(backend, data, stats, growth, pool, held_row_bytes)
+    return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
+
+
+def start_tree(backend, data, stats, growth, pool, held_row_bytes):
+    """Check that the tree fits in the backend's memory and start it in
+    ``pool`` (None: a new HistogramPool), with rows for the most nodes a
+    level can have; returns the pool."""
     n_samples, n_features = data.X_binned.shape
     max_level_nodes = _max_level_nodes(n_samples, growth)
     backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
@@ -43,7 +51,7 @@ def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     if pool is None:
         pool = HistogramPool(backend)
     pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_level_nodes)
-    return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
+    return pool
 
 
 class _TreeGrowth:
@@ -147,6 +155,14 @@ class _TreeGrowth:
         count, _ = counts_and_weights(level_totals, layout, inv)
         hist_row, plan = _plan_histograms(level_totals.shape[0], candidates, count,
                                           previous, self.pool)
+        return hist_row, self._scan_planned(level_start, level_totals, candidates, hist_row,
+                                            plan)
+
+    def _scan_planned(self, level_start, level_totals, candidates, hist_row, plan):
+        """Build the histograms of ``plan`` (:func:`_plan_histograms`'s
+        dict; ``hist_row`` int32 (n_level,) the nodes' pool rows) and scan
+        the ``candidates``, with one upload and one download: the host dict
+        of the candidates' best splits (:meth:`_found`)."""
         rows = hist_row[candidates]
         plan.update(self.partition, rows=rows, totals=level_totals[candidates],
                     zero_rows=self.pool.rows_to_zero(),
@@ -172,7 +188,7 @@ class _TreeGrowth:
             hist, self.constants["n_bins_non_missing"], self.constants["is_categorical"],
             device["allowed"], self.data.missing_bin, self.constants["layout"],
             self.constants["inv"], scan_params, split_bin=split_bin)
-        return hist_row, self.backend.download_many(self._found(split, device))
+        return self.backend.download_many(self._found(split, device))
 
     def _apply_partition(self):
         """Move the rows of the recorded splits' nodes to their children

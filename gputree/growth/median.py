@@ -320,6 +320,11 @@ def grow_absolute_error(backend, data, stats, growth, rng, pool=None, held_row_b
     Rows of weight zero (a bootstrap's out-of-bag rows) take no part in the
     split search, as scikit-learn drops them, but reach a leaf. Returns
     (TreeArrays, positions int32 (n_samples,) on the backend: every row's leaf)."""
+    if growth.best_first:
+        raise ValueError("max_leaf_nodes is not supported with criterion='absolute_error' "
+                         "(its trees grow level by level, not best first as max_leaf_nodes "
+                         "asks); set max_leaf_nodes=None and limit the tree with max_depth "
+                         "or min_samples_leaf, or use criterion='squared_error'.")
     if np.any(data.is_categorical):
         raise ValueError("criterion='absolute_error' supports numerical features only; "
                          "one-hot encode the categorical features or set "

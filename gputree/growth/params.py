@@ -81,6 +81,10 @@ class GrowthParams:
     min_impurity_decrease: float = 0.0
     max_features: int = 0          # features tried per node; 0 means all
     max_leaf_nodes: int = 0        # 0 means unlimited
+    #: best-first growth (gputree.growth.bestfirst): the leaf whose split
+    #: improves the tree most splits next, until max_leaf_nodes leaves;
+    #: False: level by level, max_leaf_nodes the best splits of each level
+    best_first: bool = False
     #: scikit-learn's max_features: where the node's first max_features drawn
     #: features are all constant there, the next drawn ones are tried up to
     #: the first that is not (gputree.backends.node_features)

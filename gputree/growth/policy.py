@@ -114,6 +114,24 @@ def accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
     """Which candidates split: valid gain, min_impurity_decrease (weighted as
     scikit-learn does) or gamma, then the max_leaf_nodes budget by weighted
     impurity decrease."""
+    valid, decrease = split_priority(gain, totals, growth, layout, inv, root_totals)
+    if growth.max_leaf_nodes:
+        budget = max(growth.max_leaf_nodes - n_leaves, 0)
+        order = np.argsort(-np.where(valid, decrease, -np.inf), kind="stable")
+        keep = np.zeros_like(valid)
+        keep[order[:budget]] = True
+        valid &= keep
+    return valid
+
+
+def split_priority(gain, totals, growth, layout, inv, root_totals):
+    """(valid bool (k,), priority float64 (k,)) of candidates with best
+    split ``gain`` float64 (k,) and int64 ``totals`` (k, C): whether the
+    split may be taken (a finite gain, min_impurity_decrease weighted as
+    scikit-learn weighs it, or boosting's gamma) and what it removes from
+    the whole tree's impurity (the gain weighted by the node's weight share,
+    scikit-learn's best-first priority; for the Newton criterion the gain
+    itself, a loss reduction already: LightGBM's and XGBoost's)."""
     valid = np.isfinite(gain)
     # budget priority: what the split removes from the whole tree's impurity
     # (node gain weighted by the node's weight share, as scikit-learn's
@@ -128,13 +146,7 @@ def accept_splits(gain, totals, growth, layout, inv, root_totals, n_leaves):
         decrease = decrease * share
         tolerance = _PURE * impurity_unit(totals, layout, inv) * share
         valid &= decrease + tolerance >= growth.min_impurity_decrease
-    if growth.max_leaf_nodes:
-        budget = max(growth.max_leaf_nodes - n_leaves, 0)
-        order = np.argsort(-np.where(valid, decrease, -np.inf), kind="stable")
-        keep = np.zeros_like(valid)
-        keep[order[:budget]] = True
-        valid &= keep
-    return valid
+    return valid, decrease
 
 
 def feature_mask(rng, n_nodes, n_features, max_features):

@@ -1,0 +1,191 @@
+"""Best-first (leaf-wise) tree growth: the leaf whose split improves the
+tree most splits next, until ``max_leaf_nodes`` leaves (scikit-learn's
+best-first builder, LightGBM's leaf-wise growth, XGBoost's
+``grow_policy="lossguide"``).
+
+A step is a level of the level-wise grower (:mod:`gputree.growth.levelwise`)
+of two nodes, the children of the leaf that splits, with the same backend
+primitives: the rows of the leaf move to its children in the pass that
+builds the histogram of the child with fewer rows, the other child's is
+``parent - built`` in the parent's pool row, and the two children are
+scanned; a child whose best split may be taken waits in the frontier with
+its histogram in the pool. So every backend (CPU, CUDA, Dask) grows the
+same tree, with no kernel of its own.
+
+Priority: the split's weighted impurity decrease (:func:`gputree.growth.policy.split_priority`:
+the node's gain times its weight share, scikit-learn's; for the Newton
+criterion the gain, a loss reduction: LightGBM's and XGBoost's). Equal
+priorities: the node created first splits first. The random draws (the
+max_features subsets, then the random thresholds) are made for each
+step's splittable children, left before right, when they are created: the
+root first, then the children of every split in the order the splits are
+taken, as scikit-learn draws them.
+
+Node ids are creation order: the root 0, then the children of each split,
+left then right, in the order the splits are taken.
+"""
+import heapq
+
+import numpy as np
+
+from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
+from ..backends.splitset import left_sets
+from .levelwise import _TreeGrowth, start_tree
+from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
+
+
+def grow_best_first(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
+    """Grow one tree best first (arguments and result as
+    :func:`gputree.growth.levelwise.grow_tree`); ``growth.max_leaf_nodes``
+    leaves at most (0: until no leaf can split). The pool holds the
+    histograms of the leaves waiting to split: at most ``max_leaf_nodes``
+    rows, as a level of as many nodes."""
+    pool = start_tree(backend, data, stats, growth, pool, held_row_bytes)
+    return _BestFirstGrowth(backend, data, stats, growth, rng, pool).run()
+
+
+class _Waiting:
+    """The frontier: leaves whose best split may be taken, by priority
+    (highest first; equal: lowest node id), with what splitting needs."""
+
+    def __init__(self):
+        self.heap = []
+        self.split = {}      # node id -> dict of its best split (host)
+
+    def push(self, node, priority, split):
+        heapq.heappush(self.heap, (-float(priority), int(node)))
+        self.split[int(node)] = split
+
+    def pop(self):
+        """(node id, its split dict)."""
+        _, node = heapq.heappop(self.heap)
+        return node, self.split.pop(node)
+
+    def __len__(self):
+        return len(self.heap)
+
+
+class _BestFirstGrowth(_TreeGrowth):
+    """The growth of one tree, a split at a time (host bookkeeping as
+    :class:`gputree.growth.levelwise._TreeGrowth`; per split one packed
+    upload and one download, as a level there)."""
+
+    def run(self):
+        """(TreeArrays, positions int32 (n_samples,) on the backend)."""
+        root_totals, impurity = self._root()
+        self.root_totals = root_totals[0]
+        table = NodeTable(self.root_totals)
+        self.waiting, self.hist_row = _Waiting(), {}
+        self.splits = {}     # node id -> its taken split
+        self._step(table, 0, impurity, 0, None)
+        n_leaves, budget = 1, self.growth.max_leaf_nodes or np.inf
+        while len(self.waiting) and n_leaves < budget:
+            node, split = self.waiting.pop()
+            n_leaves += 1
+            first_child = table.n_nodes
+            depth = int(np.concatenate(table.depth)[node]) + 1
+            table.add_children(np.array([node], dtype=NODE_DTYPE), split["left_sums"][None],
+                               depth)
+            self._take(node, split, first_child)
+            if self.constrained is not None:
+                self.constrained.add_children(np.array([node]), split["feature"][None],
+                                              self._values(table.totals[-1]).reshape(-1, 2))
+            self._step(table, first_child, split["child_impurity"], depth,
+                       self.hist_row.pop(node))
+        self._apply_partition()
+        self._record(table)
+        tree = finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
+        if self.constrained is not None:
+            self.constrained.clip_values(tree.value)
+        return tree, self.positions
+
+    def _step(self, table, level_start, impurity, depth, parent_row):
+        """Scan the new nodes ``level_start`` (and ``+ 1``, but for the
+        root), whose parent's histogram is in pool row ``parent_row``
+        (None: the root), and put those whose split may be taken in the
+        frontier; their float64 ``impurity`` (n_level,)."""
+        growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
+        totals = table.totals_all()[level_start:]
+        candidates = splittable(totals, impurity, depth, growth, layout, inv)
+        if candidates.size == 0:
+            if parent_row is not None:
+                self.pool.release([parent_row])
+            self._apply_partition()
+            return
+        hist_row, plan = self._plan(totals, candidates, parent_row)
+        found = self._scan_planned(level_start, totals, candidates, hist_row, plan)
+        valid, priority = split_priority(found["gain"], totals[candidates], growth, layout, inv,
+                                         self.root_totals)
+        keep = candidates[valid]
+        for i in np.flatnonzero(valid):
+            node = level_start + int(candidates[i])
+            self.waiting.push(node, priority[i], {
+                "feature": found["feature"][i], "bitset": found["bitset"][i],
+                "words": found["words"][i], "gain": found["gain"][i],
+                "missing_left": found["missing_left"][i], "left_sums": found["left_sums"][i],
+                "child_impurity": found["child_impurity"][2 * i:2 * i + 2]})
+            self.hist_row[node] = int(hist_row[candidates[i]])
+        drop = np.setdiff1d(np.flatnonzero(hist_row >= 0), keep)
+        self.pool.release(hist_row[drop])
+
+    def _plan(self, totals, candidates, parent_row):
+        """The histograms of the step's nodes in the pool: (hist_row int32
+        (n_level,), plan dict as :func:`gputree.growth.levelwise._plan_histograms`'s).
+        The child with fewer rows is built in a new row (when a child is a
+        candidate); the other, when a candidate, is derived in its parent's
+        row, which is released otherwise."""
+        none = np.empty(0, dtype=NODE_DTYPE)
+        if parent_row is None:
+            hist_row = self.pool.take(1)
+            return hist_row, {"node_to_build": hist_row.copy(), "built_rows": none,
+                              "parent_rows": none}
+        count, _ = counts_and_weights(totals, self.stats.layout, self.stats.inv_scale)
+        smaller = 0 if count[0] <= count[1] else 1
+        larger = 1 - smaller
+        derive = bool(np.any(candidates == larger))
+        if not derive:
+            self.pool.release([parent_row])
+        hist_row = np.full(2, -1, dtype=NODE_DTYPE)
+        hist_row[smaller] = self.pool.take(1)[0]
+        plan = {"node_to_build": hist_row.copy(), "built_rows": none, "parent_rows": none}
+        if derive:
+            plan["built_rows"] = hist_row[[smaller]]
+            plan["parent_rows"] = np.array([parent_row], dtype=NODE_DTYPE)
+            hist_row[larger] = parent_row
+        return hist_row, plan
+
+    def _take(self, node, split, first_child):
+        """Record the split of leaf ``node`` (children ``first_child`` and
+        ``+ 1``) and keep it for the next partition, as a split of the pair
+        of siblings ``node`` belongs to (the root alone), the numbering of a
+        level of the level-wise grower (which the CUDA backend's row
+        partition follows)."""
+        self.splits[node] = split
+        start = node - (node + 1) % 2 if node else 0
+        n_move = 2 if node else 1
+        feature = np.full(n_move, -1, dtype=np.int32)
+        bitset = np.zeros((n_move, BITSET_WORDS), dtype=BITSET_DTYPE)
+        words = np.zeros((n_move, self.n_words), dtype=BITSET_DTYPE)
+        left_child = np.full(n_move, -1, dtype=NODE_DTYPE)
+        k = node - start
+        feature[k], bitset[k], words[k] = split["feature"], split["bitset"], split["words"]
+        left_child[k] = first_child
+        sets = left_sets(bitset, words)
+        self.partition = {"split_feature": feature, "split_bitset": sets.bitset,
+                          "split_words": sets.words, "split_start": sets.start,
+                          "split_n_words": sets.n_words, "left_child": left_child}
+        self.partition_start = start
+
+    def _record(self, table):
+        """The taken splits into the node table (one record of every node)."""
+        n_nodes = table.n_nodes
+        feature = np.full(n_nodes, -1, dtype=np.int32)
+        bitset = np.zeros((n_nodes, BITSET_WORDS), dtype=BITSET_DTYPE)
+        words = np.zeros((n_nodes, self.n_words), dtype=BITSET_DTYPE)
+        gain = np.zeros(n_nodes, dtype=FLOAT_DTYPE)
+        missing_left = np.zeros(n_nodes, dtype=np.uint8)
+        for node, split in self.splits.items():
+            feature[node], bitset[node], words[node] = (split["feature"], split["bitset"],
+                                                         split["words"])
+            gain[node], missing_left[node] = split["gain"], split["missing_left"]
+        table.record_level(feature, left_sets(bitset, words), gain, missing_left)
