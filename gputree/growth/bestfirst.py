@@ -77,13 +77,15 @@ class _BestFirstGrowth(_TreeGrowth):
         table = NodeTable(self.root_totals)
         self.waiting, self.hist_row = _Waiting(), {}
         self.splits = {}     # node id -> its taken split
+        self.depth = [0]     # node id -> depth
         self._step(table, 0, impurity, 0, None)
         n_leaves, budget = 1, self.growth.max_leaf_nodes or np.inf
         while len(self.waiting) and n_leaves < budget:
             node, split = self.waiting.pop()
             n_leaves += 1
             first_child = table.n_nodes
-            depth = int(np.concatenate(table.depth)[node]) + 1
+            depth = self.depth[node] + 1
+            self.depth += [depth, depth]
             table.add_children(np.array([node], dtype=NODE_DTYPE), split["left_sums"][None],
                                depth)
             self._take(node, split, first_child)
@@ -105,7 +107,7 @@ class _BestFirstGrowth(_TreeGrowth):
         (None: the root), and put those whose split may be taken in the
         frontier; their float64 ``impurity`` (n_level,)."""
         growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
-        totals = table.totals_all()[level_start:]
+        totals = table.totals[-1]        # the new nodes'
         candidates = splittable(totals, impurity, depth, growth, layout, inv)
         if candidates.size == 0:
             if parent_row is not None:
@@ -125,8 +127,10 @@ class _BestFirstGrowth(_TreeGrowth):
                 "missing_left": found["missing_left"][i], "left_sums": found["left_sums"][i],
                 "child_impurity": found["child_impurity"][2 * i:2 * i + 2]})
             self.hist_row[node] = int(hist_row[candidates[i]])
-        drop = np.setdiff1d(np.flatnonzero(hist_row >= 0), keep)
-        self.pool.release(hist_row[drop])
+        kept = set(keep.tolist())
+        drop = [int(row) for i, row in enumerate(hist_row) if row >= 0 and i not in kept]
+        if drop:
+            self.pool.release(drop)
 
     def _plan(self, totals, candidates, parent_row):
         """The histograms of the step's nodes in the pool: (hist_row int32
