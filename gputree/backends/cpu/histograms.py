@@ -106,7 +106,7 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
 
 @threaded
 def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, thread_first, hist,
-                      private, cut, part, n_parts):
+                      private, feature_bins, cut, part, n_parts):
     """Histograms of pieces of a level's rows, in parts over the planned
     threads' lists of pieces (one part per thread, or one for all).
 
@@ -123,8 +123,10 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
     cell's first add missed it). Thread t builds pieces
     ``thread_pieces[thread_first[t]:thread_first[t + 1]]`` (int64), each in
     blocks of rows and groups of features as ``cut`` int64 (2,) IN says
-    (:func:`_block_cut`). Pieces write disjoint cells: integer sums, the
-    result depends on neither the cut nor the thread count."""
+    (:func:`_block_cut`). Only each feature's cells of :func:`_feature_cells`
+    (``feature_bins`` int32 (F,) IN) are zeroed: no row is in another bin.
+    Pieces write disjoint cells: integer sums, the result depends on
+    neither the cut nor the thread count."""
     first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
     for t in range(first_list, stop_list):
         for q in range(thread_first[t], thread_first[t + 1]):
@@ -133,36 +135,57 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
                                               pieces[p, 3], pieces[p, 4])
             dest = hist if d >= 0 else private
             s = d if d >= 0 else -1 - d
-            _zero_cells(dest, s, f_first, f_stop)
+            _zero_cells(dest, s, f_first, f_stop, feature_bins)
             _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s,
                       cut)
 
 
 @njit(inline="always")
-def _zero_cells(dest, s, f_first, f_stop):
-    """dest[s, f_first:f_stop] OUT = 0 (indexed, not sliced: no views)."""
+def _feature_cells(feature_bins, f, n_bins):
+    """(n, last): the bins of feature f that rows can be in, 0 .. n-1 and
+    ``last`` (the missing bin; -1 when n covers it), from ``feature_bins``
+    int32 (F,), its non-missing bins (n_bins_non_missing, or n_bins for
+    every bin). The other cells of a histogram row stay zero (or, in a
+    pool reused by data of other features, as they were): the split scan
+    reads only these."""
+    n = min(np.int64(feature_bins[U64(f)]), np.int64(n_bins))
+    return n, (n_bins - 1 if n < n_bins else -1)
+
+
+@njit(inline="always")
+def _zero_cells(dest, s, f_first, f_stop, feature_bins):
+    """dest[s, f_first:f_stop] OUT = 0 on the cells of :func:`_feature_cells`
+    (indexed, not sliced: no views)."""
     for f in range(f_first, f_stop):
-        for b in range(dest.shape[2]):
+        n, last = _feature_cells(feature_bins, f, dest.shape[2])
+        for b in range(n):
             for c in range(dest.shape[3]):
                 dest[U64(s), U64(f), U64(b), U64(c)] = 0
+        if last >= 0:
+            for c in range(dest.shape[3]):
+                dest[U64(s), U64(f), U64(last), U64(c)] = 0
 
 
 @threaded
-def _add_private(private, private_first, private_hist_row, hist, part, n_parts):
+def _add_private(private, private_first, private_hist_row, hist, feature_bins, part, n_parts):
     """hist[private_hist_row[k]] INOUT += private[p] for p in
-    private_first[k] .. private_first[k + 1]-1, in order (int64, exact);
-    private int64 (P, F, n_bins, C) IN. In parts over (histogram,
-    feature)."""
+    private_first[k] .. private_first[k + 1]-1, in order (int64, exact), on
+    the cells of :func:`_feature_cells`; private int64 (P, F, n_bins, C)
+    IN. In parts over (histogram, feature)."""
     n_features = private.shape[1]
     first, stop = part_bounds(private_hist_row.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
         k, f = t // n_features, t % n_features
         out = hist[private_hist_row[k], f]
+        n, last = _feature_cells(feature_bins, f, out.shape[0])
         for p in range(private_first[k], private_first[k + 1]):
             block = private[p, f]
-            for b in range(out.shape[0]):
+            for b in range(n):
                 for c in range(out.shape[1]):
                     out[b, c] += block[b, c]
+            if last >= 0:
+                for c in range(out.shape[1]):
+                    out[last, c] += block[last, c]
 
 
 #: pieces per thread wanted in a histogram pass (load balance)
@@ -259,10 +282,12 @@ def _plan_threads():
     return numba.get_num_threads()
 
 
-def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add):
+def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add,
+                       feature_bins):
     """The histograms (channels 0 .. n_add-1, the others zero) of rows
     grouped by node (node j: rows ``rows[node_first[j]:node_first[j + 1]]``)
-    into hist's rows built_rows[j] (overwritten), cut by
+    into hist's rows built_rows[j] (overwritten on the cells of
+    :func:`_feature_cells`, ``feature_bins`` int32 (F,)), cut by
     :func:`histogram_pieces` for numba's threads."""
     n_threads, n_features = _plan_threads(), X_binned.shape[1]
     node_rows = np.diff(node_first)
@@ -280,18 +305,22 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
     _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
-                          pieces, thread_pieces, thread_first, hist, private, _block_cut(hist))
+                          pieces, thread_pieces, thread_first, hist, private, feature_bins,
+                          _block_cut(hist))
     if private.shape[0]:
         split = np.flatnonzero(extra)
         private_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
-        _add_private.run(private.size, private, private_first, built_rows[split], hist)
+        _add_private.run(private.size, private, private_first, built_rows[split], hist,
+                         feature_bins)
 
 
 @threaded
-def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows, part,
-                        n_parts):
+def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows, feature_bins,
+                        part, n_parts):
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
-    (int64, exact); hist INOUT, the rest IN. In parts over (pair, feature)."""
+    (int64, exact) on the cells of :func:`_feature_cells` (``feature_bins``
+    int32 (F,) IN); hist INOUT, the rest IN. In parts over (pair,
+    feature)."""
     n_features = hist.shape[1]
     first, stop = part_bounds(parent_rows.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
@@ -299,9 +328,13 @@ def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows
         parent = parent_hist[parent_rows[p], f]
         built = hist[built_rows[p], f]
         derived = hist[derived_rows[p], f]
-        for b in range(parent.shape[0]):
+        n, last = _feature_cells(feature_bins, f, parent.shape[0])
+        for b in range(n):
             for c in range(parent.shape[1]):
                 derived[b, c] = parent[b, c] - built[b, c]
+        if last >= 0:
+            for c in range(parent.shape[1]):
+                derived[last, c] = parent[last, c] - built[last, c]
 
 
 @threaded
