@@ -28,20 +28,20 @@ def _level(rng, n, n_features, n_bins, n_level):
     return X_binned, stats, positions
 
 
-@pytest.mark.parametrize("threads,chunk,block,group,vector", [
-    (1, 16384, 1024, 0, True), (3, 7, 5, 3, False), (16, 100, 2, 1, True),
-    (2, 100, 1024, 0, False)])
+@pytest.mark.parametrize("threads,chunk,block,group,vector,compact", [
+    (1, 16384, 1024, 0, True, False), (3, 7, 5, 3, False, True), (16, 100, 2, 1, True, True),
+    (2, 100, 1024, 0, False, False)])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("n_level", [1, 4])
 @pytest.mark.parametrize("n_bins", [33, 300])
 def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, chunk,
-                                                         block, group, vector, order, n_level,
-                                                         n_bins):
+                                                         block, group, vector, compact, order,
+                                                         n_level, n_bins):
     """Pieces planned for 1, 3 or 16 threads (rows cut into blocks of as few
     as n_bins rows, features into groups of 2), rows gathered in chunks of
     7, 100 or all, each piece adding blocks of 1024, 5 or 2 rows in groups
     of all (the default's cells fit), 3 or 1 features, three channels
-    added as one vector or not, on 8- or 16-bit binned X in either order,
+    added as one vector or not, into compact histograms or in place, on 8- or 16-bit binned X in either order,
     built into rows of ``out`` that held other values."""
     rng = np.random.RandomState(threads * 10 + n_level)
     n, n_features = 1000, 8
@@ -55,6 +55,7 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     if group:
         monkeypatch.setattr(histograms, "_GROUP_BYTES", group * n_bins * 3 * 8)
     monkeypatch.setattr(histograms, "_VECTOR_THREE_BINS", 0 if vector else 10**6)
+    monkeypatch.setattr(histograms, "_COMPACT_SHARE", 1.0 if compact else 0.0)
     every_bin = np.full(n_features, n_bins, np.int32)
     assert list(histograms._block_cut(np.empty((1, n_features, n_bins, 3), np.int64),
                                       every_bin)) == [
