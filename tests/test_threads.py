@@ -57,9 +57,10 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     monkeypatch.setattr(histograms, "_VECTOR_THREE_BINS", 0 if vector else 10**6)
     monkeypatch.setattr(histograms, "_COMPACT_SHARE", 1.0 if compact else 0.0)
     every_bin = np.full(n_features, n_bins, np.int32)
+    cells = histograms.compact_cells(every_bin, n_bins)[1]
     assert list(histograms._block_cut(np.empty((1, n_features, n_bins, 3), np.int64),
-                                      every_bin)) == [
-        block, group or (1 << 17) // (n_bins * 24), int(vector)]
+                                      every_bin, cells)) == [
+        block, group or (1 << 17) // (n_bins * 24), int(vector), int(compact)]
     node_to_build = np.full(n_level, -1, dtype=np.int32)
     built = np.arange(0, n_level, 2)
     node_to_build[built] = np.arange(built.size)[::-1] + 1   # rows of a larger array

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from ..._threads import kernel_jit
-from ..kernel_cache import cache_numba_cpu_kernels, renamed_copy
+from ..kernel_cache import cache_numba_cpu_kernels
 from .intrinsics import add_three, add_two, prefetch_row
 from .jit import U64, part_bounds
 from .threaded import threaded
@@ -36,8 +36,8 @@ def _prefetch_rows(X_binned, stats, i):
 @njit(inline="always")
 def _cell(cells, feature_bins, f, b, compact):
     """(feature, bin) of the cell of bin b of feature f: (0, its compact
-    cell) when ``compact`` (a constant of the compilation:
-    :func:`compact_cells`), else (f, b)."""
+    cell) when ``compact`` (a constant where it is called: the loops are
+    compiled for each; :func:`compact_cells`), else (f, b)."""
     b = np.int64(b)
     if compact:
         n = np.int64(feature_bins[U64(f)])
@@ -128,6 +128,7 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
     return last
 
 
+@threaded
 def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, thread_first, hist,
                       private, feature_bins, cells, compact, cut, part, n_parts):
     """Histograms of pieces of a level's rows, in parts over the planned
@@ -145,18 +146,18 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
     start (a level's histograms outgrow the cache: zeroed beforehand, every
     cell's first add missed it). Thread t builds pieces
     ``thread_pieces[thread_first[t]:thread_first[t + 1]]`` (int64), each in
-    blocks of rows and groups of features as ``cut`` int64 (3,) IN says
+    blocks of rows and groups of features as ``cut`` int64 (4,) IN says
     (:func:`_block_cut`). Only the cells of :func:`_feature_cells`
     (``feature_bins`` int32 (F,) IN) are written; the others are left as
-    they were (no row is in another bin). The ``_COMPACT`` copy
-    (:data:`_build_compact`) adds a piece into its part's compact histogram
+    they were (no row is in another bin). Where ``cut[3]`` allows it, a
+    piece with more adds than cells adds into its part's compact histogram
     ``compact[part, 0]`` (int64 (n_parts, 1, cells[-1], C) scratch; int64
     cells (F + 1,) IN: :func:`compact_cells`), whose cells lie side by side
     (the cells of a feature's few bins share cache lines, and the sets of
     the cache: a histogram row's features lie n_bins * C * 8 bytes apart),
-    then copies it into the piece's cells; the other (:data:`_build_direct`)
-    adds into them in place. Pieces write disjoint cells: integer sums, the
-    result depends on neither the cut nor the thread count."""
+    then copies it into the piece's cells; other pieces add into them in
+    place. Pieces write disjoint cells: integer sums, the result depends on
+    neither the cut nor the thread count."""
     first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
     for t in range(first_list, stop_list):
         for q in range(thread_first[t], thread_first[t + 1]):
@@ -165,17 +166,18 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
                                               pieces[p, 3], pieces[p, 4])
             dest = hist if d >= 0 else private
             s = d if d >= 0 else -1 - d
-            if _COMPACT:
+            n_cells = cells[f_stop] - cells[f_first]
+            if cut[3] != 0 and (stop - first) * (f_stop - f_first) >= n_cells:
                 for k in range(cells[f_first], cells[f_stop]):
                     for c in range(compact.shape[3]):
                         compact[U64(part), 0, U64(k), U64(c)] = 0
                 _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, compact,
-                          part, cut, cells, feature_bins, _COMPACT)
+                          part, cut, cells, feature_bins, True)
                 _copy_cells(compact, part, cells, feature_bins, f_first, f_stop, dest, s)
             else:
                 _zero_cells(dest, s, f_first, f_stop, feature_bins)
                 _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s,
-                          cut, cells, feature_bins, _COMPACT)
+                          cut, cells, feature_bins, False)
 
 
 
@@ -221,14 +223,6 @@ def _copy_cells(compact, part, cells, feature_bins, f_first, f_stop, dest, s):
             for c in range(dest.shape[3]):
                 dest[U64(s), U64(f), U64(last), U64(c)] = compact[U64(part), 0, U64(first + n),
                                                                   U64(c)]
-
-
-#: whether _build_histograms adds into compact histograms: a constant of
-#: each of its two compilations, which drop the other's code
-_COMPACT = False
-_build_direct = threaded(renamed_copy(_build_histograms, "_build_direct", {"_COMPACT": False}))
-_build_compact = threaded(renamed_copy(_build_histograms, "_build_compact",
-                                       {"_COMPACT": True}))
 
 
 @threaded
@@ -359,15 +353,17 @@ def compact_cells(feature_bins, n_bins):
 _VECTOR_THREE_BINS = 32
 
 
-def _block_cut(hist, feature_bins):
-    """int64 (3,): the rows per block and the most features per group that
+def _block_cut(hist, feature_bins, cells):
+    """int64 (4,): the rows per block and the most features per group that
     a histogram piece adds at a time into cells like hist's (int64 (n_hist,
-    F, n_bins, C)), and whether three channels are added as one vector
-    (features of ``feature_bins`` int32 (F,) bins)."""
+    F, n_bins, C)), whether three channels are added as one vector
+    (features of ``feature_bins`` int32 (F,) bins), whether pieces may add
+    into compact histograms (laid out as ``cells``: :func:`compact_cells`)."""
     cell_bytes = hist.shape[2] * hist.shape[3] * hist.itemsize
     vector = not feature_bins.size or feature_bins.mean() >= _VECTOR_THREE_BINS
-    return np.array([_BLOCK_ROWS, max(1, _GROUP_BYTES // cell_bytes), int(vector)],
-                    dtype=np.int64)
+    compact = cells[-1] <= _COMPACT_SHARE * hist.shape[1] * hist.shape[2]
+    return np.array([_BLOCK_ROWS, max(1, _GROUP_BYTES // cell_bytes), int(vector),
+                     int(compact)], dtype=np.int64)
 
 
 def _plan_threads():
@@ -398,14 +394,12 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
     feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
-    build = _build_direct
-    compact = np.empty((0, 1, 0, hist.shape[3]), dtype=hist.dtype)
-    if cells[-1] <= _COMPACT_SHARE * n_features * hist.shape[2]:
-        build = _build_compact
-        compact = np.empty((n_threads, 1, int(cells[-1]), hist.shape[3]), dtype=hist.dtype)
-    build.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
+    cut = _block_cut(hist, feature_bins, cells)
+    compact = np.empty((n_threads if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
+                       dtype=hist.dtype)
+    _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
                           pieces, thread_pieces, thread_first, hist, private, feature_bins,
-                          cells, compact, _block_cut(hist, feature_bins))
+                          cells, compact, cut)
     if private.shape[0]:
         split = np.flatnonzero(extra)
         private_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
