@@ -98,7 +98,7 @@ def main(argv):
     gputree.ExtraTreesClassifier(n_estimators=2, device="cpu").fit(X, y)
     print(f"5-fold mean scores (accuracy / R^2), mean over random_state 0..{args.seeds - 1} "
           f"(single trees: 0..{10 * args.seeds - 1}); fit seconds per fold\n")
-    header = (f"{'model':<22}{'data set':<22}{'scikit-learn':>13}{'gputree':>10}{'diff':>8}"
+    header = (f"{'model':<24}{'data set':<22}{'scikit-learn':>13}{'gputree':>10}{'diff':>8}"
               f"{'sklearn s':>11}{'gputree s':>11}")
     print(header)
     print("-" * len(header))
@@ -120,7 +120,7 @@ def main(argv):
             theirs, ours = np.mean(results["theirs"]), np.mean(results["ours"])
             diff = ours - theirs
             model = ours_cls.__name__
-            print(f"{model:<22}{name:<22}{theirs:>13.4f}{ours:>10.4f}{diff:>+8.4f}"
+            print(f"{model:<24}{name:<22}{theirs:>13.4f}{ours:>10.4f}{diff:>+8.4f}"
                   f"{np.mean(results['t_theirs']):>11.3f}{np.mean(results['t_ours']):>11.3f}")
             if diff < -TOLERANCE:
                 short.append(f"{model} on {name}: {diff:+.4f}")
