@@ -566,27 +566,24 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
             add_word_bin(words, 0, b)
 
     @jit
-    def left_sums(H, bitset, f, words, n_bins, missing_bin, L):
+    def left_sums(H, bitset, f, words, n_bins, L):
         """L = sum of H over the bins of split row f of bitset (and its
-        words) among bins 0 .. n_bins-1 and ``missing_bin``."""
+        words)."""
         for c in range(L.shape[0]):
             L[c] = 0
         for b in range(n_bins):
             if goes_left(bitset, f, b) or in_words(words, 0, words.shape[0], b):
                 accumulate(L, H, b)
-        if goes_left(bitset, f, missing_bin):
-            accumulate(L, H, missing_bin)
 
     @jit
-    def finish(H, T, L, R, bitset, f, words, n_non_missing, missing_bin, has_missing, layout,
-               inv, left_known):
+    def finish(H, T, L, R, bitset, f, words, missing_bin, has_missing, layout, inv,
+               left_known):
         """Fill L (unless ``left_known``: the scan left the split's sums in
-        it) and R from split row f of bitset (and its words; a feature's
-        ``n_non_missing`` bins and the missing bin); without
+        it) and R from split row f of bitset (and its words); without
         missing values in the node, send the missing bin to the larger
         child. Returns missing_left."""
         if not left_known:
-            left_sums(H, bitset, f, words, min(n_non_missing, missing_bin), missing_bin, L)
+            left_sums(H, bitset, f, words, missing_bin + 1, L)
         for c in range(L.shape[0]):
             R[c] = T[c] - L[c]
         if not has_missing:
@@ -675,8 +672,8 @@ def make_split_scanner(jit, inline=None, measure=None, categorical=True, entry=N
         if ml == 1:
             add_bin(bitset, f, missing_bin)
         out_gain[node, f] = gain
-        out_missing_left[node, f] = finish(H, T, L, R, bitset, f, words, n_non_missing,
-                                           missing_bin, has_missing, layout, inv, left_known)
+        out_missing_left[node, f] = finish(H, T, L, R, bitset, f, words, missing_bin,
+                                           has_missing, layout, inv, left_known)
         for c in range(C):
             out_left[node, f, c] = L[c]
         if newton_fixed != 1 and multiway:
