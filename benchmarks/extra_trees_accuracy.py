@@ -15,6 +15,11 @@ CPU; gputree's first fit compiles its kernels before the timing starts).
 
     python benchmarks/extra_trees_accuracy.py
     python benchmarks/extra_trees_accuracy.py --n-estimators 50 --seeds 3
+    python benchmarks/extra_trees_accuracy.py --data digits --seeds 1 --forest
+
+``--data`` keeps the named data sets only; ``--forest`` compares
+``RandomForestClassifier`` / ``RandomForestRegressor`` instead (no single
+trees): the same table, for the fit times of small data with deep trees.
 """
 import argparse
 import sys
@@ -42,13 +47,17 @@ def datasets():
     return out
 
 
-def estimators(task, single, n_estimators):
-    """(scikit-learn's class, gputree's class, shared parameters)."""
+def estimators(task, single, n_estimators, family="ExtraTrees"):
+    """(scikit-learn's class, gputree's class, shared parameters);
+    ``family`` "ExtraTrees" or "RandomForest" (ensembles only)."""
     import sklearn.ensemble
     import sklearn.tree
 
     import gputree
     kind = "Classifier" if task == "classification" else "Regressor"
+    if family != "ExtraTrees":
+        return (getattr(sklearn.ensemble, f"{family}{kind}"),
+                getattr(gputree, f"{family}{kind}"), {"n_estimators": n_estimators})
     if single:
         return (getattr(sklearn.tree, f"ExtraTree{kind}"), getattr(gputree, f"ExtraTree{kind}"),
                 {})
@@ -76,22 +85,27 @@ def main(argv):
     parser.add_argument("--n-estimators", type=int, default=100)
     parser.add_argument("--seeds", type=int, default=3,
                         help="random_state 0 .. seeds-1 (single trees: 10 times as many)")
+    parser.add_argument("--data", action="append", choices=sorted(datasets()),
+                        help="only this data set (repeat for more; default: all)")
+    parser.add_argument("--forest", action="store_true",
+                        help="RandomForest instead of ExtraTrees (no single trees)")
     args = parser.parse_args(argv)
-    data = datasets()
+    data = {name: v for name, v in datasets().items() if not args.data or name in args.data}
+    family = "RandomForest" if args.forest else "ExtraTrees"
     # compile gputree's kernels before any timing
     import gputree
-    X, y, _ = data["iris"]
+    X, y, _ = datasets()["iris"]
     gputree.ExtraTreesClassifier(n_estimators=2, device="cpu").fit(X, y)
     print(f"5-fold mean scores (accuracy / R^2), mean over random_state 0..{args.seeds - 1} "
           f"(single trees: 0..{10 * args.seeds - 1}); fit seconds per fold\n")
-    header = (f"{'model':<22}{'data set':<22}{'scikit-learn':>13}{'gputree':>10}{'diff':>8}"
+    header = (f"{'model':<24}{'data set':<22}{'scikit-learn':>13}{'gputree':>10}{'diff':>8}"
               f"{'sklearn s':>11}{'gputree s':>11}")
     print(header)
     print("-" * len(header))
     short = []
-    for single in (False, True):
+    for single in (False,) if args.forest else (False, True):
         for name, (X, y, task) in data.items():
-            theirs_cls, ours_cls, params = estimators(task, single, args.n_estimators)
+            theirs_cls, ours_cls, params = estimators(task, single, args.n_estimators, family)
             results = {"theirs": [], "ours": [], "t_theirs": [], "t_ours": []}
             for seed in range(args.seeds * (10 if single else 1)):
                 score, t = cross_validated(lambda: theirs_cls(random_state=seed, **params),
@@ -106,10 +120,12 @@ def main(argv):
             theirs, ours = np.mean(results["theirs"]), np.mean(results["ours"])
             diff = ours - theirs
             model = ours_cls.__name__
-            print(f"{model:<22}{name:<22}{theirs:>13.4f}{ours:>10.4f}{diff:>+8.4f}"
+            print(f"{model:<24}{name:<22}{theirs:>13.4f}{ours:>10.4f}{diff:>+8.4f}"
                   f"{np.mean(results['t_theirs']):>11.3f}{np.mean(results['t_ours']):>11.3f}")
             if diff < -TOLERANCE:
                 short.append(f"{model} on {name}: {diff:+.4f}")
+    with open("/proc/loadavg", encoding="ascii") as stream:
+        print("\nload average (1, 5, 15 min) at the end: " + ", ".join(stream.read().split()[:3]))
     print()
     if short:
         print(f"below scikit-learn by more than {TOLERANCE}: " + "; ".join(short))

@@ -162,3 +162,37 @@ def test_fixed_point_scale_is_the_largest_safe_power_of_two_and_ignores_row_orde
         again, inv_again = to_fixed_point(values * 2.0 ** power)
         np.testing.assert_array_equal(again, scaled)
         assert inv_again[0] == inv[0] * 2.0 ** power
+
+
+def test_feature_bins_write_only_the_cells_rows_can_be_in(backend):
+    """With ``feature_bins`` a backend that uses them builds and derives
+    each feature's non-missing bins and the missing bin exactly (as over
+    every bin) and leaves every other cell as it was; enough rows that the
+    CPU cuts a node into row blocks (private histograms added afterwards)."""
+    if not backend.uses_feature_bins:
+        return
+    rng = np.random.RandomState(5)
+    n, n_bins = 20_000, 17
+    feature_bins = np.array([1, 4, 16, 9], dtype=np.int32)   # bins 0..k-1 and the missing bin
+    X_binned = np.stack([rng.randint(0, k, n) for k in feature_bins], axis=1).astype(np.uint8)
+    X_binned[rng.rand(n, 4) < 0.1] = n_bins - 1
+    X_binned = np.ascontiguousarray(X_binned)
+    stats = rng.randint(-2**40, 2**40, (n, 3)).astype(np.int64)
+    positions = (rng.rand(n) < 0.3).astype(np.int32) + 1       # nodes 1 and 2
+    build = np.array([0, -1], dtype=np.int32)
+    full = backend.build_histograms(X_binned, stats, positions, 1, np.array([0, 1], np.int32),
+                                    2, n_bins)
+    parent = full[0] + full[1]
+    out = rng.randint(-9, 9, (3, 4, n_bins, 3)).astype(np.int64)
+    out[2] = parent
+    before = out.copy()
+    backend.build_histograms(X_binned, stats, positions, 1, build, 1, n_bins, out=out,
+                             feature_bins=feature_bins)
+    backend.subtract_histograms(out, np.array([2], np.int32), out, np.array([0], np.int32),
+                                np.array([2], np.int32), feature_bins=feature_bins)
+    touched = np.zeros((4, n_bins), dtype=bool)
+    for f, k in enumerate(feature_bins):
+        touched[f, :k] = touched[f, -1] = True
+    np.testing.assert_array_equal(out[0][touched], full[0][touched])
+    np.testing.assert_array_equal(out[2][touched], full[1][touched])
+    np.testing.assert_array_equal(out[:, ~touched], before[:, ~touched])

@@ -402,3 +402,37 @@ def test_zero_rows_zeroes_those_rows_only(backend, implementation):
         Backend.zero_rows, backend)
     zero(hist, rows)
     np.testing.assert_array_equal(hist, expected)
+
+
+@pytest.mark.parametrize("case", ["boosting_colsample", "extra_trees", "forest_missing"])
+def test_feature_bins_grow_the_trees_of_every_bin(backend, monkeypatch, case):
+    """Histograms over each feature's bins alone (the CPU backend's
+    uses_feature_bins) grow the very trees that histograms over every bin
+    grow: sparse, low-cardinality and constant features, missing values,
+    and a histogram pool reused by trees on other column subsets (cells
+    outside a feature's bins keep an earlier tree's sums, never read)."""
+    import dataclasses
+
+    import gputree
+    rng = np.random.RandomState(3)
+    n = 600
+    X = rng.randint(0, 4, (n, 12)) * (rng.rand(n, 12) < 0.3)      # sparse, few values
+    X = np.column_stack([X, rng.rand(n, 3), np.zeros(n)]).astype(float)
+    y = (X[:, 0] + X[:, 12] + rng.rand(n) > 1.2).astype(int)
+    if case == "forest_missing":
+        X[rng.rand(*X.shape) < 0.1] = np.nan
+    make = {"boosting_colsample": lambda: gputree.GradientBoostingClassifier(
+                n_estimators=8, max_depth=4, colsample_bytree=0.5, random_state=0),
+            "extra_trees": lambda: gputree.ExtraTreesClassifier(n_estimators=4, random_state=0),
+            "forest_missing": lambda: gputree.RandomForestClassifier(n_estimators=4,
+                                                                     random_state=0)}[case]
+    fitted = {}
+    for flag in (True, False):
+        monkeypatch.setattr(type(backend), "uses_feature_bins", flag)
+        fitted[flag] = make().fit(X, y)
+    trees = [list(m._trees) for m in (fitted[True], fitted[False])]
+    assert any(t.node_count > 1 for t in trees[0])
+    for a, b in zip(*trees):
+        for field in dataclasses.fields(a):
+            assert np.array_equal(getattr(a, field.name), getattr(b, field.name),
+                                  equal_nan=True), field.name

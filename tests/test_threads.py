@@ -28,19 +28,21 @@ def _level(rng, n, n_features, n_bins, n_level):
     return X_binned, stats, positions
 
 
-@pytest.mark.parametrize("threads,chunk,block,group", [(1, 16384, 1024, 0), (3, 7, 5, 3),
-                                                      (16, 100, 2, 1)])
+@pytest.mark.parametrize("threads,chunk,block,group,vector,compact", [
+    (1, 16384, 1024, 0, True, False), (3, 7, 5, 3, False, True), (16, 100, 2, 1, True, True),
+    (2, 100, 1024, 0, False, False)])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("n_level", [1, 4])
 @pytest.mark.parametrize("n_bins", [33, 300])
 def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, chunk,
-                                                         block, group, order, n_level, n_bins):
+                                                         block, group, vector, compact, order,
+                                                         n_level, n_bins):
     """Pieces planned for 1, 3 or 16 threads (rows cut into blocks of as few
     as n_bins rows, features into groups of 2), rows gathered in chunks of
     7, 100 or all, each piece adding blocks of 1024, 5 or 2 rows in groups
-    of all (the default's cells fit), 3 or 1 features, on 8- or 16-bit
-    binned X in either order, built into rows of ``out`` that held other
-    values."""
+    of all (the default's cells fit), 3 or 1 features, three channels
+    added as one vector or not, into compact histograms or in place, on 8- or 16-bit binned X in either order,
+    built into rows of ``out`` that held other values."""
     rng = np.random.RandomState(threads * 10 + n_level)
     n, n_features = 1000, 8
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
@@ -52,8 +54,13 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     monkeypatch.setattr(histograms, "_BLOCK_ROWS", block)
     if group:
         monkeypatch.setattr(histograms, "_GROUP_BYTES", group * n_bins * 3 * 8)
-    assert list(histograms._block_cut(np.empty((1, n_features, n_bins, 3), np.int64))) == [
-        block, group or (1 << 17) // (n_bins * 24)]
+    monkeypatch.setattr(histograms, "_VECTOR_THREE_BINS", 0 if vector else 10**6)
+    monkeypatch.setattr(histograms, "_COMPACT_SHARE", 1.0 if compact else 0.0)
+    every_bin = np.full(n_features, n_bins, np.int32)
+    cells = histograms.compact_cells(every_bin, n_bins)[1]
+    assert list(histograms._block_cut(np.empty((1, n_features, n_bins, 3), np.int64),
+                                      every_bin, cells)) == [
+        block, group or (1 << 17) // (n_bins * 24), int(vector), int(compact)]
     node_to_build = np.full(n_level, -1, dtype=np.int32)
     built = np.arange(0, n_level, 2)
     node_to_build[built] = np.arange(built.size)[::-1] + 1   # rows of a larger array

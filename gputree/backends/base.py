@@ -39,6 +39,13 @@ class Backend(abc.ABC):
     #: whether build_histograms overwrites the rows it builds in ``out``
     #: (the caller need not zero them first)
     overwrites_built_rows = False
+    #: whether build_histograms, move_and_build_histograms and
+    #: subtract_histograms take ``feature_bins`` (int32 (F,), the data's
+    #: n_bins_non_missing): they then write only each feature's bins 0 ..
+    #: feature_bins[f]-1 and the missing bin, the cells rows can be in and
+    #: the only ones the split scan and node_features read (the others
+    #: may hold anything)
+    uses_feature_bins = False
     #: whether a fit may refill host arrays it gave the backend before (the
     #: statistics, the gradients they came from) with the next tree's (a
     #: backend that keeps what it was given, by identity, says no)

@@ -662,12 +662,15 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         row = scratch_sums[slot]
         T, L, R, M, A = row[0:C], row[C:2 * C], row[2 * C:3 * C], row[3 * C:4 * C], row[4 * C:5 * C]
         H = hist[node, f]
+        n_non_missing = n_bins_non_missing[f]
+        # the node's total: its non-missing bins and the missing bin (no row
+        # is in a bin between them: the scan reads no other cell)
+        channel_sums(T, H, min(n_non_missing, missing_bin))
         for c in range(C):
             M[c] = H[missing_bin, c]
-        channel_sums(T, H, missing_bin + 1)
+            T[c] += M[c]
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
         has_missing = node_count(M, layout, inv) > 0
-        n_non_missing = n_bins_non_missing[f]
         multiway = layout[LAYOUT_MULTIWAY] != 0
         left_known = False
         one = split_bin[node, f]        # >= 0: one candidate (random thresholds)

@@ -95,7 +95,13 @@ class HistogramPool:
     def _grow(self, n_rows):
         capacity = max(n_rows, min(2 * self.in_use.size, self.max_rows))
         hist = self.backend.zeros((capacity,) + self.row_shape, STAT_DTYPE)
-        hist[:self.n_touched] = self.hist[:self.n_touched]
+        # only rows in use hold a histogram still needed; a free row taken
+        # later is built (or zeroed) anew: copying every touched row wrote
+        # all their pages (a forest's deep trees, 10 classes: most of a
+        # single tree's fit)
+        kept = self.backend.upload(np.flatnonzero(self.in_use[:self.n_touched]))
+        if kept.size:
+            hist[kept] = self.hist[kept]
         self.hist = hist
         self.in_use = np.concatenate([self.in_use,
                                       np.zeros(capacity - self.in_use.size, dtype=bool)])

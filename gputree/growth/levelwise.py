@@ -207,6 +207,8 @@ class _TreeGrowth:
         splits, uploaded), derive the larger siblings in their parents'
         rows."""
         backend, hist = self.backend, self.pool.hist
+        cells = ({"feature_bins": self.data.n_bins_non_missing} if backend.uses_feature_bins
+                 else {})
         if device["zero_rows"].size and not backend.overwrites_built_rows:
             backend.zero_rows(hist, device["zero_rows"])
         if self.partition:
@@ -216,17 +218,17 @@ class _TreeGrowth:
             backend.move_and_build_histograms(self.data.X_binned, self.positions, moves,
                                               self.stats.stats, level_start,
                                               device["node_to_build"], n_build,
-                                              self.data.n_bins, hist)
+                                              self.data.n_bins, hist, **cells)
         else:
             counts = ({"bin_counts": self.data.bin_counts(backend)}
                       if level_start == 0 and self.stats.ones_last and backend.uses_bin_counts
                       else {})
             backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
                                      level_start, device["node_to_build"], n_build,
-                                     self.data.n_bins, out=hist, **counts)
+                                     self.data.n_bins, out=hist, **counts, **cells)
         if device["built_rows"].size:
             backend.subtract_histograms(hist, device["parent_rows"], hist, device["built_rows"],
-                                        device["parent_rows"])
+                                        device["parent_rows"], **cells)
 
     def _found(self, split, device):
         """What the host needs about the candidates (backend arrays, in the

@@ -44,6 +44,9 @@ class CPUBackend(Backend):
     uses_bin_counts = True
     #: a histogram pass zeroes the cells it builds itself
     overwrites_built_rows = True
+    #: a histogram pass and a subtraction touch only the cells rows can be
+    #: in (sparse or low-cardinality features: a few of the 256 bins)
+    uses_feature_bins = True
 
     def __init__(self):
         self.binned = BinnedCache(self.free_memory_bytes)
@@ -74,19 +77,22 @@ class CPUBackend(Backend):
         return out
 
     def build_histograms(self, X_binned, stats, positions, level_start,
-                         node_to_build, n_build, n_bins, out=None, bin_counts=None):
+                         node_to_build, n_build, n_bins, out=None, bin_counts=None,
+                         feature_bins=None):
         """Backend.build_histograms; ``bin_counts`` (int64 (n_features, n_bins),
         see :attr:`uses_bin_counts`) when stats' last channel is 1 in every
         row: at the root that channel's histogram is a copy of it, only the
-        other channels are added."""
+        other channels are added; ``feature_bins``: see
+        :attr:`uses_feature_bins` (None: every bin)."""
         no_move = np.empty(0, np.int32)
         return self.move_and_build_histograms(
             X_binned, positions, (0, no_move, LeftSets.of_bitset(np.empty((0, 1), np.uint32)),
                                   no_move), stats,
-            level_start, node_to_build, n_build, n_bins, out, bin_counts)
+            level_start, node_to_build, n_build, n_bins, out, bin_counts, feature_bins)
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
-                                  node_to_build, n_build, n_bins, out, bin_counts=None):
+                                  node_to_build, n_build, n_bins, out, bin_counts=None,
+                                  feature_bins=None):
         """One pass over the rows moves them (update_positions' ``moves``)
         and gathers the rows of the nodes to build, grouped by node."""
         hist = out
@@ -114,15 +120,19 @@ class CPUBackend(Backend):
                 partition.gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
                 cache.rows(X_binned, "found_node"), rows)
             rows = rows[:node_first[-1]]
-        histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add)
+        histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add,
+                                      _feature_bins(feature_bins, hist.shape))
         if n_add < stats.shape[1]:
             hist[built_rows[0], :, :, n_add] = bin_counts
         return hist
 
-    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
-        histograms.subtract_histograms.run(parent_rows.shape[0] * math.prod(hist.shape[1:]),
-                                           parent_hist, parent_rows, hist, built_rows,
-                                           derived_rows)
+    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
+                            feature_bins=None):
+        feature_bins = _feature_bins(feature_bins, hist.shape)
+        cells = (int(feature_bins.sum()) + feature_bins.shape[0]) * hist.shape[3]
+        histograms.subtract_histograms.run(parent_rows.shape[0] * cells, parent_hist,
+                                           parent_rows, hist, built_rows, derived_rows,
+                                           feature_bins)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params, split_bin=None):
@@ -196,3 +206,12 @@ class CPUBackend(Backend):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
         split_scan.summaries_kernel(measure_of(layout))(totals, layout, inv, params, values, impurity)
         return values, impurity
+
+
+def _feature_bins(feature_bins, hist_shape):
+    """int32 (F,): ``feature_bins`` (the bins a histogram pass or a
+    subtraction touches below the missing bin), or every bin of histograms
+    shaped ``hist_shape`` (n, F, n_bins, C) for None."""
+    if feature_bins is None:
+        return np.full(hist_shape[1], hist_shape[2], dtype=np.int32)
+    return np.ascontiguousarray(feature_bins, dtype=np.int32)
