@@ -50,6 +50,9 @@ class Backend(abc.ABC):
     #: statistics, the gradients they came from) with the next tree's (a
     #: backend that keeps what it was given, by identity, says no)
     statistics_refillable = True
+    #: whether a forest grows several trees together on this backend
+    #: (:mod:`gputree.growth.forest_batch`; :meth:`forest_batch_size` of them)
+    grows_forest_batches = False
 
     # ------------------------------------------------------- the primitives
     @abc.abstractmethod
@@ -180,6 +183,12 @@ class Backend(abc.ABC):
             return int(fields["MemAvailable"].split()[0]) * 1024
         except (OSError, KeyError, ValueError):
             return None
+
+    def forest_batch_size(self, n_trees, n_samples, n_features, n_channels, n_bins,
+                          max_level_nodes, held_row_bytes=0):
+        """How many of a forest's ``n_trees`` trees to grow together (here:
+        one, the forest grows tree after tree)."""
+        return 1
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
                                   node_to_build, n_build, n_bins, out):

@@ -1,0 +1,117 @@
+"""A forest's trees grown together on the simulated device
+(gputree.growth.forest_batch: the same level of every tree of a batch in one
+launch) are the CPU forest's trees bit for bit, whatever the batch size:
+bootstrap counts and random draws come from the same host streams."""
+import contextlib
+
+import numpy as np
+import pytest
+
+from gputree import (ExtraTreesClassifier, RandomForestClassifier,
+                     RandomForestRegressor)
+from gputree.backends import get_backend
+from gputree.backends.cuda import c_kernels
+
+from .datasets import classification, regression
+from .test_parity import assert_same_tree
+
+N_TREES = 4
+pytestmark = pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
+
+
+@contextlib.contextmanager
+def forest_batch(size):
+    """The simulated device's forest_batch option set to ``size``."""
+    backend = get_backend("cuda-sim")
+    saved, backend.forest_batch = backend.forest_batch, size
+    backend.launches.clear()
+    try:
+        yield backend
+    finally:
+        backend.forest_batch = saved
+
+
+CASES = {
+    "classifier": (RandomForestClassifier, classification,
+                   dict(max_features="sqrt", oob_score=True)),
+    "regressor": (RandomForestRegressor, regression, dict(max_features=0.6, oob_score=True)),
+    "no-bootstrap": (RandomForestClassifier, classification,
+                     dict(bootstrap=False, max_features=2)),
+    "extra-trees": (ExtraTreesClassifier, classification, dict(max_features=3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_batched_forest_is_the_cpu_forest(case):
+    estimator, data, extra = CASES[case]
+    X, y = data(n_samples=140, seed=5)
+    params = dict(n_estimators=N_TREES, max_depth=4, max_bins=16, random_state=2, **extra)
+    cpu = estimator(device="cpu", **params).fit(X, y)
+    assert any(t.is_categorical.any() for t in cpu._trees)   # a categorical split
+    assert any(t.missing_left[t.feature >= 0].any() for t in cpu._trees)
+    builds = {}
+    for size in (1, 2, N_TREES):
+        with forest_batch(size) as backend:
+            sim = estimator(device="cuda-sim", **params).fit(X, y)
+            builds[size] = backend.launches["build_histograms"]
+        assert len(sim._trees) == N_TREES
+        for a, b in zip(cpu._trees, sim._trees):
+            assert_same_tree(a, b)
+        assert np.array_equal(cpu.predict(X), sim.predict(X))
+        if "oob_score" in extra:
+            assert cpu.oob_score_ == sim.oob_score_
+    # one launch per wide level: fewer launches for larger batches (a
+    # regressor's trees of other fixed-point scales grow in their own group)
+    assert builds[N_TREES] < builds[2] < builds[1]
+
+
+def test_batched_levels_read_the_followed_row_partition(monkeypatch):
+    """The by-node histogram kernel of a batch gets each (tree, node)'s rows
+    from the followed row partition, never by sorting the positions."""
+    sorted_levels = []
+    original = c_kernels.segments_from_positions
+    monkeypatch.setattr(c_kernels, "segments_from_positions",
+                        lambda *a: sorted_levels.append(a) or original(*a))
+    X, y = classification(n_samples=100, seed=1)
+    params = dict(n_estimators=3, max_depth=3, max_bins=16, random_state=0)
+    cpu = RandomForestClassifier(device="cpu", **params).fit(X, y)
+    kernels = get_backend("cuda-sim").kernels
+    saved, kernels.histogram_kernel = kernels.histogram_kernel, "node"
+    try:
+        with forest_batch(3) as backend:
+            sim = RandomForestClassifier(device="cuda-sim", **params).fit(X, y)
+            assert backend.launches["build_histograms"] == params["max_depth"]
+    finally:
+        kernels.histogram_kernel = saved
+    assert not sorted_levels
+    for a, b in zip(cpu._trees, sim._trees):
+        assert_same_tree(a, b)
+
+
+def test_warm_start_batches_only_the_new_trees():
+    X, y = classification(n_samples=100, seed=2)
+    params = dict(max_depth=3, max_bins=16, random_state=4, warm_start=True)
+    cpu = RandomForestClassifier(device="cpu", n_estimators=5, **params).fit(X, y)
+    with forest_batch(2):
+        sim = RandomForestClassifier(device="cuda-sim", n_estimators=2, **params).fit(X, y)
+        sim.set_params(n_estimators=5).fit(X, y)
+    for a, b in zip(cpu._trees, sim._trees):
+        assert_same_tree(a, b)
+
+
+def test_auto_batch_size_follows_the_free_device_memory():
+    from gputree.backends.cuda.backend import forest_batch_bytes
+    backend = get_backend("cuda-sim")
+    shape = (5000, 8, 3, 64, 32, 20)
+    saved = backend.forest_batch, backend.simulated_free_bytes
+    try:
+        backend.forest_batch = "auto"
+        for k in (1, 3, 7):
+            backend.simulated_free_bytes = forest_batch_bytes(k, *shape)
+            assert backend.forest_batch_size(10, *shape) == k
+        assert backend.forest_batch_size(4, *shape) == 4      # never more than the trees
+        backend.forest_batch = 5
+        assert backend.forest_batch_size(10, *shape) == 5
+        assert backend.forest_batch_size(3, *shape) == 3
+    finally:
+        backend.forest_batch, backend.simulated_free_bytes = saved
