@@ -17,17 +17,20 @@ SHAPES = [(10**6, 28, 3, 256, 512, 28), (7_040_000, 28, 3, 256, 128, 0),
 def test_one_tree_is_the_fit_estimate_and_each_more_adds_its_rows_and_level(shape):
     n_samples, n_features, n_channels, n_bins, max_level_nodes, held = shape
     assert forest_batch_bytes(1, *shape) == fit_memory_estimate(*shape)
-    per_tree = forest_batch_bytes(2, *shape) - forest_batch_bytes(1, *shape)
+    per_tree = forest_batch_bytes(3, *shape) - forest_batch_bytes(2, *shape)
     for k in range(2, 7):
-        assert forest_batch_bytes(k, *shape) == forest_batch_bytes(1, *shape) + (k - 1) * per_tree
+        assert forest_batch_bytes(k, *shape) == forest_batch_bytes(2, *shape) + (k - 2) * per_tree
     # at least what a further tree surely holds: binned X once more, its
-    # statistics and its share of the wide statistics, its held bytes, and
-    # its level's histograms while the pool grows
+    # statistics and its share of the batch's statistics, its held bytes,
+    # and its level's histograms while the pool grows
     stat = np.dtype(STAT_DTYPE).itemsize
     code = 1 if n_bins <= 256 else 2
     surely = (n_samples * (n_features * code + 2 * n_channels * stat + held)
               + 2 * max_level_nodes * n_features * n_bins * n_channels * stat)
     assert per_tree >= surely
+    # a batch holds the first tree's binned X and statistics once more
+    batch = n_samples * (n_features * code + n_channels * stat)
+    assert forest_batch_bytes(2, *shape) - forest_batch_bytes(1, *shape) >= surely + batch
 
 
 @pytest.mark.parametrize("shape", SHAPES)

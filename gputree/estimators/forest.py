@@ -352,7 +352,8 @@ class _BaseForest(BaseTreeModel):
     def _grow_batch(self, data, bootstraps, oob, pool):
         """dict tree index -> TreeArrays of the trees of ``bootstraps`` (dict
         index -> _bootstrap's result), grown together by groups of one
-        batch_key, their rows' leaves added to ``oob``."""
+        batch_key, their rows' leaves added to ``oob`` in the trees' order
+        (the sums' order, as one tree at a time adds them)."""
         groups = {}
         for i, (stats, growth, _) in bootstraps.items():
             groups.setdefault(batch_key(stats, growth), []).append(i)
@@ -363,11 +364,12 @@ class _BaseForest(BaseTreeModel):
                 self._backend, data, stats, [bootstraps[i][1] for i in indices],
                 [tree_random_streams(self._tree_seed(i))[0] for i in indices], pool,
                 self._held_bytes(stats[0], oob))
-            for i, (tree, positions) in zip(indices, results):
-                if oob is not None:
-                    oob.add(self._backend.asarray(tree.value), positions, bootstraps[i][2])
-                grown[i] = tree
-        return grown
+            grown.update(zip(indices, results))
+        if oob is not None:
+            for i in sorted(grown):
+                tree, positions = grown[i]
+                oob.add(self._backend.asarray(tree.value), positions, bootstraps[i][2])
+        return {i: tree for i, (tree, _) in grown.items()}
 
     def _bootstrap(self, i, data, targets, weight, n_bootstrap, with_oob, cache):
         """Tree ``i``'s bootstrap counts made into its statistics (on the

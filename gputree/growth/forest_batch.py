@@ -63,7 +63,7 @@ def grow_forest_batch(backend, data, stats, growths, rngs, pool, held_row_bytes=
     n_samples, n_features = data.X_binned.shape
     max_level_nodes = _max_level_nodes(n_samples, growths[0])
     backend.check_fit_memory(n_samples, n_features, stats[0].stats.shape[1], data.n_bins,
-                             max_level_nodes, held_row_bytes)
+                             max_level_nodes, held_row_bytes, n_trees=len(stats))
     pool.start_tree((n_features, data.n_bins, stats[0].stats.shape[1]),
                     len(stats) * max_level_nodes)
     return _BatchGrowth(backend, data, stats, growths, rngs, pool).run()
@@ -90,6 +90,17 @@ def _repeated(backend, X_binned, n_trees):
     return wide
 
 
+def _stacked(backend, arrays):
+    """The (n, C) ``arrays`` one under the other (the array itself for one)."""
+    if len(arrays) == 1:
+        return arrays[0]
+    n = arrays[0].shape[0]
+    out = backend.empty((len(arrays) * n,) + arrays[0].shape[1:], arrays[0].dtype)
+    for t, array in enumerate(arrays):
+        out[t * n:(t + 1) * n] = array
+    return out
+
+
 class _Tree:
     """One tree's host state in the batch: its node table and current level."""
 
@@ -111,16 +122,13 @@ class _BatchGrowth(_TreeGrowth):
         self.n_samples = data.X_binned.shape[0]
         wide_stats = copy.copy(stats[0])
         wide_stats.totals = None
-        wide_stats.stats = (stats[0].stats if self.n_trees == 1 else
-                            backend.xp.concatenate([s.stats for s in stats]))
+        wide_stats.stats = _stacked(backend, [s.stats for s in stats])
         wide_data = _WideData(data, _repeated(backend, data.X_binned, self.n_trees))
         super().__init__(backend, wide_data, wide_stats, growths[0], None, pool)
         # tree t's rows start at its root, wide node t
         self.positions.reshape(self.n_trees, self.n_samples)[:] = backend.xp.arange(
             self.n_trees, dtype=NODE_DTYPE)[:, None]
-        follow = getattr(backend, "follow_batch", None)
-        if follow is not None:
-            follow(self.positions, self.n_trees)
+        backend.follow_batch(self.positions, self.n_trees)
         self.growths, self.rngs = growths, rngs
         self._level_trees = []      # the trees of the wide level being scanned
 
@@ -259,7 +267,8 @@ class _BatchGrowth(_TreeGrowth):
     def _finish(self, trees, wide_local):
         """Each tree's TreeArrays and its rows' leaves (its own node ids)."""
         backend, n = self.backend, self.n_samples
-        local = backend.upload(wide_local)[self.positions]
+        local = backend.empty(self.positions.shape, NODE_DTYPE)
+        backend.xp.take(backend.upload(wide_local), self.positions, out=local)
         return [(finish_tree(backend, tree.table, self.tree_data, self.tree_stats[t],
                              self.criterion_inputs()), local[t * n:(t + 1) * n])
                 for t, tree in enumerate(trees)]

@@ -11,6 +11,7 @@ from gputree import (ExtraTreesClassifier, RandomForestClassifier,
                      RandomForestRegressor)
 from gputree.backends import get_backend
 from gputree.backends.cuda import c_kernels
+from gputree.estimators import forest
 
 from .datasets import classification, regression
 from .test_parity import assert_same_tree
@@ -34,6 +35,10 @@ def forest_batch(size):
 CASES = {
     "classifier": (RandomForestClassifier, classification,
                    dict(max_features="sqrt", oob_score=True)),
+    # weights: trees of other fixed-point scales grow in groups of their own,
+    # whose OOB sums must still be added in the trees' order
+    "weighted": (RandomForestClassifier, classification,
+                 dict(max_features="sqrt", oob_score=True, weighted=True, random_state=3)),
     "regressor": (RandomForestRegressor, regression, dict(max_features=0.6, oob_score=True)),
     "no-bootstrap": (RandomForestClassifier, classification,
                      dict(bootstrap=False, max_features=2)),
@@ -42,27 +47,43 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_batched_forest_is_the_cpu_forest(case):
+def test_batched_forest_is_the_cpu_forest(case, monkeypatch):
     estimator, data, extra = CASES[case]
     X, y = data(n_samples=140, seed=5)
-    params = dict(n_estimators=N_TREES, max_depth=4, max_bins=16, random_state=2, **extra)
-    cpu = estimator(device="cpu", **params).fit(X, y)
+    extra = dict(extra)
+    weight = (np.random.RandomState(1).uniform(0.2, 3.0, size=len(y))
+              if extra.pop("weighted", False) else None)
+    params = dict(n_estimators=N_TREES, max_depth=4, max_bins=16,
+                  random_state=extra.pop("random_state", 2), **extra)
+    cpu = estimator(device="cpu", **params).fit(X, y, sample_weight=weight)
     assert any(t.is_categorical.any() for t in cpu._trees)   # a categorical split
     assert any(t.missing_left[t.feature >= 0].any() for t in cpu._trees)
-    builds = {}
+    builds, added = {}, []
+    add = forest._OutOfBag.add
+    monkeypatch.setattr(forest._OutOfBag, "add",
+                        lambda self, values, *a: added.append(values) or add(self, values, *a))
     for size in (1, 2, N_TREES):
+        added.clear()
         with forest_batch(size) as backend:
-            sim = estimator(device="cuda-sim", **params).fit(X, y)
+            sim = estimator(device="cuda-sim", **params).fit(X, y, sample_weight=weight)
             builds[size] = backend.launches["build_histograms"]
         assert len(sim._trees) == N_TREES
+        # OOB sums in the trees' order, whatever the groups
+        assert len(added) == (N_TREES if "oob_score" in params else 0)
+        assert all(np.array_equal(v, t.value) for v, t in zip(added, sim._trees))
         for a, b in zip(cpu._trees, sim._trees):
             assert_same_tree(a, b)
         assert np.array_equal(cpu.predict(X), sim.predict(X))
-        if "oob_score" in extra:
-            assert cpu.oob_score_ == sim.oob_score_
-    # one launch per wide level: fewer launches for larger batches (a
-    # regressor's trees of other fixed-point scales grow in their own group)
-    assert builds[N_TREES] < builds[2] < builds[1]
+        for name in ("oob_score_", "oob_decision_function_", "oob_prediction_"):
+            if hasattr(cpu, name):
+                assert np.array_equal(getattr(cpu, name), getattr(sim, name)), name
+    # one launch per wide level: fewer launches for larger batches (trees of
+    # other fixed-point scales grow in groups of their own)
+    assert builds[N_TREES] <= builds[2] < builds[1]
+    if weight is None and case != "regressor":
+        assert builds[N_TREES] < builds[2]
+    if weight is not None:      # the trees' scales differ: more than one group
+        assert builds[N_TREES] > max(t.depth.max() for t in cpu._trees)
 
 
 def test_batched_levels_read_the_followed_row_partition(monkeypatch):

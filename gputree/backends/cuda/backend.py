@@ -344,11 +344,12 @@ class CUDABackend(Backend):
         return self.simulated_free_bytes
 
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
-                         held_row_bytes=0):
-        """Raise a clear error when a fit cannot fit in device memory; the
-        estimate is kept in ``last_fit_estimate``."""
-        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
-                                     held_row_bytes)
+                         held_row_bytes=0, n_trees=1):
+        """Raise a clear error when a fit (of ``n_trees`` trees grown
+        together) cannot fit in device memory; the estimate is kept in
+        ``last_fit_estimate``."""
+        needed = forest_batch_bytes(n_trees, n_samples, n_features, n_channels, n_bins,
+                                    max_level_nodes, held_row_bytes)
         self.last_fit_estimate = needed
         free = self.free_memory_bytes()
         if free is not None and needed > free:
@@ -395,21 +396,25 @@ def forest_batch_bytes(n_trees, n_samples, n_features, n_channels, n_bins, max_l
                        held_row_bytes=0):
     """Bytes a fit of a forest holds on the device at most while it grows
     ``n_trees`` trees together (:mod:`gputree.growth.forest_batch`):
-    :func:`fit_memory_estimate` of one tree, plus for each further tree its
-    rows (binned X repeated, its statistics twice: its own and the batch's
-    copy, its positions and row partition, ``held_row_bytes``) and its
-    level's histograms and scan."""
+    :func:`fit_memory_estimate` of one tree; for a batch, the batch's copy of
+    the first tree's binned X and statistics and its rows' leaves; for each
+    further tree its rows (binned X repeated, its statistics twice: its own
+    and the batch's copy, its positions, leaves and row partition,
+    ``held_row_bytes``) and its level's histograms and scan."""
     one = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
                               held_row_bytes)
+    if n_trees == 1:
+        return one
     code = np.dtype(bin_dtype(n_bins)).itemsize
     stat = np.dtype(STAT_DTYPE).itemsize
-    per_row = (n_features * code + 2 * n_channels * stat
-               + 5 * np.dtype(NODE_DTYPE).itemsize + held_row_bytes)
+    node = np.dtype(NODE_DTYPE).itemsize
+    per_row = n_features * code + 2 * n_channels * stat + 5 * node + held_row_bytes
     histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
     per_node = (n_features * _scan_bytes_per_thread(n_channels, n_bins)
                 + _NODE_RECORD_BYTES * n_channels)
     per_tree = n_samples * per_row + histograms + max_level_nodes * per_node
-    return one + (n_trees - 1) * per_tree
+    batch = n_samples * (n_features * code + n_channels * stat + node)
+    return one + batch + (n_trees - 1) * per_tree
 
 
 def forest_batch_size(budget_bytes, n_trees, n_samples, n_features, n_channels, n_bins,
@@ -418,11 +423,11 @@ def forest_batch_size(budget_bytes, n_trees, n_samples, n_features, n_channels, 
     is within ``budget_bytes`` (1 when not even two are) and whose rows
     together the kernels can index (:func:`max_batch_rows`)."""
     sizes = (n_samples, n_features, n_channels, n_bins, max_level_nodes, held_row_bytes)
-    one = forest_batch_bytes(1, *sizes)
-    per_tree = forest_batch_bytes(2, *sizes) - one
-    if budget_bytes <= one or per_tree <= 0:
+    two = forest_batch_bytes(2, *sizes)
+    per_tree = forest_batch_bytes(3, *sizes) - two
+    if budget_bytes < two:
         return 1
-    return int(max(1, min(n_trees, 1 + (budget_bytes - one) // per_tree,
+    return int(max(1, min(n_trees, 2 + (budget_bytes - two) // per_tree,
                           max_batch_rows(n_samples))))
 
 
