@@ -359,12 +359,7 @@ class _BaseForest(BaseTreeModel):
             groups.setdefault(batch_key(stats, growth), []).append(i)
         grown = {}
         for indices in groups.values():
-            stats = [bootstraps[i][0] for i in indices]
-            results = grow_forest_batch(
-                self._backend, data, stats, [bootstraps[i][1] for i in indices],
-                [tree_random_streams(self._tree_seed(i))[0] for i in indices], pool,
-                self._held_bytes(stats[0], oob))
-            grown.update(zip(indices, results))
+            grown.update(self._grow_group(data, indices, bootstraps, oob, pool))
         if oob is not None:
             for i in sorted(grown):
                 tree, positions = grown[i]
@@ -385,6 +380,25 @@ class _BaseForest(BaseTreeModel):
             stats.stats = self._backend.upload(stats.stats)
         growth = growth_params(self, n_samples, w.sum(), n_features)
         return stats, growth, (counts == 0 if with_oob else None)
+
+    def _grow_group(self, data, indices, bootstraps, oob, pool):
+        """[(tree index, (TreeArrays, positions))] of the trees ``indices``
+        grown together; a group the device memory cannot hold (MemoryError:
+        the memory check, or an allocation; the batch size was chosen before
+        the fit's buffers were held) is grown in two halves, from the same
+        statistics and fresh random streams: the same trees."""
+        stats = [bootstraps[i][0] for i in indices]
+        try:
+            return list(zip(indices, grow_forest_batch(
+                self._backend, data, stats, [bootstraps[i][1] for i in indices],
+                [tree_random_streams(self._tree_seed(i))[0] for i in indices], pool,
+                self._held_bytes(stats[0], oob))))
+        except MemoryError:
+            if len(indices) == 1:
+                raise
+        half = len(indices) // 2
+        return (self._grow_group(data, indices[:half], bootstraps, oob, pool)
+                + self._grow_group(data, indices[half:], bootstraps, oob, pool))
 
     def _add_old_trees_oob(self, oob, data, n_bootstrap):
         """OOB contributions of trees kept by warm_start (their bootstrap

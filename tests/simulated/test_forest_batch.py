@@ -136,3 +136,29 @@ def test_auto_batch_size_follows_the_free_device_memory():
         assert backend.forest_batch_size(3, *shape) == 3
     finally:
         backend.forest_batch, backend.simulated_free_bytes = saved
+
+
+def test_a_batch_the_memory_cannot_hold_is_split_into_the_same_trees(monkeypatch):
+    """forest_batch 4 on a device whose memory holds two trees together: the
+    batch's memory check fails, its halves grow (two launches a level)."""
+    X, y = classification(n_samples=120, seed=3)
+    params = dict(n_estimators=4, max_depth=3, max_bins=16, random_state=1, oob_score=True)
+    cpu = RandomForestClassifier(device="cpu", **params).fit(X, y)
+    backend = get_backend("cuda-sim")
+    checked, original = [], backend.check_fit_memory
+
+    def check(*args, n_trees=1):
+        checked.append(n_trees)
+        if n_trees > 2:
+            raise MemoryError("this test's device holds two trees")
+        original(*args, n_trees=n_trees)
+
+    monkeypatch.setattr(backend, "check_fit_memory", check)
+    with forest_batch(4):
+        sim = RandomForestClassifier(device="cuda-sim", **params).fit(X, y)
+        builds = backend.launches["build_histograms"]
+    assert checked == [4, 2, 2]
+    assert builds == 2 * max(t.depth.max() for t in cpu._trees)
+    for a, b in zip(cpu._trees, sim._trees):
+        assert_same_tree(a, b)
+    assert np.array_equal(cpu.oob_decision_function_, sim.oob_decision_function_)
