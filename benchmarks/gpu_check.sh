@@ -32,7 +32,7 @@ SITE=/tmp/site
 #: the peers' versions the wheels step saves (those of the development machine)
 LIGHTGBM_VERSION=${LIGHTGBM_VERSION:-4.7.0}
 XGBOOST_VERSION=${XGBOOST_VERSION:-3.2.0}
-STEPS="versions ptx kernels-test parity budgets toolchain kernel-bench startup memory
+STEPS="versions ptx kernels-test parity budgets toolchain kernel-bench forest-bench startup memory
        bench-1M-tree bench-1M-gbdt bench-1M-forest bench-1M-predict bench-1M-memory
        bench-7M-gbdt cpu-scaling-16 cpu-scaling-8 cpu-scaling-4 cpu-scaling-2 cpu-scaling-1
        suite"
@@ -89,6 +89,12 @@ step_toolchain() {
 step_kernel-bench() {  # every primitive, histogram and scan variant, 1M and 7.04M rows
     python3 benchmarks/gpu_kernels.py --rows 1000000 7040000 --levels 0 4 7 \
         --scan-threads 32 64 128 256
+}
+
+step_forest-bench() {  # forests of 20 and 100 trees of depth 10 at 1M rows: one tree at a
+    # time, the batch "auto" picks from free memory, every tree in one batch
+    python3 benchmarks/gpu_kernels.py --rows 1000000 --levels 0 --forest 20 100 \
+        --forest-depth 10 --forest-batch 1 auto all
 }
 
 step_startup() {  # a fresh process twice: the second finds the compiled kernels cached

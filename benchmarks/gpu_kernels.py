@@ -25,6 +25,13 @@ row's position when walking all rows, once per feature group); the partition
 reads and writes the level's row ids, positions and scan (~32 bytes a row);
 the position update reads every position and the split rows' bins; the scan
 reads the histograms. Needs an NVIDIA GPU and cupy; it refuses without one.
+
+``--forest N [N ...]`` adds a second table: a RandomForestClassifier of N
+trees of depth --forest-depth on the first --rows rows of the synthetic task
+fitted whole with each --forest-batch (trees grown together: 1 is one tree at
+a time, "auto" the backend's choice from free memory, "all" every tree in one
+batch; gputree.growth.forest_batch), seconds by the host clock after a small
+warm-up fit, the histogram launches, and whether its trees are batch 1's.
 """
 import argparse
 import math
@@ -348,6 +355,46 @@ def print_table(rows, bandwidth):
             r["auto"], r["detail"])))
 
 
+def bench_forest(backend, n_rows, n_trees, depth, batches):
+    """Fit a forest of ``n_trees`` once per batch option of ``batches``
+    (ints, "auto", "all"); a row of the forest table per fit."""
+    from gputree import RandomForestClassifier
+    from .common import classification_data
+    X, y = classification_data(n_rows)
+    params = dict(n_estimators=n_trees, max_depth=depth, random_state=0, device=backend.name)
+    saved, rows, first = backend.forest_batch, [], None
+    try:
+        RandomForestClassifier(**{**params, "n_estimators": 2}).fit(X[:5000], y[:5000])
+        for batch in batches:
+            backend.forest_batch = n_trees if batch == "all" else batch
+            backend.launches.clear()
+            start = time.perf_counter()
+            model = RandomForestClassifier(**params).fit(X, y)
+            seconds = time.perf_counter() - start
+            trees = [(t.feature.tobytes(), t.value.tobytes()) for t in model._trees]
+            first = trees if first is None else first
+            rows.append({"rows": n_rows, "trees": n_trees, "depth": depth, "batch": batch,
+                         "chosen": backend.last_forest_batch,
+                         "seconds": seconds, "builds": backend.launches["build_histograms"],
+                         "same": trees == first})
+    finally:
+        backend.forest_batch = saved
+    return rows
+
+
+def print_forest_table(rows):
+    """The forest table: one fit per row."""
+    header = ("rows", "trees", "depth", "forest_batch", "trees a batch", "fit s", "ms / tree",
+              "histogram launches", "trees as batch 1")
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for r in rows:
+        print(" | ".join(str(v) for v in (
+            f"{r['rows']:,}", r["trees"], r["depth"], r["batch"], r["chosen"],
+            f"{r['seconds']:.3f}", f"{1e3 * r['seconds'] / r['trees']:.1f}", r["builds"],
+            "yes" if r["same"] else "NO")))
+
+
 def no_gpu_reason():
     """Why this benchmark cannot run here, or None."""
     from gputree.backends import cuda_available
@@ -373,11 +420,22 @@ def parse_args(argv=None):
     parser.add_argument("--device", choices=("cuda", "cuda-sim"), default="cuda",
                         help="cuda-sim: a check of this script on the simulated device "
                              "(NUMBA_ENABLE_CUDASIM=1; its times are the CPU's, not a GPU's)")
+    parser.add_argument("--forest", type=int, nargs="*", default=[],
+                        help="trees of each forest fit of the forest table (none: no table)")
+    parser.add_argument("--forest-depth", type=int, default=10)
+    parser.add_argument("--forest-batch", nargs="+", default=["1", "auto", "all"],
+                        help="forest_batch options, one fit each: ints, auto, all")
     args = parser.parse_args(argv)
+    from gputree.backends.cuda.backend import check_forest_batch
+    from gputree.backends.cuda.numba_kernels import check_scan_threads
+    try:
+        args.forest_batch = [b if b in ("auto", "all") else check_forest_batch(b, "--forest-batch")
+                             for b in args.forest_batch]
+    except ValueError as exc:
+        parser.error(str(exc))
     bad = [level for level in args.levels if not 0 <= level <= SHAPE_DEPTH - 1]
     if bad:
         parser.error(f"--levels must be between 0 and {SHAPE_DEPTH - 1}, got {bad}")
-    from gputree.backends.cuda.numba_kernels import check_scan_threads
     try:
         for threads in args.scan_threads or []:
             check_scan_threads(threads, "--scan-threads")
@@ -411,6 +469,13 @@ def main(argv=None):
             if xp is not np:
                 xp.get_default_memory_pool().free_all_blocks()
     print_table(rows, bandwidth)
+    forest = []
+    for n_trees in args.forest:
+        forest += bench_forest(backend, args.rows[0], n_trees, args.forest_depth,
+                               args.forest_batch)
+    if forest:
+        print()
+        print_forest_table(forest)
     return 0
 
 

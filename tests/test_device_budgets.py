@@ -192,8 +192,8 @@ def test_memory_estimate_bounds_what_a_fit_holds(index):
     estimates = []
     original = backend.check_fit_memory
 
-    def check(*args):
-        original(*args)
+    def check(*args, **kwargs):
+        original(*args, **kwargs)
         estimates.append(backend.last_fit_estimate)
 
     backend.check_fit_memory = check

@@ -50,6 +50,9 @@ class Backend(abc.ABC):
     #: statistics, the gradients they came from) with the next tree's (a
     #: backend that keeps what it was given, by identity, says no)
     statistics_refillable = True
+    #: whether a forest grows several trees together on this backend
+    #: (:mod:`gputree.growth.forest_batch`; :meth:`forest_batch_size` of them)
+    grows_forest_batches = False
 
     # ------------------------------------------------------- the primitives
     @abc.abstractmethod
@@ -166,10 +169,11 @@ class Backend(abc.ABC):
         return self.xp.empty(shape, dtype=dtype, order=order)
 
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
-                         held_row_bytes=0):
+                         held_row_bytes=0, n_trees=1):
         """Raise MemoryError when a fit cannot fit on the device (host: no
         check); ``held_row_bytes``: bytes per row the caller keeps on the
-        device beside the tree's own buffers."""
+        device beside the tree's own buffers; ``n_trees``: trees grown
+        together (:mod:`gputree.growth.forest_batch`)."""
 
     def free_memory_bytes(self):
         """Memory (bytes) new buffers of a fit can take, or None when unknown
@@ -180,6 +184,17 @@ class Backend(abc.ABC):
             return int(fields["MemAvailable"].split()[0]) * 1024
         except (OSError, KeyError, ValueError):
             return None
+
+    def forest_batch_size(self, n_trees, n_samples, n_features, n_channels, n_bins,
+                          max_level_nodes, held_row_bytes=0):
+        """How many of a forest's ``n_trees`` trees to grow together (here:
+        one, the forest grows tree after tree)."""
+        return 1
+
+    def follow_batch(self, positions, n_trees):
+        """A batch of ``n_trees`` trees grown together starts: positions
+        int32 (n_trees * n,) puts tree t's rows ``t * n ..`` at wide node t
+        (:mod:`gputree.growth.forest_batch`). Here: nothing to prepare."""
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
                                   node_to_build, n_build, n_bins, out):

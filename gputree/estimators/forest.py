@@ -10,9 +10,12 @@ subset of every node is ``GrowthParams.max_features``, drawn on the host from
 the tree's seeded RandomState. Out-of-bag rows have weight 0 but still reach a
 leaf in the grower's ``positions``, so OOB predictions need no extra pass.
 
-Trees are grown one at a time. Growing the same level of many trees in one
-launch (tree id x node id) is the intended GPU follow-up; it needs the grower
-to take a tree axis.
+On the CPU trees are grown one at a time. A backend that
+``grows_forest_batches`` (CUDA) grows level-wise trees in batches
+(:mod:`gputree.growth.forest_batch`: the same level of every tree of a batch
+in one launch), as many per batch as its ``forest_batch_size`` gives; the
+trees are the same as one at a time: bootstrap counts and random draws come
+from the same host streams.
 """
 import numbers
 import warnings
@@ -30,6 +33,7 @@ from ..criteria import (CLASSIFICATION_CRITERIA, LAYOUT_COUNT_CHANNEL, LAYOUT_N_
 from ..data.training import seed_from
 from ..data.validation import check_choice, check_float, check_int, check_sample_weight, check_y
 from ..growth.histogram_pool import HistogramPool
+from ..growth.forest_batch import batch_key, batch_size, grow_forest_batch
 from ..growth.grower import grow
 from ..growth.median import grow_absolute_error
 from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
@@ -277,7 +281,10 @@ class _BaseForest(BaseTreeModel):
         progress = Progress(self.n_estimators - start, self.verbose, type(self).__name__)
         pool, cache = HistogramPool(backend), {}
         try:
-            for i in range(start, self.n_estimators):
+            if self._grows_batches(n_samples, n_features):
+                self._grow_batches(data, targets, weight, n_bootstrap, oob, pool, cache,
+                                   progress)
+            for i in range(len(self._trees), self.n_estimators):
                 self._trees.append(self._grow_one(i, data, targets, weight, n_bootstrap, oob,
                                                   pool, cache))
                 progress.step()
@@ -297,15 +304,67 @@ class _BaseForest(BaseTreeModel):
         trees share on the device."""
         stats, growth, out_of_bag = self._bootstrap(i, data, targets, weight, n_bootstrap,
                                                     oob is not None, cache)
-        # per row: the statistics of weight one and the bootstrap counts, and
-        # the OOB sums and counts, and a gather of leaf values
-        held = stats.stats.shape[1] * 8 + 4
-        held += 8 * (2 * int(np.prod(self._value_shape)) + 1) if oob is not None else 0
         rng, _ = tree_random_streams(self._tree_seed(i))
-        tree, positions = self._grower()(self._backend, data, stats, growth, rng, pool, held)
+        tree, positions = self._grower()(self._backend, data, stats, growth, rng, pool,
+                                         self._held_bytes(stats, oob))
         if oob is not None:
             oob.add(self._backend.asarray(tree.value), positions, out_of_bag)
         return tree
+
+    def _held_bytes(self, stats, oob):
+        """Device bytes per row the fit keeps beside a tree's buffers: the
+        statistics of weight one and the bootstrap counts, and the OOB sums
+        and counts, and a gather of leaf values."""
+        held = stats.stats.shape[1] * 8 + 4
+        return held + (8 * (2 * int(np.prod(self._value_shape)) + 1) if oob is not None else 0)
+
+    def _grows_batches(self, n_samples, n_features):
+        """Whether the trees grow in batches: the backend grows forests so,
+        and the trees are grown level-wise without constraints."""
+        if not self._backend.grows_forest_batches or self._grower() is not grow:
+            return False
+        growth = growth_params(self, n_samples, 1.0, n_features)
+        return not growth.best_first and growth.constraints is None
+
+    def _grow_batches(self, data, targets, weight, n_bootstrap, oob, pool, cache, progress):
+        """Grow the remaining trees in batches of the backend's
+        forest_batch_size (decided from the first one's statistics); trees
+        of a batch whose statistics differ in scale grow in separate
+        groups (:func:`gputree.growth.forest_batch.batch_key`)."""
+        size = None
+        while len(self._trees) < self.n_estimators:
+            first = len(self._trees)
+            bootstraps = {}
+            for i in range(first, self.n_estimators):
+                bootstraps[i] = self._bootstrap(i, data, targets, weight, n_bootstrap,
+                                                oob is not None, cache)
+                if size is None:
+                    stats, growth, _ = bootstraps[i]
+                    size = batch_size(self._backend, self.n_estimators - first, data, stats,
+                                      growth, self._held_bytes(stats, oob))
+                if len(bootstraps) == size:
+                    break
+            grown = self._grow_batch(data, bootstraps, oob, pool)
+            self._trees.extend(grown[i] for i in sorted(grown))
+            for _ in grown:
+                progress.step()
+
+    def _grow_batch(self, data, bootstraps, oob, pool):
+        """dict tree index -> TreeArrays of the trees of ``bootstraps`` (dict
+        index -> _bootstrap's result), grown together by groups of one
+        batch_key, their rows' leaves added to ``oob`` in the trees' order
+        (the sums' order, as one tree at a time adds them)."""
+        groups = {}
+        for i, (stats, growth, _) in bootstraps.items():
+            groups.setdefault(batch_key(stats, growth), []).append(i)
+        grown = {}
+        for indices in groups.values():
+            grown.update(self._grow_group(data, indices, bootstraps, oob, pool))
+        if oob is not None:
+            for i in sorted(grown):
+                tree, positions = grown[i]
+                oob.add(self._backend.asarray(tree.value), positions, bootstraps[i][2])
+        return {i: tree for i, (tree, _) in grown.items()}
 
     def _bootstrap(self, i, data, targets, weight, n_bootstrap, with_oob, cache):
         """Tree ``i``'s bootstrap counts made into its statistics (on the
@@ -321,6 +380,25 @@ class _BaseForest(BaseTreeModel):
             stats.stats = self._backend.upload(stats.stats)
         growth = growth_params(self, n_samples, w.sum(), n_features)
         return stats, growth, (counts == 0 if with_oob else None)
+
+    def _grow_group(self, data, indices, bootstraps, oob, pool):
+        """[(tree index, (TreeArrays, positions))] of the trees ``indices``
+        grown together; a group the device memory cannot hold (MemoryError:
+        the memory check, or an allocation; the batch size was chosen before
+        the fit's buffers were held) is grown in two halves, from the same
+        statistics and fresh random streams: the same trees."""
+        stats = [bootstraps[i][0] for i in indices]
+        try:
+            return list(zip(indices, grow_forest_batch(
+                self._backend, data, stats, [bootstraps[i][1] for i in indices],
+                [tree_random_streams(self._tree_seed(i))[0] for i in indices], pool,
+                self._held_bytes(stats[0], oob))))
+        except MemoryError:
+            if len(indices) == 1:
+                raise
+        half = len(indices) // 2
+        return (self._grow_group(data, indices[:half], bootstraps, oob, pool)
+                + self._grow_group(data, indices[half:], bootstraps, oob, pool))
 
     def _add_old_trees_oob(self, oob, data, n_bootstrap):
         """OOB contributions of trees kept by warm_start (their bootstrap

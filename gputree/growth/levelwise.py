@@ -165,9 +165,7 @@ class _TreeGrowth:
         of the candidates' best splits (:meth:`_found`)."""
         rows = hist_row[candidates]
         plan.update(self.partition, rows=rows, totals=level_totals[candidates],
-                    zero_rows=self.pool.rows_to_zero(),
-                    **_scan_mask(self.rng, candidates, rows, self.growth,
-                                 self.data.X_binned.shape[1]))
+                    zero_rows=self.pool.rows_to_zero(), **self._scan_choices(candidates, rows))
         if self.constrained is not None:
             plan["allowed"][rows] &= self.constrained.allowed(level_start + candidates)
             plan["scan_params"] = self.constrained.level_params(
@@ -189,6 +187,10 @@ class _TreeGrowth:
             device["allowed"], self.data.missing_bin, self.constants["layout"],
             self.constants["inv"], scan_params, split_bin=split_bin)
         return self.backend.download_many(self._found(split, device))
+
+    def _scan_choices(self, candidates, rows):
+        """The level's random choices by histogram row (:func:`_scan_mask`)."""
+        return _scan_mask(self.rng, candidates, rows, self.growth, self.data.X_binned.shape[1])
 
     def _apply_partition(self):
         """Move the rows of the recorded splits' nodes to their children
@@ -254,22 +256,40 @@ class _TreeGrowth:
     def _record_level(self, table, found, accept, split_nodes, level_start, n_level):
         """Store the level's splits in the node table and keep them for the
         next partition."""
-        feature, bitset, node_gain, missing_left = no_splits(n_level)
-        feature[split_nodes] = found["feature"][accept]
-        bitset[split_nodes] = found["bitset"][accept]
-        node_gain[split_nodes] = found["gain"][accept]
-        missing_left[split_nodes] = found["missing_left"][accept]
-        words = np.zeros((n_level, self.n_words), dtype=bitset.dtype)
-        words[split_nodes] = found["words"][accept]
+        feature, bitset, words, node_gain, missing_left = level_splits(
+            found, accept, split_nodes, n_level, self.n_words)
         sets = left_sets(bitset, words)
         table.record_level(feature, sets, node_gain, missing_left)
         if split_nodes.size:
-            left_child = np.full(n_level, -1, dtype=NODE_DTYPE)
-            left_child[split_nodes] = level_start + n_level + 2 * np.arange(split_nodes.size)
-            self.partition = {"split_feature": feature, "split_bitset": sets.bitset,
-                              "split_words": sets.words, "split_start": sets.start,
-                              "split_n_words": sets.n_words, "left_child": left_child}
-            self.partition_start = level_start
+            self._record_partition(feature, sets, split_nodes, level_start, n_level)
+
+    def _record_partition(self, feature, sets, split_nodes, level_start, n_level):
+        """Keep the splits of level ``level_start`` (``feature`` int32
+        (n_level,), their LeftSets ``sets``; ``split_nodes`` the
+        level-relative nodes that split) for the next partition: their
+        children are the next level, in the order of their parents."""
+        left_child = np.full(n_level, -1, dtype=NODE_DTYPE)
+        left_child[split_nodes] = level_start + n_level + 2 * np.arange(split_nodes.size)
+        self.partition = {"split_feature": feature, "split_bitset": sets.bitset,
+                          "split_words": sets.words, "split_start": sets.start,
+                          "split_n_words": sets.n_words, "left_child": left_child}
+        self.partition_start = level_start
+
+
+def level_splits(found, accept, split_nodes, n_level, n_words):
+    """A level's split arrays from the candidates' best splits ``found``
+    (:meth:`_TreeGrowth._found`, host) of which ``accept`` split, as the
+    level-relative ``split_nodes``: (feature int32 (n_level,), bitset uint32
+    (n_level, BITSET_WORDS), words uint32 (n_level, n_words), gain float64
+    (n_level,), missing_left uint8 (n_level,)); -1 / zeros elsewhere."""
+    feature, bitset, node_gain, missing_left = no_splits(n_level)
+    feature[split_nodes] = found["feature"][accept]
+    bitset[split_nodes] = found["bitset"][accept]
+    node_gain[split_nodes] = found["gain"][accept]
+    missing_left[split_nodes] = found["missing_left"][accept]
+    words = np.zeros((n_level, n_words), dtype=bitset.dtype)
+    words[split_nodes] = found["words"][accept]
+    return feature, bitset, words, node_gain, missing_left
 
 
 def _max_level_nodes(n_samples, growth):

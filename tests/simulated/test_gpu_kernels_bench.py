@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks import gpu_kernels  # noqa: E402
+from gputree.backends import get_backend  # noqa: E402
 
 
 def test_the_table_has_every_primitive_and_variant(capsys):
@@ -31,3 +32,14 @@ def test_the_table_has_every_primitive_and_variant(capsys):
         assert [r[10].split(" x ")[1] for r in rows if r[1] == level and r[5] == "block"] == [
             "8 threads"]
     assert all(float(r[6]) > 0 for r in rows)
+
+
+def test_the_forest_table_times_each_batch_option(capsys):
+    rows = gpu_kernels.bench_forest(get_backend("cuda-sim"), 300, 3, 2, [1, 2, "all"])
+    assert [r["batch"] for r in rows] == [1, 2, "all"]
+    assert [r["chosen"] for r in rows] == [1, 2, 3]
+    assert all(r["same"] for r in rows)
+    # a histogram launch per wide level: 2 levels, 3, 2 and 1 batches
+    assert [r["builds"] for r in rows] == [6, 4, 2]
+    gpu_kernels.print_forest_table(rows)
+    assert len(capsys.readouterr().out.splitlines()) == 2 + len(rows)

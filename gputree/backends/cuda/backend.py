@@ -20,6 +20,7 @@ CUDA C kernels, and numba's CUDA simulator for the numba kernels. It needs
 ``NUMBA_ENABLE_CUDASIM=1`` in the environment before numba is first imported.
 """
 import math
+import os
 import weakref
 from collections import Counter
 
@@ -40,6 +41,32 @@ from .row_partition import RowPartition
 from .transfer import pack_device, pack_host, unpack
 
 
+#: environment variable of the forest_batch option ("auto" or an int >= 1)
+FOREST_BATCH_ENV = "GPUTREE_FOREST_BATCH"
+#: trees grown together by forest_batch "auto" where free memory is unknown
+AUTO_BATCH_UNKNOWN_MEMORY = 8
+
+
+def check_forest_batch(value, where="forest_batch"):
+    """``value`` as the forest_batch option ("auto" or an int >= 1), else a
+    ValueError naming ``where``."""
+    if value == "auto":
+        return value
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if isinstance(value, bool) or number < 1 or str(number) != str(value).strip():
+        raise ValueError(f"{where} must be 'auto' or an int >= 1 (trees of a forest grown "
+                         f"together), got {value!r}")
+    return number
+
+
+def forest_batch_from_env():
+    """The forest_batch option of $GPUTREE_FOREST_BATCH (default "auto")."""
+    return check_forest_batch(os.environ.get(FOREST_BATCH_ENV, "auto"), f"${FOREST_BATCH_ENV}")
+
+
 class CUDABackend(Backend):
     """The CUDA primitives on a runtime: "cupy" (a GPU) or "emulator" (CPU).
 
@@ -51,7 +78,13 @@ class CUDABackend(Backend):
     ``scan_threads``: threads per block of the block scan (a power of two
     up to numba_kernels.BLOCK_SCAN_MAX_THREADS), None for
     :func:`.numba_kernels.block_scan_threads` of the histograms' bins.
+    ``forest_batch``: trees of a forest grown together, "auto" (as many as
+    fit in free memory) or an int >= 1; from ``$GPUTREE_FOREST_BATCH``
+    (default "auto"), settable later.
     """
+
+    #: a forest grows forest_batch_size trees together (growth.forest_batch)
+    grows_forest_batches = True
 
     def __init__(self, runtime, histogram_kernel=None, scan_kernel=None):
         self.runtime = runtime
@@ -71,6 +104,18 @@ class CUDABackend(Backend):
         self.simulated_free_bytes = None
         self.scan_kernel = scan_kernel_from_env() if scan_kernel is None else scan_kernel
         self.scan_threads = None
+        self.forest_batch = forest_batch_from_env()
+        #: the trees a batch of the last forest fit grew together
+        self.last_forest_batch = None
+
+    @property
+    def forest_batch(self):
+        """Trees of a forest grown together: "auto" or an int >= 1."""
+        return self._forest_batch
+
+    @forest_batch.setter
+    def forest_batch(self, value):
+        self._forest_batch = check_forest_batch(value)
 
     @property
     def scan_kernel(self):
@@ -174,6 +219,32 @@ class CUDABackend(Backend):
         self._partitions[key] = partition
         return partition
 
+    def follow_batch(self, positions, n_trees):
+        """Start following ``positions`` int32 (n_trees * n,) of a batch of
+        trees grown together, tree t's rows ``t * n ..`` at its root, wide
+        node t (:mod:`gputree.growth.forest_batch`)."""
+        if not self.kernels.follows_row_partition:
+            return
+        partition = self._partitions.get(id(positions)) or self._follow(positions)
+        if partition is not None:
+            partition.start_tree(n_trees)
+
+    def forest_batch_size(self, n_trees, n_samples, n_features, n_channels, n_bins,
+                          max_level_nodes, held_row_bytes=0):
+        """Trees of a forest grown together: the ``forest_batch`` option, or
+        for "auto" the most that fit in the free device memory
+        (:func:`forest_batch_size`; unknown free memory: at most
+        AUTO_BATCH_UNKNOWN_MEMORY); kept in ``last_forest_batch``."""
+        if self.forest_batch != "auto":
+            size = max(1, min(n_trees, self.forest_batch, max_batch_rows(n_samples)))
+        elif self.free_memory_bytes() is None:
+            size = max(1, min(n_trees, AUTO_BATCH_UNKNOWN_MEMORY, max_batch_rows(n_samples)))
+        else:
+            size = forest_batch_size(self.free_memory_bytes(), n_trees, n_samples, n_features,
+                                     n_channels, n_bins, max_level_nodes, held_row_bytes)
+        self.last_forest_batch = size
+        return size
+
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
         self._count("subtract_histograms")
         hist[derived_rows] = parent_hist[parent_rows] - hist[built_rows]
@@ -273,11 +344,12 @@ class CUDABackend(Backend):
         return self.simulated_free_bytes
 
     def check_fit_memory(self, n_samples, n_features, n_channels, n_bins, max_level_nodes,
-                         held_row_bytes=0):
-        """Raise a clear error when a fit cannot fit in device memory; the
-        estimate is kept in ``last_fit_estimate``."""
-        needed = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
-                                     held_row_bytes)
+                         held_row_bytes=0, n_trees=1):
+        """Raise a clear error when a fit (of ``n_trees`` trees grown
+        together) cannot fit in device memory; the estimate is kept in
+        ``last_fit_estimate``."""
+        needed = forest_batch_bytes(n_trees, n_samples, n_features, n_channels, n_bins,
+                                    max_level_nodes, held_row_bytes)
         self.last_fit_estimate = needed
         free = self.free_memory_bytes()
         if free is not None and needed > free:
@@ -318,6 +390,51 @@ def fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nod
     per_node = (n_features * _scan_bytes_per_thread(n_channels, n_bins)
                 + _NODE_RECORD_BYTES * n_channels)
     return binning + n_samples * per_row + histograms + max_level_nodes * per_node
+
+
+def forest_batch_bytes(n_trees, n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                       held_row_bytes=0):
+    """Bytes a fit of a forest holds on the device at most while it grows
+    ``n_trees`` trees together (:mod:`gputree.growth.forest_batch`):
+    :func:`fit_memory_estimate` of one tree; for a batch, the batch's copy of
+    the first tree's binned X and statistics and its rows' leaves; for each
+    further tree its rows (binned X repeated, its statistics twice: its own
+    and the batch's copy, its positions, leaves and row partition,
+    ``held_row_bytes``) and its level's histograms and scan."""
+    one = fit_memory_estimate(n_samples, n_features, n_channels, n_bins, max_level_nodes,
+                              held_row_bytes)
+    if n_trees == 1:
+        return one
+    code = np.dtype(bin_dtype(n_bins)).itemsize
+    stat = np.dtype(STAT_DTYPE).itemsize
+    node = np.dtype(NODE_DTYPE).itemsize
+    per_row = n_features * code + 2 * n_channels * stat + 5 * node + held_row_bytes
+    histograms = 2 * max_level_nodes * n_features * n_bins * n_channels * stat
+    per_node = (n_features * _scan_bytes_per_thread(n_channels, n_bins)
+                + _NODE_RECORD_BYTES * n_channels)
+    per_tree = n_samples * per_row + histograms + max_level_nodes * per_node
+    batch = n_samples * (n_features * code + n_channels * stat + node)
+    return one + batch + (n_trees - 1) * per_tree
+
+
+def forest_batch_size(budget_bytes, n_trees, n_samples, n_features, n_channels, n_bins,
+                      max_level_nodes, held_row_bytes=0):
+    """The most trees, 1 to ``n_trees``, whose :func:`forest_batch_bytes`
+    is within ``budget_bytes`` (1 when not even two are) and whose rows
+    together the kernels can index (:func:`max_batch_rows`)."""
+    sizes = (n_samples, n_features, n_channels, n_bins, max_level_nodes, held_row_bytes)
+    two = forest_batch_bytes(2, *sizes)
+    per_tree = forest_batch_bytes(3, *sizes) - two
+    if budget_bytes < two:
+        return 1
+    return int(max(1, min(n_trees, 2 + (budget_bytes - two) // per_tree,
+                          max_batch_rows(n_samples))))
+
+
+def max_batch_rows(n_samples):
+    """The most trees of ``n_samples`` rows a batch can hold: the kernels
+    index a batch's rows (a tree's rows once per tree) with int32."""
+    return max(1, (2 ** 31 - 1) // max(1, n_samples))
 
 
 def _scan_bytes_per_thread(n_channels, n_bins):

@@ -84,11 +84,15 @@ class RowPartition:
         self._orders = ()     # two int32 (n_samples,) arrays, used in turn
         self._scan = None
 
-    def start_tree(self):
-        """Every row at the root: one segment [0, n), the identity order."""
+    def start_tree(self, n_roots=1):
+        """Every row at a root, the identity order: one segment [0, n), or
+        for a batch of ``n_roots`` trees grown together
+        (:mod:`gputree.growth.forest_batch`) root t's rows are the t-th of
+        ``n_roots`` equal segments."""
         xp = self.backend.xp
-        self.segments = RowSegments(None, xp.zeros(1, dtype=NODE_DTYPE),
-                                    xp.full(1, self.n_samples, dtype=NODE_DTYPE), 0)
+        per_root = self.n_samples // n_roots
+        begin = xp.arange(0, self.n_samples, per_root, dtype=NODE_DTYPE)[:n_roots]
+        self.segments = RowSegments(None, begin, begin + per_root, 0)
         self.pending = None
 
     def record_split(self, level_start, split_feature, left_child):
