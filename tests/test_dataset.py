@@ -311,7 +311,11 @@ def test_a_seeded_estimator_gets_its_own_subsample(small_bin_subsample):
     dict(loss="log_loss"),
     dict(loss="log_loss", subsample=0.7, colsample_bytree=0.5, early_stopping=True,
          n_iter_no_change=20),
-    dict(loss="squared_error"), dict(loss="quantile", alpha=0.3), dict(loss="poisson")])
+    dict(loss="log_loss", unweighted=True),
+    dict(loss="squared_error", early_stopping=True, validation_fraction=None,
+         n_iter_no_change=2, tol=1e9),
+    dict(loss="squared_error", unweighted=True),
+    dict(loss="quantile", alpha=0.3), dict(loss="poisson")])
 def test_lean_fit_on_a_dataset_is_the_in_memory_model(monkeypatch, params):
     """On a Dataset boosting keeps no column-order copy of the codes and builds
     its statistics a block of rows at a time (blocks of 64 rows here: the
@@ -319,8 +323,11 @@ def test_lean_fit_on_a_dataset_is_the_in_memory_model(monkeypatch, params):
     fit's, bit for bit (weights with zeros, a validation split)."""
     from gputree.estimators import boosting
     monkeypatch.setattr(boosting, "NEWTON_BLOCK_ROWS", 64)
+    params = dict(params)
     X, labels, y, w = make_frame(2)
     X = X.drop(columns="colour").to_numpy()
+    if params.pop("unweighted", False):
+        w = None
     classify = params["loss"] == "log_loss"
     target = (labels > 0) if classify else (np.abs(y) if params["loss"] == "poisson" else y)
     make = gputree.GradientBoostingClassifier if classify else gputree.GradientBoostingRegressor

@@ -284,6 +284,29 @@ def test_newton_statistics_in_blocks_equal_the_whole_arrays(n_outputs):
                                        for f in (True, False))
 
 
+def test_order_free_sum_in_blocks_equals_the_whole():
+    """BlockOrderFreeSum over blocks of 1,000 values (the last shorter, one
+    empty) is order_free_sum of all of them, bit for bit: ordinary values,
+    zeros (-0.0 stays -0.0), an inf, a NaN."""
+    from gputree.fixed_point import BlockOrderFreeSum, order_free_sum
+    rng = np.random.RandomState(0)
+    n = 4_500
+    cases = [rng.standard_normal(n) * 1e3, np.full(n, -0.0), np.zeros(n)]
+    for special in (np.inf, np.nan):
+        values = rng.standard_normal(n)
+        values[4_321] = special
+        cases.append(values)
+    for values in cases:
+        total = BlockOrderFreeSum(n)
+        bounds = [(0, 0)] + [(s, min(n, s + 1000)) for s in range(0, n, 1000)]
+        for step in (total.see, total.add):
+            for start, stop in bounds:
+                step(values[start:stop])
+        whole = order_free_sum(np, values)
+        assert np.array_equal(np.float64(total.value()), np.float64(whole), equal_nan=True)
+        assert np.signbit(total.value()) == np.signbit(whole)
+
+
 def test_host_sums_equal_numpy_and_the_device_path():
     """largest_magnitudes (a maximum over bit patterns) equals numpy's
     max |value|, NaN for a column with a NaN (whatever its sign), with

@@ -34,6 +34,7 @@ from .._arrays import returns_input_kind
 from .._compat import ClassifierMixin, RegressorMixin
 from ..criteria import NEWTON_BLOCK_ROWS, newton_statistics, newton_statistics_in_blocks
 from ..data.binned import BinnedData
+from ..fixed_point import BlockOrderFreeSum, order_free_sum
 from ..data.validation import (check_boosting_range, check_choice, check_float, check_int,
                                check_sample_weight, check_y)
 from ..explain import with_pred_contrib
@@ -404,14 +405,14 @@ class _BaseGradientBoosting(BaseTreeModel):
         refill = xp is np and backend.statistics_refillable    # host arrays, reused next round
         blocks = self._statistics_in_blocks(train)
         if blocks:
-            block_stats, pointwise = self._block_statistics(train, w, unit)
+            block_stats = self._block_statistics(train, w, unit)
         else:
             g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw,
                                                            None if unit else w,
                                                            out=self._spare_gradients)
-        if self._scores["train"][-1] is None:
-            self._scores["train"][-1] = loss.score_of_pointwise(xp, train.y, pointwise,
-                                                                None if unit else train.w)
+            if self._scores["train"][-1] is None:
+                self._scores["train"][-1] = loss.score_of_pointwise(xp, train.y, pointwise,
+                                                                    None if unit else train.w)
         for start, stop in self._groups:
             treeboost = self.criterion != "newton"
             if blocks:
@@ -432,8 +433,8 @@ class _BaseGradientBoosting(BaseTreeModel):
                 add_tree_values(backend, validation.data.X_binned, [tree], [start],
                                 validation.raw)
             self._trees.append(tree)
-        if refill:
-            self._spare_gradients = pointwise if blocks else (g, h, pointwise)
+        if refill and not blocks:
+            self._spare_gradients = (g, h, pointwise)
 
     def _statistics_in_blocks(self, train):
         """Whether this round's statistics are built a block of rows at a
@@ -448,12 +449,13 @@ class _BaseGradientBoosting(BaseTreeModel):
                 and n_rows > NEWTON_BLOCK_ROWS)
 
     def _block_statistics(self, train, w, unit):
-        """(Statistics, pointwise losses float64 (n,)) of the training rows,
-        their gradients made a block of rows at a time (weights ``w``;
-        ``unit``: all one, not multiplied)."""
+        """Statistics of the training rows, their gradients made a block of
+        rows at a time (weights ``w``; ``unit``: all one, not multiplied);
+        the training score of the raw scores, when due, from the same blocks'
+        pointwise losses (:class:`gputree.fixed_point.BlockOrderFreeSum`:
+        Loss.score_of_pointwise's order-free sums, bit for bit)."""
         loss, n_rows = self._loss, train.raw.shape[0]
-        spare = self._spare_gradients
-        pointwise = spare if isinstance(spare, np.ndarray) else np.empty(n_rows)
+        total = BlockOrderFreeSum(n_rows) if self._scores["train"][-1] is None else None
         block_out = [None]
 
         def block_gradients(start, stop, first):
@@ -461,13 +463,17 @@ class _BaseGradientBoosting(BaseTreeModel):
                 np, train.y[start:stop], train.raw[start:stop],
                 None if unit else w[start:stop], out=block_out[0])
             block_out[0] = (g, h, p)
-            if first:
-                pointwise[start:stop] = p
+            if total is not None:
+                weighted = p if unit else p * train.w[start:stop]
+                (total.see if first else total.add)(weighted)
             return g, h, w[start:stop]
 
         stats = newton_statistics_in_blocks(block_gradients, n_rows, 1, out=self._spare_stats,
                                             block_rows=NEWTON_BLOCK_ROWS)
-        return stats, pointwise
+        if total is not None:
+            weights = n_rows if unit else order_free_sum(np, train.w)
+            self._scores["train"][-1] = -(total.value() / weights)
+        return stats
 
     def _row_mask(self, rng, rows):
         """float64 (n,) on the device: 1 for round(subsample * n) of the
