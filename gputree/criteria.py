@@ -255,6 +255,38 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None, scale
     return Statistics(stats, inv, layout, 1, totals, ones_last)
 
 
+#: rows per block of :func:`newton_statistics_in_blocks`
+NEWTON_BLOCK_ROWS = 1 << 18
+
+
+def newton_statistics_in_blocks(block_gradients, n_samples, n_outputs, out=None,
+                                block_rows=NEWTON_BLOCK_ROWS):
+    """newton_statistics (host) of gradients made a block of rows at a time,
+    never whole: ``block_gradients(start, stop, first)`` returns (g, h float64
+    (stop - start, n_outputs), sample_weight (stop - start,)) of those rows;
+    it is called twice per block (``first`` True, then False), since the
+    scale needs the largest |g| and |h| of every row first. The same
+    Statistics as newton_statistics of the whole arrays, bit for bit (the
+    same scale; int64 sums are exact in any order); ``out`` as there."""
+    bounds = [(start, min(n_samples, start + block_rows))
+              for start in range(0, n_samples, block_rows)]
+    largest = None
+    for start, stop in bounds:
+        g, h, _ = block_gradients(start, stop, True)
+        part = newton_largest(g, h)
+        largest = part if largest is None else np.maximum(largest, part)
+    shape = (n_samples, 2 * n_outputs + 1)
+    stats = out if out is not None and out.shape == shape else np.empty(shape, STAT_DTYPE)
+    totals = 0
+    for start, stop in bounds:
+        g, h, w = block_gradients(start, stop, False)
+        part = newton_statistics(g, h, w, out=stats[start:stop],
+                                 scale_from=(largest, n_samples))
+        totals = totals + part.totals
+    return Statistics(stats, part.inv_scale, part.layout, 1, totals,
+                      int(totals[0, -1]) == n_samples)
+
+
 def newton_largest(gradients, hessians, xp=np):
     """float64 (2 n_outputs,): the largest |g| and |h| of each output,
     interleaved (g_0, h_0, g_1, ...), from which newton_statistics scales."""

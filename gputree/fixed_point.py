@@ -220,6 +220,41 @@ def order_free_sum(xp, values):
     return math.ldexp(float(total), -shift)
 
 
+class BlockOrderFreeSum:
+    """:func:`order_free_sum` (host) of float64 values (n,) given a block at
+    a time, every block twice: :meth:`see` each (their largest magnitude),
+    then :meth:`add` each (their fixed-point total); :meth:`value` is
+    order_free_sum of all of them, bit for bit, never holding them whole."""
+
+    def __init__(self, size):
+        self.size, self.largest, self.total, self.plain = size, 0.0, 0, None
+
+    def see(self, values):
+        if values.size:
+            part = float(largest_magnitudes(values[:, None])[0])
+            self.largest = (math.nan if math.isnan(part) or math.isnan(self.largest)
+                            else max(self.largest, part))
+
+    def add(self, values):
+        if not values.size:
+            return
+        if self.largest == 0.0 or not math.isfinite(self.largest):
+            # zeros, or inf/nan: the plain sum, the same in any order (the
+            # first block's starts it: a sum of -0.0s stays -0.0)
+            part = float(np.sum(values))
+            self.plain = part if self.plain is None else self.plain + part
+        else:
+            part, self.shift = summable_total(np, values, self.largest, self.size)
+            self.total += part
+
+    def value(self):
+        if self.size == 0:
+            return 0.0
+        if self.largest == 0.0 or not math.isfinite(self.largest):
+            return self.plain
+        return math.ldexp(float(self.total), -self.shift)
+
+
 def summable_total(xp, values, largest, size):
     """(int sum of ``values`` float64 (n,) in fixed point, shift): the part
     of :func:`order_free_sum` that a part of ``size`` values whose largest

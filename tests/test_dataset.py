@@ -305,3 +305,61 @@ def test_a_seeded_estimator_gets_its_own_subsample(small_bin_subsample):
     assert_same_model(model, reference.fit(union_frame(X, SIZES), y))
     with pytest.raises(ValueError, match="random_state=None.*random_state=7"):
         gputree.DecisionTreeRegressor().fit(dataset)
+
+
+@pytest.mark.parametrize("params", [
+    dict(loss="log_loss"),
+    dict(loss="log_loss", subsample=0.7, colsample_bytree=0.5, early_stopping=True,
+         n_iter_no_change=20),
+    dict(loss="log_loss", unweighted=True),
+    dict(loss="squared_error", early_stopping=True, validation_fraction=None,
+         n_iter_no_change=2, tol=1e9),
+    dict(loss="squared_error", unweighted=True),
+    dict(loss="quantile", alpha=0.3), dict(loss="poisson")])
+def test_lean_fit_on_a_dataset_is_the_in_memory_model(monkeypatch, params):
+    """On a Dataset boosting keeps no column-order copy of the codes and builds
+    its statistics a block of rows at a time (blocks of 64 rows here: the
+    last one shorter); the model, its scores and predictions are the in-memory
+    fit's, bit for bit (weights with zeros, a validation split)."""
+    from gputree.estimators import boosting
+    monkeypatch.setattr(boosting, "NEWTON_BLOCK_ROWS", 64)
+    params = dict(params)
+    X, labels, y, w = make_frame(2)
+    X = X.drop(columns="colour").to_numpy()
+    if params.pop("unweighted", False):
+        w = None
+    classify = params["loss"] == "log_loss"
+    target = (labels > 0) if classify else (np.abs(y) if params["loss"] == "poisson" else y)
+    make = gputree.GradientBoostingClassifier if classify else gputree.GradientBoostingRegressor
+    blocks = []
+    monkeypatch.setattr(boosting, "newton_statistics_in_blocks",
+                        lambda *a, **k: blocks.append(1) or gputree.criteria
+                        .newton_statistics_in_blocks(*a, **k))
+    dataset = Dataset(X, label=target, weight=w)
+    model = make(n_estimators=4, max_depth=3, random_state=0, **params).fit(dataset)
+    assert len(blocks) == model.n_iter_ > 0
+    reference = make(n_estimators=4, max_depth=3, random_state=0, **params).fit(X, target, w)
+    assert len(blocks) == model.n_iter_
+    assert_same_model(model, reference)
+    np.testing.assert_array_equal(model.train_score_, reference.train_score_)
+    np.testing.assert_array_equal(model.validation_score_, reference.validation_score_)
+    np.testing.assert_array_equal(model.predict(dataset), reference.predict(X))
+
+
+def test_a_datasets_codes_get_no_column_order_copy():
+    """The CPU backend copies large binned X to column order for the moves,
+    but not a Dataset's codes (kept lean: memory first), nor their row and
+    column subsets."""
+    from gputree.backends import get_backend
+    backend = get_backend("cpu")
+    codes = np.random.RandomState(0).randint(0, 9, size=(150_000, 28)).astype(np.uint8)
+    plain = gputree.data.binned.BinnedData(codes.copy(), 10, np.full(28, 9, np.int32),
+                                           np.zeros(28, np.uint8), np.zeros((28, 9)))
+    copy = backend.binned.columns(plain.X_binned)
+    assert copy is not plain.X_binned and copy.flags.f_contiguous
+    np.testing.assert_array_equal(copy, codes)
+    lean = Dataset(codes.astype(np.float64)).binned_data(backend)
+    assert lean.lean and backend.binned.columns(lean.X_binned) is lean.X_binned
+    for part in (lean.take_rows(backend, np.arange(0, 150_000, 2)),
+                 lean.take_columns(backend, np.arange(0, 28, 3))):
+        assert part.lean and backend.binned.columns(part.X_binned) is part.X_binned

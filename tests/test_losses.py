@@ -251,6 +251,62 @@ def test_newton_statistics_totals_are_the_column_sums_and_ldexp_scaling(n_output
     assert newton_statistics(g, h, w, out=spare[:-1]).stats is not spare   # wrong shape
 
 
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_newton_statistics_in_blocks_equal_the_whole_arrays(n_outputs):
+    """Statistics built a block of rows at a time (blocks of 1,000 rows, the
+    last one shorter; the largest |g| in the last block, the largest h in
+    the first) are those of the whole arrays: every row, the scale, the
+    totals, ones_last; each block's gradients are asked for twice."""
+    from gputree.criteria import newton_statistics, newton_statistics_in_blocks
+    rng = np.random.RandomState(n_outputs)
+    n = 10_500
+    g = rng.standard_normal((n, n_outputs)) * 1e-3
+    g[-3] = 0.5
+    h = rng.uniform(0.0, 0.25, (n, n_outputs))
+    h[5] = 3.0
+    for w in (np.where(rng.rand(n) < 0.2, 0.0, 1.0), np.ones(n)):
+        whole = newton_statistics(g, h, w)
+        calls = []
+
+        def block(start, stop, first):
+            calls.append((start, stop, first))
+            return g[start:stop], h[start:stop], w[start:stop]
+
+        spare = np.full_like(whole.stats, -7)
+        blocks = newton_statistics_in_blocks(block, n, n_outputs, out=spare, block_rows=1000)
+        assert blocks.stats is spare
+        np.testing.assert_array_equal(blocks.stats, whole.stats)
+        np.testing.assert_array_equal(blocks.inv_scale, whole.inv_scale)
+        np.testing.assert_array_equal(blocks.layout, whole.layout)
+        np.testing.assert_array_equal(blocks.totals, whole.totals)
+        assert blocks.ones_last == whole.ones_last == bool(np.all(w == 1))
+        assert sorted(calls) == sorted((s, min(n, s + 1000), f) for s in range(0, n, 1000)
+                                       for f in (True, False))
+
+
+def test_order_free_sum_in_blocks_equals_the_whole():
+    """BlockOrderFreeSum over blocks of 1,000 values (the last shorter, one
+    empty) is order_free_sum of all of them, bit for bit: ordinary values,
+    zeros (-0.0 stays -0.0), an inf, a NaN."""
+    from gputree.fixed_point import BlockOrderFreeSum, order_free_sum
+    rng = np.random.RandomState(0)
+    n = 4_500
+    cases = [rng.standard_normal(n) * 1e3, np.full(n, -0.0), np.zeros(n)]
+    for special in (np.inf, np.nan):
+        values = rng.standard_normal(n)
+        values[4_321] = special
+        cases.append(values)
+    for values in cases:
+        total = BlockOrderFreeSum(n)
+        bounds = [(0, 0)] + [(s, min(n, s + 1000)) for s in range(0, n, 1000)]
+        for step in (total.see, total.add):
+            for start, stop in bounds:
+                step(values[start:stop])
+        whole = order_free_sum(np, values)
+        assert np.array_equal(np.float64(total.value()), np.float64(whole), equal_nan=True)
+        assert np.signbit(total.value()) == np.signbit(whole)
+
+
 def test_host_sums_equal_numpy_and_the_device_path():
     """largest_magnitudes (a maximum over bit patterns) equals numpy's
     max |value|, NaN for a column with a NaN (whatever its sign), with

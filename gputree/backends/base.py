@@ -257,6 +257,11 @@ class Backend(abc.ABC):
         ``columns`` (boosting's colsample_bytree)."""
         return self.in_binned_order(X_binned[:, self.asarray(columns)])
 
+    def keep_binned_lean(self, X_binned):
+        """Binned X that must cost no more memory than it holds (a
+        Dataset's codes: data near the size of memory): the backend keeps no
+        other copy of it for speed (the CPU backend's column-order copy)."""
+
     def in_binned_order(self, X_binned):
         """Binned X on this backend in its :attr:`binned_order` (a copy only
         where it is not)."""

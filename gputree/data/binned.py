@@ -21,6 +21,11 @@ class BinnedData:
     thresholds: np.ndarray          # float64 (n_features, max_bins): BinMapper.bin_thresholds_
     #: bin_counts once computed (backend array)
     counts: object = field(default=None, repr=False, compare=False)
+    #: memory first (a Dataset's rows: data near the size of memory): the
+    #: backend keeps no copy of X_binned for speed (Backend.keep_binned_lean)
+    #: and boosting builds its statistics a block of rows at a time; row and
+    #: column subsets inherit it
+    lean: bool = field(default=False, compare=False)
 
     @property
     def missing_bin(self):
@@ -42,14 +47,22 @@ class BinnedData:
         """BinnedData of the given rows (host int indices), gathered on the device."""
         X = backend.in_binned_order(self.X_binned[backend.asarray(rows)])
         return BinnedData(X, self.n_bins, self.n_bins_non_missing, self.is_categorical,
-                          self.thresholds)
+                          self.thresholds).kept_lean(backend, self.lean)
 
     def take_columns(self, backend, columns):
         """BinnedData restricted to ``columns`` (sorted host int indices)."""
         counts = self.bin_counts(backend)[columns] if backend.uses_bin_counts else None
         return BinnedData(backend.take_columns(self.X_binned, columns), self.n_bins,
                           self.n_bins_non_missing[columns], self.is_categorical[columns],
-                          self.thresholds[columns], counts)
+                          self.thresholds[columns], counts).kept_lean(backend, self.lean)
+
+    def kept_lean(self, backend, lean=True):
+        """This BinnedData, marked :attr:`lean` (and X_binned kept lean on
+        ``backend``) when ``lean``."""
+        if lean:
+            self.lean = True
+            backend.keep_binned_lean(self.X_binned)
+        return self
 
 
 def bin_with(backend, mapper, X_float):

@@ -209,7 +209,8 @@ class Dataset:
         mapper = self.bin_mapper
         X = backend.in_binned_order(backend.asarray(self.codes[rows]))
         return BinnedData(X, mapper.n_bins_, mapper.n_bins_non_missing_,
-                          mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
+                          mapper.is_categorical_.astype(np.uint8),
+                          mapper.bin_thresholds_).kept_lean(backend)
 
     def subset(self, rows):
         """A Dataset of the given rows (sorted or not, int indices or a bool

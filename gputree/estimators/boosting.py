@@ -32,8 +32,9 @@ import numpy as np
 
 from .._arrays import returns_input_kind
 from .._compat import ClassifierMixin, RegressorMixin
-from ..criteria import newton_statistics
+from ..criteria import NEWTON_BLOCK_ROWS, newton_statistics, newton_statistics_in_blocks
 from ..data.binned import BinnedData
+from ..fixed_point import BlockOrderFreeSum, order_free_sum
 from ..data.validation import (check_boosting_range, check_choice, check_float, check_int,
                                check_sample_weight, check_y)
 from ..explain import with_pred_contrib
@@ -402,17 +403,24 @@ class _BaseGradientBoosting(BaseTreeModel):
         w = train.w * self._row_mask(rng, train) if self.subsample < 1 else train.w
         unit = self.subsample >= 1 and train.unit_weights
         refill = xp is np and backend.statistics_refillable    # host arrays, reused next round
-        g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw,
-                                                       None if unit else w,
-                                                       out=self._spare_gradients)
-        if self._scores["train"][-1] is None:
-            self._scores["train"][-1] = loss.score_of_pointwise(xp, train.y, pointwise,
-                                                                None if unit else train.w)
+        blocks = self._statistics_in_blocks(train)
+        if blocks:
+            block_stats = self._block_statistics(train, w, unit)
+        else:
+            g, h, pointwise = loss.gradients_and_pointwise(xp, train.y, train.raw,
+                                                           None if unit else w,
+                                                           out=self._spare_gradients)
+            if self._scores["train"][-1] is None:
+                self._scores["train"][-1] = loss.score_of_pointwise(xp, train.y, pointwise,
+                                                                    None if unit else train.w)
         for start, stop in self._groups:
-            g_k, h_k = g[:, start:stop], h[:, start:stop]
             treeboost = self.criterion != "newton"
-            split_h = weight_hessians(xp, w, stop - start) if treeboost else h_k
-            stats = newton_statistics(g_k, split_h, w, xp, out=self._spare_stats)
+            if blocks:
+                stats = block_stats
+            else:
+                g_k, h_k = g[:, start:stop], h[:, start:stop]
+                split_h = weight_hessians(xp, w, stop - start) if treeboost else h_k
+                stats = newton_statistics(g_k, split_h, w, xp, out=self._spare_stats)
             tree, positions = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
             self._spare_stats = stats.stats if refill else None
             if treeboost:
@@ -425,8 +433,47 @@ class _BaseGradientBoosting(BaseTreeModel):
                 add_tree_values(backend, validation.data.X_binned, [tree], [start],
                                 validation.raw)
             self._trees.append(tree)
-        if refill:
+        if refill and not blocks:
             self._spare_gradients = (g, h, pointwise)
+
+    def _statistics_in_blocks(self, train):
+        """Whether this round's statistics are built a block of rows at a
+        time (:func:`gputree.criteria.newton_statistics_in_blocks`): lean
+        training rows (a Dataset's) on the host, a row-wise loss, one tree
+        per round, the Newton criterion: the whole float64 gradients and
+        hessians (16 bytes a row) are never held, for one more gradient
+        pass (the scale needs every row's first)."""
+        n_rows = train.raw.shape[0]
+        return (train.data.lean and self._backend.xp is np and self._loss.rowwise
+                and self.criterion == "newton" and len(self._groups) == 1
+                and n_rows > NEWTON_BLOCK_ROWS)
+
+    def _block_statistics(self, train, w, unit):
+        """Statistics of the training rows, their gradients made a block of
+        rows at a time (weights ``w``; ``unit``: all one, not multiplied);
+        the training score of the raw scores, when due, from the same blocks'
+        pointwise losses (:class:`gputree.fixed_point.BlockOrderFreeSum`:
+        Loss.score_of_pointwise's order-free sums, bit for bit)."""
+        loss, n_rows = self._loss, train.raw.shape[0]
+        total = BlockOrderFreeSum(n_rows) if self._scores["train"][-1] is None else None
+        block_out = [None]
+
+        def block_gradients(start, stop, first):
+            g, h, p = loss.gradients_and_pointwise(
+                np, train.y[start:stop], train.raw[start:stop],
+                None if unit else w[start:stop], out=block_out[0])
+            block_out[0] = (g, h, p)
+            if total is not None:
+                weighted = p if unit else p * train.w[start:stop]
+                (total.see if first else total.add)(weighted)
+            return g, h, w[start:stop]
+
+        stats = newton_statistics_in_blocks(block_gradients, n_rows, 1, out=self._spare_stats,
+                                            block_rows=NEWTON_BLOCK_ROWS)
+        if total is not None:
+            weights = n_rows if unit else order_free_sum(np, train.w)
+            self._scores["train"][-1] = -(total.value() / weights)
+        return stats
 
     def _row_mask(self, rng, rows):
         """float64 (n,) on the device: 1 for round(subsample * n) of the

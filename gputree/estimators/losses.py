@@ -118,6 +118,10 @@ class Loss:
     refits_leaves = False
     n_outputs = 1
     is_classification = False
+    #: whether the gradients and pointwise losses of a block of rows are
+    #: those rows' of all rows (nothing learned from other rows): boosting
+    #: may then make them a block at a time
+    rowwise = False
 
     def targets(self, xp, y):
         """Device targets (n, K) from host y (n,) (values or class codes)."""
@@ -189,6 +193,7 @@ class BinaryLogLoss(Loss):
     name = "log_loss"
     link = "sigmoid"
     is_classification = True
+    rowwise = True
 
     def raw_from_average(self, average):
         p = np.clip(average, _EPS, 1 - _EPS)
@@ -257,6 +262,7 @@ class SquaredError(Loss):
     """l = (y - raw)**2 / 2; g = raw - y, h = 1."""
 
     name = "squared_error"
+    rowwise = True
 
     def raw_from_average(self, average):
         return average
@@ -277,6 +283,7 @@ class AbsoluteError(Loss):
 
     name = "absolute_error"
     refits_leaves = True
+    rowwise = True
 
     def init_raw(self, y, w):
         y = np.asarray(y, dtype=FLOAT_DTYPE)
@@ -303,6 +310,7 @@ class PoissonLoss(Loss):
 
     name = "poisson"
     link = "exponential"
+    rowwise = True
 
     def raw_from_average(self, average):
         return _log(np.maximum(average, _EPS))
@@ -328,6 +336,7 @@ class QuantileLoss(Loss):
 
     name = "quantile"
     refits_leaves = True
+    rowwise = True
 
     def __init__(self, alpha=0.9):
         self.alpha = float(alpha)

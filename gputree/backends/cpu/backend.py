@@ -51,6 +51,9 @@ class CPUBackend(Backend):
     def __init__(self):
         self.binned = BinnedCache(self.free_memory_bytes)
 
+    def keep_binned_lean(self, X_binned):
+        self.binned.keep_lean(X_binned)
+
     def take_columns(self, X_binned, columns):
         subset = super().take_columns(X_binned, columns)
         self.binned.derive(X_binned, columns, subset)
