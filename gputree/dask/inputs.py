@@ -5,8 +5,8 @@ whole collection, bin each partition where it lives.
 The bins are those the one-machine :class:`gputree.data.binning.BinMapper`
 learns on the concatenated data: the rows that shape them (positive weight)
 and the subsample among them are chosen by global row index with the same
-seeded draw (:meth:`BinMapper.sample_rows`, on the driver: an O(n) index
-vector), each worker returns the values of its sampled rows and the
+seeded draw (:meth:`BinMapper.sample_rows`, made on one worker: it permutes
+the ranks of the used rows, an O(n) temporary the driver never holds), each worker returns the values of its sampled rows and the
 distinct category codes of its categorical columns, and the driver computes
 the edges with the one-machine functions: the "bins from row chunks" code of
 :mod:`gputree.data.chunks`, which a chunked :class:`gputree.Dataset` uses too. At most ``BinMapper.subsample``
@@ -17,7 +17,7 @@ import numpy as np
 from .._dtypes import MAX_NON_MISSING_BINS, X_DTYPE, bin_dtype
 from ..data.binned import BinnedData
 from ..data.binning import BinMapper
-from ..data.chunks import chunk_summary, edges_from
+from ..data.chunks import chunk_summary, edges_from, local_rows
 from ..data.encoder import FeatureEncoder
 from ..data.training import TrainingInputs
 from ..data.validation import check_int, check_sample_weight
@@ -104,10 +104,7 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
         n_used = (partitions.sizes if parts is None
                   else np.asarray([np.count_nonzero(p > 0) for p in parts]))
     mapper = BinMapper(max_bins, encoder.is_categorical_, random_state=seed)
-    # the rows that shape the bins: ranks among the rows of positive weight
-    ranks = mapper.sample_ranks(int(np.sum(n_used)))
-    ranks = (partitions.local_rows(ranks, np.concatenate([[0], np.cumsum(n_used)]))
-             if ranks is not None else [None] * len(partitions.parts))
+    ranks = sampled_ranks(partitions, mapper, n_used)
     summaries = _gathered_summaries(partitions, partitions.map(
         _part_summary, partitions.parts, parts or [None] * len(partitions.parts), ranks,
         is_categorical=encoder.is_categorical_))
@@ -119,6 +116,27 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
     return TrainingInputs(backend, encoder, mapper, data, weight)
+
+
+def sampled_ranks(partitions, mapper, n_used):
+    """Per partition, the local ranks (int64, sorted) among its rows of
+    positive weight (``n_used``: int (p,) their counts) of the rows that
+    shape the bins, or None each for all: the one-machine draw
+    (:meth:`BinMapper.sample_ranks` over the concatenated used rows), made on
+    the worker of the first partition, whose permutation of every rank (8
+    bytes a row) stays there; only the sampled ranks reach the driver."""
+    offsets = np.concatenate([[0], np.cumsum(n_used)]).astype(np.int64)
+    worker = partitions.workers[0]
+    future = partitions.client.submit(_sampled_ranks, mapper, offsets, pure=False,
+                                      workers=[worker] if worker else None,
+                                      allow_other_workers=True)
+    ranks = partitions.gather([future])[0]
+    return [None] * len(partitions.parts) if ranks is None else ranks
+
+
+def _sampled_ranks(mapper, offsets):
+    ranks = mapper.sample_ranks(int(offsets[-1]))
+    return None if ranks is None else local_rows(ranks, offsets)
 
 
 def _gathered_summaries(partitions, futures):

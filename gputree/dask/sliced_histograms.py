@@ -68,7 +68,8 @@ class SlicedHistograms:
 
     def reduce(self, tag, rows, local):
         """Send every peer its features of ``local`` int64 (len(rows), F,
-        n_bins, C), this worker's histograms of pool ``rows`` int32, add the
+        n_bins, C), this worker's histograms of pool ``rows`` int32 (its
+        own features are overwritten by the sums), add the
         peers' pieces to this worker's features and store the sums in the
         pool's ``rows``. The sends are not waited for (a peer needs them to
         answer the driver, who waits for every worker's answer): their
@@ -79,7 +80,7 @@ class SlicedHistograms:
         self.sent = [peer.receive(tag, self.index, np.ascontiguousarray(
                     local[:, bounds[s]:bounds[s + 1]]), separate_thread=False)
                 for s, peer in enumerate(self.peers) if s != self.index]
-        total = local[:, first:stop].copy()
+        total = local[:, first:stop]     # summed in place: no send reads these features
         for sender in range(len(self.peers)):
             if sender != self.index:
                 total += self._take(tag, sender)

@@ -79,6 +79,7 @@ class WorkerRowsBackend(DistributedBackend):
 
     def __init__(self, partitions, device, X_binned, targets, evaluation=None):
         super().__init__(partitions, device)
+        self._moves = None     # a tree's last splits, sent with its leaf values
         client = partitions.client
         groups = balanced_groups(partitions.sizes, partitions.workers,
                                  sorted(partitions.fit_workers))
@@ -118,7 +119,10 @@ class WorkerRowsBackend(DistributedBackend):
     def call(self, method, *args, per_worker=None):
         """``method(*args)`` on every actor at once (``per_worker``: a list
         of extra first arguments, one per worker); their results, in worker
-        order."""
+        order. A tree's last splits still held here go first (as their own
+        call, unless ``method`` is "add_values", which carries them)."""
+        if self._moves is not None and method != "add_values":
+            self.call("move", *self.take_moves())
         try:
             pending = [getattr(actor, method)(*((per_worker[i],) if per_worker else ()), *args)
                        for i, actor in enumerate(self.actors)]
@@ -202,9 +206,17 @@ class WorkerRowsBackend(DistributedBackend):
 
     def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,
                          left_child):
+        """The tree's last splits: held until its leaf values go to the
+        workers (:meth:`take_moves`), so that one call does both."""
         zero, self._zero = self._zero, False
-        self.call("move", X_binned.name, zero,
-                  self._host_moves((level_start, split_feature, split_sets, left_child)))
+        self._moves = (X_binned.name, zero,
+                       self._host_moves((level_start, split_feature, split_sets, left_child)))
+
+    def take_moves(self):
+        """The held splits as :meth:`WorkerRows.move`'s arguments (x_name,
+        zero, moves), or (None, False, None); no longer held."""
+        moves, self._moves = self._moves or (None, False, None), None
+        return moves
 
     @staticmethod
     def _host_moves(moves):
@@ -449,7 +461,7 @@ class WorkerResidentBoosting:
             tree, _ = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
             tree.value *= self.learning_rate
             backend.call("add_values", np.ascontiguousarray(tree.value[:, :, 0]), start,
-                         tree if backend.n_validation else None)
+                         tree if backend.n_validation else None, *backend.take_moves())
             self._trees.append(tree)
 
     def _weight_total(self):

@@ -248,12 +248,16 @@ class WorkerRows:
         backend = self._use_threads()
         X = self.X[x_name]
         self.move(x_name, zero, moves)
-        rows = np.unique(node_to_build[node_to_build >= 0])
+        built = node_to_build >= 0
+        rows = np.unique(node_to_build[built])
         if rows.size:
+            # built into rows 0..len(rows) - 1 (in the order of ``rows``), not
+            # into pool rows: no histogram row that nothing is built into
+            compact = np.where(built, np.searchsorted(rows, node_to_build), -1)
             hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
-                                            backend.asarray(node_to_build), int(rows[-1]) + 1,
-                                            n_bins)
-            self.sliced.reduce(tag, rows, backend.to_host(hist)[rows])
+                                            backend.asarray(compact.astype(node_to_build.dtype)),
+                                            rows.size, n_bins)
+            self.sliced.reduce(tag, rows, backend.to_host(hist))
         self.sliced.derive(backend, *derive)
         return self.sliced.scan(backend, *scan)
 
@@ -278,11 +282,14 @@ class WorkerRows:
         backend = self._use_threads()
         self.X["columns"] = backend.take_columns(self.X["X"], columns)
 
-    def add_values(self, values, first_column, tree=None):
+    def add_values(self, values, first_column, tree=None, x_name=None, zero=False, moves=None):
         """raw[:, first_column:first_column + V] += values[positions] (host
         float64 (n_nodes, V)): the tree just grown (``tree``: to add to the
-        validation rows' raw scores as well)."""
+        validation rows' raw scores as well), after its last splits
+        (:meth:`move`'s arguments; ``moves`` None: none)."""
         backend = self._use_threads()
+        if zero or moves is not None:
+            self.move(x_name, zero, moves)
         backend.add_node_values(backend.asarray(values), self.positions, self.raw, first_column)
         if tree is not None and self.val is not None:
             add_tree_values(backend, self.val["X"], [tree], [first_column], self.val["raw"])

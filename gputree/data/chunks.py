@@ -65,8 +65,9 @@ def chunk_summary(X_float, sampled, used, is_categorical):
 def edges_from(summaries, max_bins):
     """edges_of(f) for :meth:`BinMapper.fit_edges` from the chunks'
     summaries (in row order), as the one-machine fit computes them on the
-    concatenated rows."""
-    sample = np.concatenate([s[0] for s in summaries])
+    concatenated rows (one summary's sample is used as it is, not copied)."""
+    sample = (summaries[0][0] if len(summaries) == 1
+              else np.concatenate([s[0] for s in summaries]))
 
     def merged(f, which):
         return np.unique(np.concatenate([s[1][f][which] for s in summaries]))
