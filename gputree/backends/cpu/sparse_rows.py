@@ -1,0 +1,163 @@
+"""Histograms of mostly-constant features without their most frequent bin:
+binned X kept as sparse rows (each row's values other than its feature's
+most frequent bin, ``SparseRows``), added as they are, and each feature's
+most frequent bin recovered as the node's total minus the feature's other
+bins (int64 fixed point: exact, so the histograms equal the dense pass's
+cell for cell). Sparse ranking and text features (LETOR: 70% of the values
+are their feature's most frequent) then cost the adds of their other
+values only, as LightGBM's sparse features do."""
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..kernel_cache import cache_numba_cpu_kernels
+from .histograms import add_private, compact_cells, plan_pieces
+from .jit import U64, part_bounds
+from .threaded import threaded
+
+cache_numba_cpu_kernels(__file__)
+
+
+#: binned X is kept as sparse rows when at most this share of its values
+#: lie outside their feature's most frequent bin (a sparse value costs
+#: about twice a dense one: its feature index is read too)
+SPARSE_SHARE = 0.4
+
+
+@dataclass
+class SparseRows:
+    """Binned X (n, F) as rows of the values outside their feature's most
+    frequent bin: row i's are ``feature[first[i]:first[i + 1]]`` (uint16 or
+    int32) in bins ``bins[...]`` (X's dtype), features ascending; ``mode``
+    int32 (F,) each feature's most frequent bin (the lowest on ties)."""
+    mode: np.ndarray
+    first: np.ndarray
+    feature: np.ndarray
+    bins: np.ndarray
+
+
+def sparse_rows(X_binned, n_bins, max_bytes=None):
+    """X_binned (n, F) as :class:`SparseRows`, or None where more than
+    :data:`SPARSE_SHARE` of its values lie outside their feature's most
+    frequent bin (``n_bins`` bins at most), or the rows would take more
+    than ``max_bytes`` (None: no limit)."""
+    n, n_features = X_binned.shape
+    if n == 0 or n_features == 0:
+        return None
+    mode = np.array([np.bincount(X_binned[:, f], minlength=n_bins).argmax()
+                     for f in range(n_features)], dtype=np.int32)
+    outside = X_binned != mode.astype(X_binned.dtype)
+    count = int(np.count_nonzero(outside))
+    feature_dtype = np.uint16 if n_features <= np.iinfo(np.uint16).max else np.int32
+    size = count * (np.dtype(feature_dtype).itemsize + X_binned.itemsize) + 8 * (n + 1)
+    if count > SPARSE_SHARE * X_binned.size or (max_bytes is not None and size > max_bytes):
+        return None
+    rows, features = np.nonzero(outside)            # row-major: row by row, features ascending
+    first = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=first[1:])
+    return SparseRows(mode, first, features.astype(feature_dtype),
+                      np.ascontiguousarray(X_binned[rows, features]))
+
+
+def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add, feature_bins,
+                       n_threads):
+    """histograms.histograms_of_rows from ``sparse`` (:class:`SparseRows`
+    of X): pieces of blocks of rows (:func:`histograms.plan_pieces`, no
+    feature groups) add their values outside the most frequent bins into
+    their part's compact histogram (:func:`histograms.compact_cells`; a
+    feature's few bins share cache lines), sum their rows' statistics and
+    copy the cells out; the private histograms of extra blocks are added;
+    then each feature's most frequent bin is its node's total minus the
+    feature's other cells (``feature_bins`` int32 (F,) the non-missing bins)."""
+    n_features = hist.shape[1]
+    feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
+    pieces, extra, thread_pieces, thread_first = plan_pieces(
+        node_first, built_rows, 1, hist.shape[2], n_threads)
+    private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
+    totals = np.empty((pieces.shape[0], hist.shape[3]), dtype=hist.dtype)
+    compact = np.empty((n_threads, int(cells[-1]), hist.shape[3]), dtype=hist.dtype)
+    _add_sparse.run(int(sparse.first[-1]) * max(1, rows.shape[0]) // max(1, stats.shape[0])
+                    + rows.shape[0], sparse.first, sparse.feature, sparse.bins, stats, n_add,
+                    rows, pieces, thread_pieces, thread_first, hist, private, feature_bins,
+                    cells, compact, totals)
+    add_private(private, extra, built_rows, hist, feature_bins)
+    node_pieces = np.zeros(built_rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(extra + 1, out=node_pieces[1:])
+    _fill_modes.run(built_rows.shape[0] * n_features * 16, hist, built_rows, node_pieces,
+                    totals, sparse.mode, feature_bins, n_add)
+
+
+@threaded
+def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces, thread_first,
+                hist, private, feature_bins, cells, compact, totals, part, n_parts):
+    """Piece p (pieces int64 (P, 5) IN, as histograms._build_histograms
+    takes them; features ignored: every feature) adds its rows' sparse
+    values (``first``, ``feature``, ``bins``: :class:`SparseRows`),
+    channels 0 .. n_add-1 of stats int64 (n, C) IN, into compact[part]
+    (int64 (n_parts, cells[-1], C) scratch; ``feature_bins``, ``cells``:
+    histograms.compact_cells), then copies them into its histogram's cells
+    (histograms._feature_cells; hist, private INOUT as _build_histograms');
+    totals int64 (P, C) OUT: the sums of its rows' statistics."""
+    n_features, n_bins = hist.shape[1], np.int64(hist.shape[2])
+    w = U64(part)
+    first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
+    for t in range(first_list, stop_list):
+        for q in range(thread_first[t], thread_first[t + 1]):
+            p = thread_pieces[q]
+            d = pieces[p, 4]
+            for k in range(compact.shape[1]):
+                for c in range(compact.shape[2]):
+                    compact[w, U64(k), U64(c)] = 0
+            for c in range(totals.shape[1]):
+                totals[p, c] = 0
+            for r in range(pieces[p, 0], pieces[p, 1]):
+                i = U64(rows[U64(r)])
+                for c in range(n_add):
+                    totals[p, c] += stats[i, U64(c)]
+                for k in range(first[i], first[i + U64(1)]):
+                    f, b = U64(feature[U64(k)]), np.int64(bins[U64(k)])
+                    n = np.int64(feature_bins[f])
+                    cell = U64(cells[f] + (b if b < n else n))
+                    for c in range(n_add):
+                        compact[w, cell, U64(c)] += stats[i, U64(c)]
+            dest = hist if d >= 0 else private
+            _copy_cells(compact, w, cells, feature_bins, n_features, n_bins, dest,
+                        U64(d if d >= 0 else -1 - d))
+
+
+@njit(inline="always")
+def _copy_cells(compact, w, cells, feature_bins, n_features, n_bins, dest, s):
+    """dest[s] OUT = compact[w]'s cells (histograms._feature_cells)."""
+    for f in range(n_features):
+        n, base = np.int64(feature_bins[U64(f)]), cells[U64(f)]
+        for b in range(n):
+            for c in range(dest.shape[3]):
+                dest[s, U64(f), U64(b), U64(c)] = compact[w, U64(base + b), U64(c)]
+        if n < n_bins:
+            for c in range(dest.shape[3]):
+                dest[s, U64(f), U64(n_bins - 1), U64(c)] = compact[w, U64(base + n), U64(c)]
+
+
+@threaded
+def _fill_modes(hist, built_rows, node_pieces, totals, mode, feature_bins, n_add, part,
+                n_parts):
+    """hist[built_rows[j], f, mode[f], c] OUT = the node's total (the sum of
+    totals[node_pieces[j]:node_pieces[j + 1], c]) minus the feature's other
+    cells (histograms._feature_cells), channels c < n_add; in parts over
+    (node, feature)."""
+    n_features, n_bins = hist.shape[1], hist.shape[2]
+    first, stop = part_bounds(built_rows.shape[0] * n_features, part, n_parts)
+    for t in range(first, stop):
+        j, f = t // U64(n_features), t % U64(n_features)
+        s, m = U64(built_rows[j]), U64(mode[f])
+        n = min(np.int64(feature_bins[f]), np.int64(n_bins))
+        for c in range(n_add):
+            total = np.int64(0)
+            for p in range(node_pieces[j], node_pieces[j + U64(1)]):
+                total += totals[p, c]
+            for b in range(n):
+                total -= hist[s, f, U64(b), U64(c)]
+            if n < n_bins:
+                total -= hist[s, f, U64(n_bins - 1), U64(c)]
+            hist[s, f, m, U64(c)] = total + hist[s, f, m, U64(c)]
