@@ -69,7 +69,9 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
     feature's few bins share cache lines), sum their rows' statistics and
     copy the cells out; the private histograms of extra blocks are added;
     then each feature's most frequent bin is its node's total minus the
-    feature's other cells (``feature_bins`` int32 (F,) the non-missing bins)."""
+    feature's other cells (``feature_bins`` int32 (F,) the non-missing
+    bins): in the compact histogram of a node of one piece, after the
+    private histograms' sums for a node of several."""
     n_features = hist.shape[1]
     feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
     pieces, extra, thread_pieces, thread_first = plan_pieces(
@@ -80,17 +82,20 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
     _add_sparse.run(int(sparse.first[-1]) * max(1, rows.shape[0]) // max(1, stats.shape[0])
                     + rows.shape[0], sparse.first, sparse.feature, sparse.bins, stats, n_add,
                     rows, pieces, thread_pieces, thread_first, hist, private, feature_bins,
-                    cells, compact, totals)
+                    cells, compact, totals, sparse.mode, np.isin(pieces[:, 4], built_rows[extra == 0]))
     add_private(private, extra, built_rows, hist, feature_bins)
-    node_pieces = np.zeros(built_rows.shape[0] + 1, dtype=np.int64)
-    np.cumsum(extra + 1, out=node_pieces[1:])
-    _fill_modes.run(built_rows.shape[0] * n_features * 16, hist, built_rows, node_pieces,
-                    totals, sparse.mode, feature_bins, n_add)
+    blocked = np.flatnonzero(extra)
+    if blocked.size:
+        node_pieces = np.zeros(built_rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(extra + 1, out=node_pieces[1:])
+        _fill_modes.run(blocked.size * n_features * 16, hist, built_rows, blocked, node_pieces,
+                        totals, sparse.mode, feature_bins, n_add)
 
 
 @threaded
 def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces, thread_first,
-                hist, private, feature_bins, cells, compact, totals, part, n_parts):
+                hist, private, feature_bins, cells, compact, totals, mode, alone, part,
+                n_parts):
     """Piece p (pieces int64 (P, 5) IN, as histograms._build_histograms
     takes them; features ignored: every feature) adds its rows' sparse
     values (``first``, ``feature``, ``bins``: :class:`SparseRows`),
@@ -98,7 +103,10 @@ def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces,
     (int64 (n_parts, cells[-1], C) scratch; ``feature_bins``, ``cells``:
     histograms.compact_cells), then copies them into its histogram's cells
     (histograms._feature_cells; hist, private INOUT as _build_histograms');
-    totals int64 (P, C) OUT: the sums of its rows' statistics."""
+    totals int64 (P, C) OUT: the sums of its rows' statistics. A piece that
+    is its node's only one (``alone`` bool (P,)) first sets each feature's
+    most frequent bin (``mode`` int32 (F,)) to the total minus the
+    feature's other cells."""
     n_features, n_bins = hist.shape[1], np.int64(hist.shape[2])
     w = U64(part)
     first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
@@ -121,9 +129,26 @@ def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces,
                     cell = U64(cells[f] + (b if b < n else n))
                     for c in range(n_add):
                         compact[w, cell, U64(c)] += stats[i, U64(c)]
+            if alone[p]:
+                _fill_compact(compact, w, cells, feature_bins, mode, totals, p, n_add, n_bins)
             dest = hist if d >= 0 else private
             _copy_cells(compact, w, cells, feature_bins, n_features, n_bins, dest,
                         U64(d if d >= 0 else -1 - d))
+
+
+@njit(inline="always")
+def _fill_compact(compact, w, cells, feature_bins, mode, totals, p, n_add, n_bins):
+    """compact[w]'s cell of each feature's most frequent bin (``mode``) OUT
+    = totals[p] minus the feature's other cells (that cell is still 0)."""
+    for f in range(mode.shape[0]):
+        n, base = np.int64(feature_bins[U64(f)]), cells[U64(f)]
+        m = np.int64(mode[U64(f)])
+        cell = U64(base + (m if m < n else n))
+        for c in range(n_add):
+            total = totals[p, U64(c)]
+            for k in range(base, cells[U64(f + 1)]):
+                total -= compact[w, U64(k), U64(c)]
+            compact[w, cell, U64(c)] = total
 
 
 @njit(inline="always")
@@ -140,16 +165,16 @@ def _copy_cells(compact, w, cells, feature_bins, n_features, n_bins, dest, s):
 
 
 @threaded
-def _fill_modes(hist, built_rows, node_pieces, totals, mode, feature_bins, n_add, part,
+def _fill_modes(hist, built_rows, nodes, node_pieces, totals, mode, feature_bins, n_add, part,
                 n_parts):
     """hist[built_rows[j], f, mode[f], c] OUT = the node's total (the sum of
     totals[node_pieces[j]:node_pieces[j + 1], c]) minus the feature's other
-    cells (histograms._feature_cells), channels c < n_add; in parts over
-    (node, feature)."""
+    cells (histograms._feature_cells), channels c < n_add, for the nodes j
+    in ``nodes`` (int64); in parts over (node, feature)."""
     n_features, n_bins = hist.shape[1], hist.shape[2]
-    first, stop = part_bounds(built_rows.shape[0] * n_features, part, n_parts)
+    first, stop = part_bounds(nodes.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
-        j, f = t // U64(n_features), t % U64(n_features)
+        j, f = U64(nodes[t // U64(n_features)]), t % U64(n_features)
         s, m = U64(built_rows[j]), U64(mode[f])
         n = min(np.int64(feature_bins[f]), np.int64(n_bins))
         for c in range(n_add):
