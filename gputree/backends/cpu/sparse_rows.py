@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..kernel_cache import cache_numba_cpu_kernels
-from .histograms import add_private, compact_cells, plan_pieces
+from .histograms import _zero_cells, add_private, plan_pieces
 from .jit import U64, part_bounds
 from .threaded import threaded
 
@@ -64,25 +64,23 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
                        n_threads):
     """histograms.histograms_of_rows from ``sparse`` (:class:`SparseRows`
     of X): pieces of blocks of rows (:func:`histograms.plan_pieces`, no
-    feature groups) add their values outside the most frequent bins into
-    their part's compact histogram (:func:`histograms.compact_cells`; a
-    feature's few bins share cache lines), sum their rows' statistics and
-    copy the cells out; the private histograms of extra blocks are added;
-    then each feature's most frequent bin is its node's total minus the
-    feature's other cells (``feature_bins`` int32 (F,) the non-missing
-    bins): in the compact histogram of a node of one piece, after the
-    private histograms' sums for a node of several."""
+    feature groups) add their values outside the most frequent bins in
+    place and sum their rows' statistics; the private histograms of extra
+    blocks are added; each feature's most frequent bin is its node's total
+    minus the feature's other cells (``feature_bins`` int32 (F,) the
+    non-missing bins): by the piece itself for a node of one piece, after
+    the private histograms' sums for a node of several."""
     n_features = hist.shape[1]
-    feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
+    feature_bins = np.minimum(feature_bins, hist.shape[2]).astype(np.int32)
     pieces, extra, thread_pieces, thread_first = plan_pieces(
         node_first, built_rows, 1, hist.shape[2], n_threads)
     private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     totals = np.empty((pieces.shape[0], hist.shape[3]), dtype=hist.dtype)
-    compact = np.empty((n_threads, int(cells[-1]), hist.shape[3]), dtype=hist.dtype)
-    _add_sparse.run(int(sparse.first[-1]) * max(1, rows.shape[0]) // max(1, stats.shape[0])
-                    + rows.shape[0], sparse.first, sparse.feature, sparse.bins, stats, n_add,
-                    rows, pieces, thread_pieces, thread_first, hist, private, feature_bins,
-                    cells, compact, totals, sparse.mode, np.isin(pieces[:, 4], built_rows[extra == 0]))
+    alone = np.isin(pieces[:, 4], built_rows[extra == 0])
+    per_row = int(sparse.first[-1]) // max(1, sparse.first.shape[0] - 1)
+    _add_sparse.run((per_row + 1) * rows.shape[0], sparse.first, sparse.feature, sparse.bins,
+                    stats, n_add, rows, pieces, thread_pieces, thread_first, hist, private,
+                    feature_bins, totals, sparse.mode, alone)
     add_private(private, extra, built_rows, hist, feature_bins)
     blocked = np.flatnonzero(extra)
     if blocked.size:
@@ -94,74 +92,103 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
 
 @threaded
 def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces, thread_first,
-                hist, private, feature_bins, cells, compact, totals, mode, alone, part,
-                n_parts):
+                hist, private, feature_bins, totals, mode, alone, part, n_parts):
     """Piece p (pieces int64 (P, 5) IN, as histograms._build_histograms
-    takes them; features ignored: every feature) adds its rows' sparse
-    values (``first``, ``feature``, ``bins``: :class:`SparseRows`),
-    channels 0 .. n_add-1 of stats int64 (n, C) IN, into compact[part]
-    (int64 (n_parts, cells[-1], C) scratch; ``feature_bins``, ``cells``:
-    histograms.compact_cells), then copies them into its histogram's cells
-    (histograms._feature_cells; hist, private INOUT as _build_histograms');
-    totals int64 (P, C) OUT: the sums of its rows' statistics. A piece that
-    is its node's only one (``alone`` bool (P,)) first sets each feature's
-    most frequent bin (``mode`` int32 (F,)) to the total minus the
-    feature's other cells."""
-    n_features, n_bins = hist.shape[1], np.int64(hist.shape[2])
-    w = U64(part)
+    takes them; features ignored: every feature) zeroes its histogram's
+    cells (histograms._feature_cells; hist, private INOUT as
+    _build_histograms') and adds its rows' sparse values (``first``,
+    ``feature``, ``bins``: :class:`SparseRows`), channels 0 .. n_add-1 of
+    stats int64 (n, C) IN; totals int64 (P, C) OUT: the sums of its rows'
+    statistics. A piece that is its node's only one (``alone`` bool (P,))
+    sets each feature's most frequent bin (``mode`` int32 (F,)) to the total
+    minus the feature's other cells."""
+    n_features = hist.shape[1]
     first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
     for t in range(first_list, stop_list):
         for q in range(thread_first[t], thread_first[t + 1]):
             p = thread_pieces[q]
             d = pieces[p, 4]
-            for k in range(compact.shape[1]):
-                for c in range(compact.shape[2]):
-                    compact[w, U64(k), U64(c)] = 0
+            dest = hist if d >= 0 else private
+            s = U64(d if d >= 0 else -1 - d)
+            _zero_cells(dest, s, 0, n_features, feature_bins)
             for c in range(totals.shape[1]):
                 totals[p, c] = 0
-            for r in range(pieces[p, 0], pieces[p, 1]):
-                i = U64(rows[U64(r)])
-                for c in range(n_add):
-                    totals[p, c] += stats[i, U64(c)]
-                for k in range(first[i], first[i + U64(1)]):
-                    f, b = U64(feature[U64(k)]), np.int64(bins[U64(k)])
-                    n = np.int64(feature_bins[f])
-                    cell = U64(cells[f] + (b if b < n else n))
-                    for c in range(n_add):
-                        compact[w, cell, U64(c)] += stats[i, U64(c)]
+            if n_add == 3:
+                _add_piece_three(first, feature, bins, stats, rows, pieces[p, 0], pieces[p, 1],
+                                 dest, s, totals, p)
+            elif n_add == 2:
+                _add_piece_two(first, feature, bins, stats, rows, pieces[p, 0], pieces[p, 1],
+                               dest, s, totals, p)
+            else:
+                _add_piece(first, feature, bins, stats, n_add, rows, pieces[p, 0],
+                           pieces[p, 1], dest, s, totals, p)
             if alone[p]:
-                _fill_compact(compact, w, cells, feature_bins, mode, totals, p, n_add, n_bins)
-            dest = hist if d >= 0 else private
-            _copy_cells(compact, w, cells, feature_bins, n_features, n_bins, dest,
-                        U64(d if d >= 0 else -1 - d))
+                for f in range(n_features):
+                    _fill_feature(dest, s, U64(f), U64(mode[f]), totals, p, p + 1, n_add,
+                                  feature_bins)
 
 
 @njit(inline="always")
-def _fill_compact(compact, w, cells, feature_bins, mode, totals, p, n_add, n_bins):
-    """compact[w]'s cell of each feature's most frequent bin (``mode``) OUT
-    = totals[p] minus the feature's other cells (that cell is still 0)."""
-    for f in range(mode.shape[0]):
-        n, base = np.int64(feature_bins[U64(f)]), cells[U64(f)]
-        m = np.int64(mode[U64(f)])
-        cell = U64(base + (m if m < n else n))
+def _add_piece_three(first, feature, bins, stats, rows, r_first, r_stop, dest, s, totals, p):
+    """_add_piece of channels 0, 1, 2, a row's values held in registers
+    (3.5x faster than the loop over channels: LETOR's root)."""
+    for r in range(r_first, r_stop):
+        i = U64(rows[U64(r)])
+        g, h, m = stats[i, 0], stats[i, 1], stats[i, 2]
+        totals[p, 0] += g
+        totals[p, 1] += h
+        totals[p, 2] += m
+        for k in range(first[i], first[i + U64(1)]):
+            f, b = U64(feature[U64(k)]), U64(bins[U64(k)])
+            dest[s, f, b, 0] += g
+            dest[s, f, b, 1] += h
+            dest[s, f, b, 2] += m
+
+
+@njit(inline="always")
+def _add_piece_two(first, feature, bins, stats, rows, r_first, r_stop, dest, s, totals, p):
+    """_add_piece of channels 0, 1, a row's values held in registers."""
+    for r in range(r_first, r_stop):
+        i = U64(rows[U64(r)])
+        g, h = stats[i, 0], stats[i, 1]
+        totals[p, 0] += g
+        totals[p, 1] += h
+        for k in range(first[i], first[i + U64(1)]):
+            f, b = U64(feature[U64(k)]), U64(bins[U64(k)])
+            dest[s, f, b, 0] += g
+            dest[s, f, b, 1] += h
+
+
+@njit(inline="always")
+def _add_piece(first, feature, bins, stats, n_add, rows, r_first, r_stop, dest, s, totals, p):
+    """totals[p] INOUT += the statistics of rows ``rows[r_first:r_stop]``
+    (channels 0 .. n_add-1), their sparse values added into dest[s]."""
+    for r in range(r_first, r_stop):
+        i = U64(rows[U64(r)])
         for c in range(n_add):
-            total = totals[p, U64(c)]
-            for k in range(base, cells[U64(f + 1)]):
-                total -= compact[w, U64(k), U64(c)]
-            compact[w, cell, U64(c)] = total
+            totals[p, c] += stats[i, U64(c)]
+        for k in range(first[i], first[i + U64(1)]):
+            f, b = U64(feature[U64(k)]), U64(bins[U64(k)])
+            for c in range(n_add):
+                dest[s, f, b, U64(c)] += stats[i, U64(c)]
 
 
 @njit(inline="always")
-def _copy_cells(compact, w, cells, feature_bins, n_features, n_bins, dest, s):
-    """dest[s] OUT = compact[w]'s cells (histograms._feature_cells)."""
-    for f in range(n_features):
-        n, base = np.int64(feature_bins[U64(f)]), cells[U64(f)]
+def _fill_feature(hist, s, f, m, totals, p_first, p_stop, n_add, feature_bins):
+    """hist[s, f, m, c] OUT = the sum of totals[p_first:p_stop, c] minus
+    feature f's other cells (histograms._feature_cells; hist[s, f, m] still
+    0), channels c < n_add."""
+    n_bins = np.int64(hist.shape[2])
+    n = min(np.int64(feature_bins[f]), n_bins)
+    for c in range(n_add):
+        total = np.int64(0)
+        for p in range(p_first, p_stop):
+            total += totals[p, c]
         for b in range(n):
-            for c in range(dest.shape[3]):
-                dest[s, U64(f), U64(b), U64(c)] = compact[w, U64(base + b), U64(c)]
+            total -= hist[s, f, U64(b), U64(c)]
         if n < n_bins:
-            for c in range(dest.shape[3]):
-                dest[s, U64(f), U64(n_bins - 1), U64(c)] = compact[w, U64(base + n), U64(c)]
+            total -= hist[s, f, U64(n_bins - 1), U64(c)]
+        hist[s, f, m, U64(c)] = total
 
 
 @threaded
@@ -170,19 +197,11 @@ def _fill_modes(hist, built_rows, nodes, node_pieces, totals, mode, feature_bins
     """hist[built_rows[j], f, mode[f], c] OUT = the node's total (the sum of
     totals[node_pieces[j]:node_pieces[j + 1], c]) minus the feature's other
     cells (histograms._feature_cells), channels c < n_add, for the nodes j
-    in ``nodes`` (int64); in parts over (node, feature)."""
-    n_features, n_bins = hist.shape[1], hist.shape[2]
+    in ``nodes`` (int64); in parts over (node, feature). (A private
+    histogram adds 0 in that cell: its piece never fills it.)"""
+    n_features = hist.shape[1]
     first, stop = part_bounds(nodes.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
         j, f = U64(nodes[t // U64(n_features)]), t % U64(n_features)
-        s, m = U64(built_rows[j]), U64(mode[f])
-        n = min(np.int64(feature_bins[f]), np.int64(n_bins))
-        for c in range(n_add):
-            total = np.int64(0)
-            for p in range(node_pieces[j], node_pieces[j + U64(1)]):
-                total += totals[p, c]
-            for b in range(n):
-                total -= hist[s, f, U64(b), U64(c)]
-            if n < n_bins:
-                total -= hist[s, f, U64(n_bins - 1), U64(c)]
-            hist[s, f, m, U64(c)] = total + hist[s, f, m, U64(c)]
+        _fill_feature(hist, U64(built_rows[j]), f, U64(mode[f]), totals, node_pieces[j],
+                      node_pieces[j + U64(1)], n_add, feature_bins)
