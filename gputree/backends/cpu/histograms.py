@@ -398,6 +398,14 @@ def plan_pieces(node_first, built_rows, n_features, n_bins, n_threads):
     (n_build,) the private histograms of each node, thread_pieces,
     thread_first (:func:`assign_pieces`))."""
     node_rows = np.diff(node_first)
+    if n_features == 1 and node_rows.max(initial=0) < 2 * _ROWS_PER_BIN * n_bins:
+        # one piece per node (no row blocks, no feature groups): what the
+        # plan below makes, without its numpy calls (small levels)
+        pieces = np.zeros((node_rows.shape[0], 5), dtype=np.int64)
+        pieces[:, 0], pieces[:, 1], pieces[:, 3] = node_first[:-1], node_first[1:], 1
+        pieces[:, 4] = built_rows
+        return (pieces, np.zeros(node_rows.shape[0], dtype=np.int64),
+                *assign_pieces(node_rows, n_threads))
     plan, blocks, groups = histogram_pieces(node_rows, n_features, n_bins, n_threads)
     node, block, group = plan[:, 0], plan[:, 1], plan[:, 4]
     per_group = -(-n_features // groups)[node]

@@ -76,7 +76,11 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
         node_first, built_rows, 1, hist.shape[2], n_threads)
     private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     totals = np.empty((pieces.shape[0], hist.shape[3]), dtype=hist.dtype)
-    alone = np.isin(pieces[:, 4], built_rows[extra == 0])
+    alone = np.ones(pieces.shape[0], dtype=np.bool_)
+    if extra.any():
+        one_piece = np.zeros(hist.shape[0], dtype=np.bool_)
+        one_piece[built_rows[extra == 0]] = True
+        alone = (pieces[:, 4] >= 0) & one_piece[np.maximum(pieces[:, 4], 0)]
     per_row = int(sparse.first[-1]) // max(1, sparse.first.shape[0] - 1)
     _add_sparse.run((per_row + 1) * rows.shape[0], sparse.first, sparse.feature, sparse.bins,
                     stats, n_add, rows, pieces, thread_pieces, thread_first, hist, private,
