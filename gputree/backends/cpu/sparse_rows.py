@@ -118,11 +118,11 @@ def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces,
             for c in range(totals.shape[1]):
                 totals[p, c] = 0
             if n_add == 3:
-                _add_piece_three(first, feature, bins, stats, rows, pieces[p, 0], pieces[p, 1],
-                                 dest, s, totals, p)
+                _add_piece_registers(first, feature, bins, stats, rows, pieces[p, 0],
+                                     pieces[p, 1], dest, s, totals, p, True)
             elif n_add == 2:
-                _add_piece_two(first, feature, bins, stats, rows, pieces[p, 0], pieces[p, 1],
-                               dest, s, totals, p)
+                _add_piece_registers(first, feature, bins, stats, rows, pieces[p, 0],
+                                     pieces[p, 1], dest, s, totals, p, False)
             else:
                 _add_piece(first, feature, bins, stats, n_add, rows, pieces[p, 0],
                            pieces[p, 1], dest, s, totals, p)
@@ -133,34 +133,25 @@ def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces,
 
 
 @njit(inline="always")
-def _add_piece_three(first, feature, bins, stats, rows, r_first, r_stop, dest, s, totals, p):
-    """_add_piece of channels 0, 1, 2, a row's values held in registers
-    (3.5x faster than the loop over channels: LETOR's root)."""
-    for r in range(r_first, r_stop):
-        i = U64(rows[U64(r)])
-        g, h, m = stats[i, 0], stats[i, 1], stats[i, 2]
-        totals[p, 0] += g
-        totals[p, 1] += h
-        totals[p, 2] += m
-        for k in range(first[i], first[i + U64(1)]):
-            f, b = U64(feature[U64(k)]), U64(bins[U64(k)])
-            dest[s, f, b, 0] += g
-            dest[s, f, b, 1] += h
-            dest[s, f, b, 2] += m
-
-
-@njit(inline="always")
-def _add_piece_two(first, feature, bins, stats, rows, r_first, r_stop, dest, s, totals, p):
-    """_add_piece of channels 0, 1, a row's values held in registers."""
+def _add_piece_registers(first, feature, bins, stats, rows, r_first, r_stop, dest, s, totals,
+                         p, three):
+    """_add_piece of channels 0, 1 and (``three``, a constant where it is
+    called) 2, a row's values held in registers (3.5x faster than the loop
+    over channels: LETOR's root)."""
     for r in range(r_first, r_stop):
         i = U64(rows[U64(r)])
         g, h = stats[i, 0], stats[i, 1]
+        m = stats[i, 2] if three else g      # (unused without a third channel)
         totals[p, 0] += g
         totals[p, 1] += h
+        if three:
+            totals[p, 2] += m
         for k in range(first[i], first[i + U64(1)]):
             f, b = U64(feature[U64(k)]), U64(bins[U64(k)])
             dest[s, f, b, 0] += g
             dest[s, f, b, 1] += h
+            if three:
+                dest[s, f, b, 2] += m
 
 
 @njit(inline="always")
