@@ -221,6 +221,11 @@ RANK = Group("LambdaMART, 100 trees, learning rate 0.1, lambda 1, pairs from the
     Runner("GradientBoostingRanker (depth 6)", "gputree.GradientBoostingRanker",
            dict(RANK_SETTINGS, max_depth=6, reg_lambda=1.0, max_bins=255,
                 lambdarank_truncation_level=30, early_stopping=False), queries="group"),
+    Runner("GradientBoostingRanker (depth 6, XGBoost's leaf limits: min_child_weight=1, "
+           "min_samples_leaf=1)", "gputree.GradientBoostingRanker",
+           dict(RANK_SETTINGS, max_depth=6, reg_lambda=1.0, max_bins=255, min_child_weight=1.0,
+                min_samples_leaf=1, lambdarank_truncation_level=30, early_stopping=False),
+           queries="group"),
     Runner("GradientBoostingRanker (lossguide: 31 leaves, depth unbounded)",
            "gputree.GradientBoostingRanker",
            dict(RANK_SETTINGS, grow_policy="lossguide", max_depth=None, reg_lambda=1.0,

@@ -6,6 +6,7 @@ statistics of integer weights are built without a float one-hot copy."""
 import tracemalloc
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -196,3 +197,72 @@ def test_feature_bins_write_only_the_cells_rows_can_be_in(backend):
     np.testing.assert_array_equal(out[0][touched], full[0][touched])
     np.testing.assert_array_equal(out[2][touched], full[1][touched])
     np.testing.assert_array_equal(out[:, ~touched], before[:, ~touched])
+
+
+def _mostly_constant(rng, n, n_bins, feature_bins):
+    """Binned X (n, F) C order whose features hold their most frequent bin
+    (a random one, the missing bin for feature 1, the only bin of a
+    constant feature 0) in about 80% of the rows."""
+    columns = []
+    for f, k in enumerate(feature_bins):
+        column = rng.randint(0, k, n)
+        mode = n_bins - 1 if f == 1 else rng.randint(0, k)
+        column[rng.rand(n) < 0.8] = mode
+        column[rng.rand(n) < 0.05] = n_bins - 1
+        columns.append(column)
+    return np.ascontiguousarray(np.stack(columns, axis=1).astype(np.uint8))
+
+
+@pytest.mark.parametrize("n_channels", [1, 2, 3, 4])
+def test_mostly_constant_features_build_exactly_without_their_most_frequent_bin(backend,
+                                                                                 n_channels):
+    """Features whose values mostly lie in one bin (the CPU keeps them as
+    sparse rows and recovers that bin from the node's total): the root (cut
+    into row blocks: private histograms), a level of nodes each built in
+    one piece and, with ``feature_bins``, only the cells rows can be in
+    equal the reference exactly; other cells are left as they were. Any
+    channel count (the CPU has its own loops for 2 and 3)."""
+    rng = np.random.RandomState(11 + n_channels)
+    n, n_bins = 20_000, 17
+    feature_bins = np.array([1, 4, 16, 9, 2], dtype=np.int32)
+    X_binned = _mostly_constant(rng, n, n_bins, feature_bins)
+    if hasattr(backend, "binned"):
+        assert backend.binned.sparse(X_binned, n_bins) is not None
+    stats = rng.randint(-2**40, 2**40, (n, n_channels)).astype(np.int64)
+    root = np.zeros(n, dtype=np.int32)
+    args = (X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
+    np.testing.assert_array_equal(backend.build_histograms(*args),
+                                  reference.build_histograms(*args))
+    positions = rng.randint(3, 7, n).astype(np.int32)
+    build = np.array([2, -1, 0, 1], dtype=np.int32)
+    args = (X_binned, stats, positions, 3, build, 3, n_bins)
+    expected = reference.build_histograms(*args)
+    np.testing.assert_array_equal(backend.build_histograms(*args), expected)
+    out = rng.randint(-9, 9, (3, 5, n_bins, n_channels)).astype(np.int64)
+    before = out.copy()
+    backend.build_histograms(*args, out=out, feature_bins=feature_bins)
+    touched = np.zeros((5, n_bins), dtype=bool)
+    for f, k in enumerate(feature_bins):
+        touched[f, :k] = touched[f, -1] = True
+    np.testing.assert_array_equal(out[:, touched], expected[:, touched])
+    np.testing.assert_array_equal(out[:, ~touched], before[:, ~touched])
+
+
+def test_boosting_on_mostly_constant_features_grows_the_trees_of_the_dense_pass(monkeypatch):
+    """A boosting fit whose features mostly hold one value (the CPU builds
+    their histograms from sparse rows, the root's count channel copied from
+    the bin counts) grows the same trees, bit for bit, as with every value
+    added."""
+    import gputree
+    from gputree.backends.cpu import sparse_rows
+    rng = np.random.RandomState(3)
+    X = rng.rand(3000, 12) * (rng.rand(3000, 12) < 0.2)
+    X[:, 0] = np.round(X[:, 0] * 4)
+    y = X[:, 0] + np.sin(6 * X[:, 1]) + rng.rand(3000) * 0.1
+    fits = []
+    for share in (sparse_rows.SPARSE_SHARE, -1.0):
+        monkeypatch.setattr(sparse_rows, "SPARSE_SHARE", share)
+        model = gputree.GradientBoostingRegressor(n_estimators=5, max_depth=4, device="cpu",
+                                                  min_samples_leaf=1, random_state=0)
+        fits.append(model.fit(X, y).predict(X))
+    np.testing.assert_array_equal(fits[0], fits[1])

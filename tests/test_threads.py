@@ -122,6 +122,32 @@ def test_histogram_pieces_cover_every_cell_once_and_give_every_thread_work(threa
     assert load.max() - load.min() <= sizes.max()    # greedy, largest first
 
 
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+@pytest.mark.parametrize("node_rows", [[500], [3, 0, 8000, 40], [9000, 9000], [20_000, 7]])
+def test_pieces_without_feature_groups_cover_each_node_once(threads, node_rows):
+    """plan_pieces for passes over whole rows (one feature group: sparse
+    rows): each node's rows are covered once by its pieces, the first into
+    its built row, extra blocks into private histograms counted in
+    ``extra``, and every piece goes to one thread."""
+    node_rows = np.array(node_rows, dtype=np.int64)
+    node_first = np.concatenate([[0], np.cumsum(node_rows)])
+    built_rows = np.arange(node_rows.size, dtype=np.int32)[::-1] + 3
+    n_bins = 256
+    pieces, extra, thread_pieces, thread_first = histograms.plan_pieces(
+        node_first, built_rows, 1, n_bins, threads)
+    assert (pieces[:, 2] == 0).all() and (pieces[:, 3] == 1).all()
+    piece_first = np.concatenate([[0], np.cumsum(extra + 1)])   # node by node
+    for j in range(node_rows.size):
+        mine = pieces[piece_first[j]:piece_first[j + 1]]
+        assert mine[0, 0] == node_first[j] and mine[-1, 1] == node_first[j + 1]
+        assert (mine[1:, 0] == mine[:-1, 1]).all()
+        assert mine[0, 4] == built_rows[j] and (mine[1:, 4] < 0).all()
+        assert extra[j] == 0 or node_rows[j] >= 2 * histograms._ROWS_PER_BIN * n_bins
+    assert pieces.shape[0] == node_rows.size + extra.sum()
+    assert sorted(thread_pieces) == list(range(pieces.shape[0]))
+    assert thread_first[0] == 0 and thread_first[-1] == pieces.shape[0]
+
 _FITS = """
 import hashlib, sys
 import numba, numpy as np

@@ -26,7 +26,7 @@ from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
-from . import binning, histograms, partition, predict, ranking, split_scan
+from . import binning, histograms, partition, predict, ranking, sparse_rows, split_scan
 from .binned_cache import BinnedCache
 
 
@@ -123,8 +123,14 @@ class CPUBackend(Backend):
                 partition.gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
                 cache.rows(X_binned, "found_node"), rows)
             rows = rows[:node_first[-1]]
-        histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                                      _feature_bins(feature_bins, hist.shape))
+        feature_bins = _feature_bins(feature_bins, hist.shape)
+        sparse = self.binned.sparse(X_binned, hist.shape[2])
+        if sparse is None:
+            histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist,
+                                          n_add, feature_bins)
+        else:
+            sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
+                                           n_add, feature_bins, numba.get_num_threads())
         if n_add < stats.shape[1]:
             hist[built_rows[0], :, :, n_add] = bin_counts
         return hist

@@ -6,6 +6,7 @@ import numpy as np
 from ..kernel_cache import cache_numba_cpu_kernels
 from .jit import part_bounds
 from .partition import ROW_CHUNK
+from .sparse_rows import sparse_rows
 from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
@@ -47,7 +48,9 @@ class BinnedCache:
       reused by every level and tree of a fit: fresh large arrays cost their
       pages, which the OS zeroes and maps on first touch (at 7M rows, a
       fresh set per level cost more system time than the moves took). A
-      column subset (colsample_bytree) shares its parent's.
+      column subset (colsample_bytree) shares its parent's;
+    * its sparse rows (:mod:`.sparse_rows`) where most of its values are
+      their feature's most frequent bin.
     """
 
     def __init__(self, free_memory_bytes):
@@ -74,6 +77,20 @@ class BinnedCache:
         first; 8M x 28 rows: 214 MiB less, the moves of a depth-8 tree a
         few tens of ms slower)."""
         self._entry(X_binned)["lean"] = True
+
+    def sparse(self, X_binned, n_bins):
+        """X_binned's :class:`gputree.backends.cpu.sparse_rows.SparseRows`
+        (values of at most ``n_bins`` bins), made on first use, or None
+        where its features are not mostly constant, there is no room, or
+        X_binned is kept lean (memory first: no second copy)."""
+        entry = self._entry(X_binned)
+        if entry.get("lean"):
+            return None
+        if "sparse" not in entry:
+            free = self.free_memory_bytes()
+            entry["sparse"] = sparse_rows(X_binned, n_bins,
+                                          None if free is None else free * _COLUMN_COPY_MEMORY)
+        return entry["sparse"]
 
     def rows(self, X_binned, name):
         """int32 (n,) buffer ``name`` of X_binned's rows (contents left from

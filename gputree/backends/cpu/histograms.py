@@ -379,8 +379,34 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
     :func:`_feature_cells`, ``feature_bins`` int32 (F,)), cut by
     :func:`histogram_pieces` for numba's threads."""
     n_threads, n_features = _plan_threads(), X_binned.shape[1]
+    feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
+    pieces, extra, thread_pieces, thread_first = plan_pieces(
+        node_first, built_rows, n_features, hist.shape[2], n_threads)
+    private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
+    cut = _block_cut(hist, feature_bins, cells)
+    compact = np.empty((n_threads if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
+                       dtype=hist.dtype)
+    _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
+                          pieces, thread_pieces, thread_first, hist, private, feature_bins,
+                          cells, compact, cut)
+    add_private(private, extra, built_rows, hist, feature_bins)
+
+
+def plan_pieces(node_first, built_rows, n_features, n_bins, n_threads):
+    """The pieces of a histogram pass (:func:`histogram_pieces`) as
+    _build_histograms takes them: (pieces int64 (P, 5), extra int64
+    (n_build,) the private histograms of each node, thread_pieces,
+    thread_first (:func:`assign_pieces`))."""
     node_rows = np.diff(node_first)
-    plan, blocks, groups = histogram_pieces(node_rows, n_features, hist.shape[2], n_threads)
+    if n_features == 1 and node_rows.max(initial=0) < 2 * _ROWS_PER_BIN * n_bins:
+        # one piece per node (no row blocks, no feature groups): what the
+        # plan below makes, without its numpy calls (small levels)
+        pieces = np.zeros((node_rows.shape[0], 5), dtype=np.int64)
+        pieces[:, 0], pieces[:, 1], pieces[:, 3] = node_first[:-1], node_first[1:], 1
+        pieces[:, 4] = built_rows
+        return (pieces, np.zeros(node_rows.shape[0], dtype=np.int64),
+                *assign_pieces(node_rows, n_threads))
+    plan, blocks, groups = histogram_pieces(node_rows, n_features, n_bins, n_threads)
     node, block, group = plan[:, 0], plan[:, 1], plan[:, 4]
     per_group = -(-n_features // groups)[node]
     extra = blocks - 1                      # private histograms of each node
@@ -390,16 +416,14 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
                        np.minimum((group + 1) * per_group, n_features),
                        np.where(block == 0, built_rows[node],
                                 -1 - (part_of_block[node] + block - 1))], axis=1)
-    private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
-    feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
-    cut = _block_cut(hist, feature_bins, cells)
-    compact = np.empty((n_threads if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
-                       dtype=hist.dtype)
-    _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
-                          pieces, thread_pieces, thread_first, hist, private, feature_bins,
-                          cells, compact, cut)
+    return pieces, extra, thread_pieces, thread_first
+
+
+def add_private(private, extra, built_rows, hist, feature_bins):
+    """hist INOUT += the private histograms of a pass (``extra`` int64
+    (n_build,) of them for node j, in order, into hist's row built_rows[j])."""
     if private.shape[0]:
         split = np.flatnonzero(extra)
         private_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
