@@ -197,14 +197,17 @@ class Backend(abc.ABC):
         :meth:`move_and_build_histograms`."""
         return None
 
-    def split_node_rows(self, partition, X_binned, positions, node, feature, split_sets,
-                        left_child):
+    def split_node_rows(self, partition, X_binned, node, feature, split_sets):
         """Move the rows of ``node`` in ``partition`` (:meth:`start_row_partition`)
-        to its children ``left_child`` (the rows whose bin of ``feature`` is
-        in the left set of ``split_sets``, a :class:`gputree.tree.LeftSets`
-        of one split) and ``left_child + 1``, the next node ids; positions
-        int32 (n,) INOUT of those rows. Only a backend with a row partition
-        has it."""
+        to its children, the next two node ids: to the first the rows whose
+        bin of ``feature`` is in the left set of ``split_sets`` (a
+        :class:`gputree.tree.LeftSets` of one split), to the second the
+        others. Only a backend with a row partition has it."""
+        raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
+
+    def partition_positions(self, partition, positions):
+        """positions int32 (n,) OUT: every row's leaf in ``partition`` (the
+        nodes not split). Only a backend with a row partition has it."""
         raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
 
     def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,

@@ -78,9 +78,10 @@ class _BestFirstGrowth(_TreeGrowth):
         self.waiting, self.hist_row = _Waiting(), {}
         self.splits = {}     # node id -> its taken split
         self.depth = [0]     # node id -> depth
-        # rows grouped by leaf (None: the backend moves rows by positions)
+        # rows grouped by leaf (None: the backend moves rows by positions;
+        # else the positions are written from it when the tree is grown)
         self.rows = self.backend.start_row_partition(self.data.X_binned)
-        self.pending = None  # (node, split, first child): the split its rows await
+        self.pending = None  # (node, split): the split taken whose rows have not moved
         self.to_build = None  # (node, pool row): the histogram the next build makes
         self._step(table, 0, impurity, 0, None)
         n_leaves, budget = 1, self.growth.max_leaf_nodes or np.inf
@@ -99,6 +100,8 @@ class _BestFirstGrowth(_TreeGrowth):
             self._step(table, first_child, split["child_impurity"], depth,
                        self.hist_row.pop(node))
         self._apply_partition()
+        if self.rows is not None:
+            self.backend.partition_positions(self.rows, self.positions)
         self._record(table)
         tree = finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
         if self.constrained is not None:
@@ -171,7 +174,7 @@ class _BestFirstGrowth(_TreeGrowth):
         partition follows)."""
         self.splits[node] = split
         if self.rows is not None:
-            self.pending = (node, split, first_child)
+            self.pending = (node, split)
             return
         start = node - (node + 1) % 2 if node else 0
         n_move = 2 if node else 1
@@ -194,12 +197,10 @@ class _BestFirstGrowth(_TreeGrowth):
         if self.pending is None:
             super()._apply_partition()
             return
-        node, split, first_child = self.pending
+        node, split = self.pending
         self.pending = None
-        self.backend.split_node_rows(self.rows, self.data.X_binned, self.positions, node,
-                                     split["feature"],
-                                     left_sets(split["bitset"][None], split["words"][None]),
-                                     first_child)
+        self.backend.split_node_rows(self.rows, self.data.X_binned, node, split["feature"],
+                                     left_sets(split["bitset"][None], split["words"][None]))
 
     def _build(self, level_start, n_build, device):
         """As the level-wise grower's, but where the backend keeps a row

@@ -136,10 +136,11 @@ class CPUBackend(Backend):
         return RowPartition(order, cache.rows(X_binned, "split_left"),
                             cache.rows(X_binned, "split_right"))
 
-    def split_node_rows(self, partition, X_binned, positions, node, feature, split_sets,
-                        left_child):
-        partition.split(self.binned.columns(X_binned), positions, node, feature, split_sets,
-                        left_child)
+    def split_node_rows(self, partition, X_binned, node, feature, split_sets):
+        partition.split(self.binned.columns(X_binned), node, feature, split_sets)
+
+    def partition_positions(self, partition, positions):
+        partition.write_positions(positions)
 
     def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,
                              feature_bins=None):
