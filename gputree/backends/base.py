@@ -204,6 +204,35 @@ class Backend(abc.ABC):
         return self.build_histograms(X_binned, stats, positions, level_start, node_to_build,
                                      n_build, n_bins, out=out)
 
+    def start_row_partition(self, X_binned):
+        """The rows of X_binned grouped by node for a best-first tree, all
+        at the root (an object :meth:`split_node_rows` and
+        :meth:`build_node_histogram` take), or None (the default): the
+        backend moves rows through their positions only, with
+        :meth:`move_and_build_histograms`."""
+        return None
+
+    def split_node_rows(self, partition, X_binned, node, feature, split_sets):
+        """Move the rows of ``node`` in ``partition`` (:meth:`start_row_partition`)
+        to its children, the next two node ids: to the first the rows whose
+        bin of ``feature`` is in the left set of ``split_sets`` (a
+        :class:`gputree.tree.LeftSets` of one split), to the second the
+        others. Only a backend with a row partition has it."""
+        raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
+
+    def partition_positions(self, partition, positions):
+        """positions int32 (n,) OUT: every row's leaf in ``partition`` (the
+        nodes not split). Only a backend with a row partition has it."""
+        raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
+
+    def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,
+                             feature_bins=None):
+        """hist[hist_row] OUT: the histogram (int64 (F, n_bins, C)) of the
+        rows of ``node`` in ``partition`` (stats int64 (n, C) IN;
+        ``feature_bins`` as :meth:`build_histograms`'). Only a backend with a
+        row partition has it."""
+        raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
+
     def zero_rows(self, array, rows):
         """array[rows] = 0 (rows: int backend array of first-axis indices)."""
         array[rows] = 0

@@ -78,6 +78,11 @@ class _BestFirstGrowth(_TreeGrowth):
         self.waiting, self.hist_row = _Waiting(), {}
         self.splits = {}     # node id -> its taken split
         self.depth = [0]     # node id -> depth
+        # rows grouped by leaf (None: the backend moves rows by positions;
+        # else the positions are written from it when the tree is grown)
+        self.rows = self.backend.start_row_partition(self.data.X_binned)
+        self.pending = None  # (node, split): the split taken whose rows have not moved
+        self.to_build = None  # (node, pool row): the histogram the next build makes
         self._step(table, 0, impurity, 0, None)
         n_leaves, budget = 1, self.growth.max_leaf_nodes or np.inf
         while len(self.waiting) and n_leaves < budget:
@@ -95,6 +100,8 @@ class _BestFirstGrowth(_TreeGrowth):
             self._step(table, first_child, split["child_impurity"], depth,
                        self.hist_row.pop(node))
         self._apply_partition()
+        if self.rows is not None:
+            self.backend.partition_positions(self.rows, self.positions)
         self._record(table)
         tree = finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
         if self.constrained is not None:
@@ -151,6 +158,7 @@ class _BestFirstGrowth(_TreeGrowth):
             self.pool.release([parent_row])
         hist_row = np.full(2, -1, dtype=NODE_DTYPE)
         hist_row[smaller] = self.pool.take(1)[0]
+        self.to_build = (smaller, int(hist_row[smaller]))
         plan = {"node_to_build": hist_row.copy(), "built_rows": none, "parent_rows": none}
         if derive:
             plan["built_rows"] = hist_row[[smaller]]
@@ -165,6 +173,9 @@ class _BestFirstGrowth(_TreeGrowth):
         level of the level-wise grower (which the CUDA backend's row
         partition follows)."""
         self.splits[node] = split
+        if self.rows is not None:
+            self.pending = (node, split)
+            return
         start = node - (node + 1) % 2 if node else 0
         n_move = 2 if node else 1
         feature = np.full(n_move, -1, dtype=np.int32)
@@ -179,6 +190,32 @@ class _BestFirstGrowth(_TreeGrowth):
                           "split_words": sets.words, "split_start": sets.start,
                           "split_n_words": sets.n_words, "left_child": left_child}
         self.partition_start = start
+
+    def _apply_partition(self):
+        """Move the rows of the split taken last to its children (in the
+        row partition, where the backend keeps one)."""
+        if self.pending is None:
+            super()._apply_partition()
+            return
+        node, split = self.pending
+        self.pending = None
+        self.backend.split_node_rows(self.rows, self.data.X_binned, node, split["feature"],
+                                     left_sets(split["bitset"][None], split["words"][None]))
+
+    def _build(self, level_start, n_build, device):
+        """As the level-wise grower's, but where the backend keeps a row
+        partition: the split's rows move within it, the planned child's
+        histogram is built from its rows alone."""
+        if self.pending is None:
+            super()._build(level_start, n_build, device)
+            return
+        self._zero_reused(device)
+        self._apply_partition()
+        child, hist_row = self.to_build
+        self.backend.build_node_histogram(self.rows, self.data.X_binned, self.stats.stats,
+                                          level_start + child, hist_row, self.pool.hist,
+                                          **self._cells())
+        self._derive(device)
 
     def _record(self, table):
         """The taken splits into the node table (one record of every node)."""

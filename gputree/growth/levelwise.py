@@ -209,10 +209,8 @@ class _TreeGrowth:
         splits, uploaded), derive the larger siblings in their parents'
         rows."""
         backend, hist = self.backend, self.pool.hist
-        cells = ({"feature_bins": self.data.n_bins_non_missing} if backend.uses_feature_bins
-                 else {})
-        if device["zero_rows"].size and not backend.overwrites_built_rows:
-            backend.zero_rows(hist, device["zero_rows"])
+        cells = self._cells()
+        self._zero_reused(device)
         if self.partition:
             moves = (self.partition_start, device["split_feature"], _split_sets(device),
                      device["left_child"])
@@ -228,9 +226,28 @@ class _TreeGrowth:
             backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
                                      level_start, device["node_to_build"], n_build,
                                      self.data.n_bins, out=hist, **counts, **cells)
+        self._derive(device)
+
+    def _cells(self):
+        """The ``feature_bins`` keyword of the histogram primitives where the
+        backend takes it (:attr:`gputree.backends.base.Backend.uses_feature_bins`)."""
+        return ({"feature_bins": self.data.n_bins_non_missing}
+                if self.backend.uses_feature_bins else {})
+
+    def _zero_reused(self, device):
+        """Zero the pool rows of the plan (``device``) that are reused, where
+        the backend's histogram pass does not overwrite them."""
+        if device["zero_rows"].size and not self.backend.overwrites_built_rows:
+            self.backend.zero_rows(self.pool.hist, device["zero_rows"])
+
+    def _derive(self, device):
+        """The planned larger siblings, ``parent - built`` in their parents'
+        pool rows (``device``: the uploaded plan)."""
         if device["built_rows"].size:
-            backend.subtract_histograms(hist, device["parent_rows"], hist, device["built_rows"],
-                                        device["parent_rows"], **cells)
+            hist = self.pool.hist
+            self.backend.subtract_histograms(hist, device["parent_rows"], hist,
+                                             device["built_rows"], device["parent_rows"],
+                                             **self._cells())
 
     def _found(self, split, device):
         """What the host needs about the candidates (backend arrays, in the

@@ -27,6 +27,7 @@ from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
 from . import binning, histograms, partition, predict, ranking, sparse_rows, split_scan
+from .row_partition import RowPartition
 from .binned_cache import BinnedCache
 
 
@@ -134,6 +135,29 @@ class CPUBackend(Backend):
         if n_add < stats.shape[1]:
             hist[built_rows[0], :, :, n_add] = bin_counts
         return hist
+
+    def start_row_partition(self, X_binned):
+        """A :class:`.row_partition.RowPartition` in buffers kept per binned
+        X, every row at the root."""
+        cache = self.binned
+        order = cache.rows(X_binned, "order")
+        order[:] = cache.rows(X_binned, "identity")
+        return RowPartition(order, cache.rows(X_binned, "split_left"),
+                            cache.rows(X_binned, "split_right"))
+
+    def split_node_rows(self, partition, X_binned, node, feature, split_sets):
+        partition.split(self.binned.columns(X_binned), node, feature, split_sets)
+
+    def partition_positions(self, partition, positions):
+        partition.write_positions(positions)
+
+    def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,
+                             feature_bins=None):
+        rows = partition.rows(node)
+        histograms.histograms_of_rows(X_binned, stats, rows,
+                                      np.array([0, rows.shape[0]], dtype=np.int64),
+                                      np.array([hist_row], dtype=np.int64), hist,
+                                      stats.shape[1], _feature_bins(feature_bins, hist.shape))
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
                             feature_bins=None):

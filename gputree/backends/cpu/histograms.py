@@ -6,11 +6,13 @@ node's first adds into a private histogram, reduced afterwards in a fixed
 order. No two threads ever write the same cell and no atomics are needed.
 Cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count. Also the subtraction of siblings and the zeroing of rows."""
+import functools
+
 import numba
 import numpy as np
 from numba import njit
 
-from ..._threads import kernel_jit
+from ..._threads import kernel_jit, parts_for
 from ..kernel_cache import cache_numba_cpu_kernels
 from .intrinsics import add_three, add_two, prefetch_row
 from .jit import U64, part_bounds
@@ -377,8 +379,14 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
     grouped by node (node j: rows ``rows[node_first[j]:node_first[j + 1]]``)
     into hist's rows built_rows[j] (overwritten on the cells of
     :func:`_feature_cells`, ``feature_bins`` int32 (F,)), cut by
-    :func:`histogram_pieces` for numba's threads."""
+    :func:`histogram_pieces` for numba's threads (a pass run on one
+    thread: a piece per node, :func:`_one_piece_per_node`)."""
     n_threads, n_features = _plan_threads(), X_binned.shape[1]
+    work = rows.shape[0] * n_features
+    if parts_for(work) == 1:
+        _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
+                            feature_bins, work)
+        return
     feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
     pieces, extra, thread_pieces, thread_first = plan_pieces(
         node_first, built_rows, n_features, hist.shape[2], n_threads)
@@ -429,6 +437,38 @@ def add_private(private, extra, built_rows, hist, feature_bins):
         private_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
         _add_private.run(private.size, private, private_first, built_rows[split], hist,
                          feature_bins)
+
+
+@functools.lru_cache(maxsize=16)
+def _layout(feature_bins_bytes, hist_shape, itemsize):
+    """(feature_bins, cells, cut) of :func:`compact_cells` and
+    :func:`_block_cut` for int32 feature bins given as bytes and histograms
+    of that shape and item size, kept for the passes of a fit (the kernels
+    only read them)."""
+    feature_bins, cells = compact_cells(np.frombuffer(feature_bins_bytes, dtype=np.int32),
+                                        hist_shape[2])
+    cut = _block_cut(np.empty((0,) + hist_shape[1:], dtype=np.dtype(f"i{itemsize}")),
+                     feature_bins, cells)
+    return feature_bins, cells, cut
+
+
+def _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
+                        feature_bins, work):
+    """histograms_of_rows on this thread, each node a piece (a pass that
+    does not go to other threads gains nothing from pieces; cut, a node's
+    blocks add into private histograms reduced afterwards)."""
+    n_build, n_features = built_rows.shape[0], X_binned.shape[1]
+    pieces = np.empty((n_build, 5), dtype=np.int64)
+    pieces[:, 0], pieces[:, 1] = node_first[:-1], node_first[1:]
+    pieces[:, 2], pieces[:, 3], pieces[:, 4] = 0, n_features, built_rows
+    feature_bins, cells, cut = _layout(feature_bins.tobytes(), hist.shape, hist.itemsize)
+    compact = np.empty((1 if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
+                       dtype=hist.dtype)
+    _build_histograms.run(work, X_binned, stats, n_add, rows, pieces,
+                          np.arange(n_build, dtype=np.int64),
+                          np.array([0, n_build], dtype=np.int64), hist,
+                          np.empty((0,) + hist.shape[1:], dtype=hist.dtype), feature_bins,
+                          cells, compact, cut)
 
 
 @threaded

@@ -1,0 +1,170 @@
+"""The CPU row partition of best-first growth: the training rows grouped by
+the leaf they sit in, each leaf owning a contiguous range of one int32 index
+array (ascending rows within a range), so that a split reads and moves only
+its leaf's rows and the histogram of a child reads only the child's.
+
+A split partitions its leaf's range stably in place (rows going left first,
+then rows going right, each in their order), as LightGBM's data partition
+and XGBoost's row partitioner do: in parts over chunks of the range, a
+first pass writes each chunk's left and right rows to two scratch arrays at
+the chunk's place, a second copies them back to the range at offsets from the
+chunks' counts. The result is the same for any number of chunks and
+threads. A range of fewer than ``_PARALLEL_ROWS`` rows is split in one
+call on one thread (handing work to another thread costs more than it
+saves there). The rows' positions are written once, when the tree is
+grown (:meth:`RowPartition.write_positions`): a split writes only its
+range.
+"""
+import numpy as np
+
+from ..._threads import parts_for
+from ..kernel_cache import cache_numba_cpu_kernels
+from .jit import U64, goes_left_words, ir_inline, part_bounds
+from .threaded import threaded
+
+cache_numba_cpu_kernels(__file__)
+
+
+#: nanoseconds of one thread per row moved (a job's work for parts_for) ...
+_WORK_PER_ROW = 4
+
+
+#: ... in ranges of at least this many rows (40k rows: 2 threads as fast as one)
+_PARALLEL_ROWS = 1 << 16
+
+
+class RowPartition:
+    """Rows grouped by node for one tree: ``order`` int32 (n,) (a buffer
+    kept per binned X), node ``k``'s rows (ascending) ``order[begin[k]:begin[k] +
+    count[k]]``; node ids as the grower numbers them (the root 0, each
+    split's children appended). Scratch: ``left``, ``right`` int32 (n,)."""
+
+    def __init__(self, order, left, right):
+        self.order, self.left, self.right = order, left, right
+        self.begin, self.count = [0], [order.shape[0]]
+        self.split_nodes = []
+
+    def rows(self, node):
+        """int32 view of node's rows."""
+        first = self.begin[node]
+        return self.order[first:first + self.count[node]]
+
+    def split(self, X_columns, node, feature, split_sets):
+        """Move the rows of ``node`` to its children, the node ids next in
+        line (their ranges appended): the rows whose bin of ``feature`` is
+        in the left set of ``split_sets`` (a LeftSets of one split) go
+        left, the others right."""
+        first, n = self.begin[node], self.count[node]
+        n_chunks = parts_for(n * _WORK_PER_ROW) if n >= _PARALLEL_ROWS else 1
+        counts = np.empty((n_chunks, 2), dtype=np.int64)
+        arguments = (X_columns, self.order, first, first + n, np.int64(feature), *split_sets,
+                     self.left, self.right, counts)
+        if n_chunks == 1:
+            _split_range.run(0, *arguments)
+        else:
+            _split_chunks.run(n * _WORK_PER_ROW, *arguments)
+            _place_chunks.run(n * _WORK_PER_ROW, self.order, first, self.left, self.right,
+                              counts)
+        n_left = int(counts[0, 0]) if n_chunks == 1 else int(counts[:, 0].sum())
+        self.begin += [first, first + n_left]
+        self.count += [n_left, n - n_left]
+        self.split_nodes.append(node)
+
+    def write_positions(self, positions):
+        """positions int32 (n,) OUT: every row's leaf (the nodes not split)."""
+        leaf = np.ones(len(self.begin), dtype=bool)
+        leaf[self.split_nodes] = False
+        leaves = np.flatnonzero(leaf).astype(np.int32)
+        begin = np.asarray(self.begin, dtype=np.int64)[leaves]
+        count = np.asarray(self.count, dtype=np.int64)[leaves]
+        _write_positions.run(positions.shape[0], self.order, leaves, begin, count, positions)
+
+
+@threaded
+def _write_positions(order, leaves, begin, count, positions, part, n_parts):
+    """positions[order[begin[k]:begin[k] + count[k]]] OUT = leaves[k], in
+    parts over the leaves k."""
+    first, stop = part_bounds(leaves.shape[0], part, n_parts)
+    for k in range(first, stop):
+        for q in range(begin[k], begin[k] + count[k]):
+            positions[U64(order[U64(q)])] = leaves[k]
+
+
+@threaded
+def _split_range(X_columns, order, first, stop, feature, split_bitset, split_words,
+                 split_start, split_n_words, left, right, counts, part, n_parts):
+    """RowPartition.split in one chunk, both passes (run as one part)."""
+    _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
+                       split_start, split_n_words, left, right, counts, 0, 1)
+    _place_chunks_part(order, first, left, right, counts, 0, 1)
+
+
+@ir_inline
+def _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
+                       split_start, split_n_words, left, right, counts, part, n_parts):
+    """First pass of RowPartition.split over chunks ``part`` of ``n_parts``
+    (counts.shape[0] chunks of order[first:stop]): chunk c's rows that go
+    left to ``left`` from its first place on, the others to ``right``,
+    without a branch on the side; counts int64 (n_chunks, 2) OUT (left,
+    right)."""
+    n_chunks = counts.shape[0]
+    chunk_first, chunk_stop = part_bounds(n_chunks, part, n_parts)
+    n = stop - first
+    for c in range(chunk_first, chunk_stop):
+        start = first + n * c // n_chunks
+        end = first + n * (c + 1) // n_chunks
+        n_left, n_right = start, start
+        for q in range(start, end):
+            i = order[U64(q)]
+            b = X_columns[U64(i), U64(feature)]
+            go_left = goes_left_words(split_bitset, U64(0), b, split_words, split_start,
+                                      split_n_words)
+            left[U64(n_left)] = i
+            right[U64(n_right)] = i
+            n_left += go_left
+            n_right += 1 - go_left
+        counts[c, 0] = n_left - start
+        counts[c, 1] = n_right - start
+
+
+@ir_inline
+def _place_chunks_part(order, first, left, right, counts, part, n_parts):
+    """Second pass of RowPartition.split over chunks ``part`` of
+    ``n_parts``: chunk c's left rows to order (OUT) after the left rows of
+    chunks before it, its right rows after all left rows and the right
+    rows of chunks before it."""
+    n_chunks = counts.shape[0]
+    n = 0
+    n_left = 0
+    for c in range(n_chunks):
+        n += counts[c, 0] + counts[c, 1]
+        n_left += counts[c, 0]
+    chunk_first, chunk_stop = part_bounds(n_chunks, part, n_parts)
+    left_before, right_before = 0, 0
+    for c in range(chunk_first):
+        left_before += counts[c, 0]
+        right_before += counts[c, 1]
+    for c in range(chunk_first, chunk_stop):
+        start = first + n * c // n_chunks
+        to_left = first + left_before
+        for q in range(counts[c, 0]):
+            order[U64(to_left + q)] = left[U64(start + q)]
+        to_right = first + n_left + right_before
+        for q in range(counts[c, 1]):
+            order[U64(to_right + q)] = right[U64(start + q)]
+        left_before += counts[c, 0]
+        right_before += counts[c, 1]
+
+
+@threaded
+def _split_chunks(X_columns, order, first, stop, feature, split_bitset, split_words,
+                  split_start, split_n_words, left, right, counts, part, n_parts):
+    """:func:`_split_chunks_part` in parts on gputree's threads."""
+    _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
+                       split_start, split_n_words, left, right, counts, part, n_parts)
+
+
+@threaded
+def _place_chunks(order, first, left, right, counts, part, n_parts):
+    """:func:`_place_chunks_part` in parts on gputree's threads."""
+    _place_chunks_part(order, first, left, right, counts, part, n_parts)
