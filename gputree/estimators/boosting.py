@@ -382,6 +382,8 @@ class _BaseGradientBoosting(BaseTreeModel):
                          raw, y, weight)
         if self.subsample >= 1 and bool(np.all(weight == 1.0)):
             weight = None
+        if self._is_classifier():   # class codes in the narrowest integers (uint8 mostly)
+            y = y.astype(np.min_scalar_type(int(y.max(initial=0))))
         return _Rows(data, None, weight, raw, y, weight,
                      lambda labels: self._loss.rows_targets(backend, labels))
 
