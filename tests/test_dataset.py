@@ -336,8 +336,16 @@ def test_lean_fit_on_a_dataset_is_the_in_memory_model(monkeypatch, params):
                         lambda *a, **k: blocks.append(1) or gputree.criteria
                         .newton_statistics_in_blocks(*a, **k))
     dataset = Dataset(X, label=target, weight=w)
+    made = []
+    make_rows = make._make_rows
+    monkeypatch.setattr(make, "_make_rows", lambda self, *a, **k: made.append(
+        make_rows(self, *a, **k)) or made[-1])
     model = make(n_estimators=4, max_depth=3, random_state=0, **params).fit(dataset)
     assert len(blocks) == model.n_iter_ > 0
+    # lean rows: no float64 targets (but for a loss that refits its leaves), no unit weights
+    assert (made[0].y is None) == (params["loss"] != "quantile")
+    assert (made[0].w is None) == (w is None and "subsample" not in params
+                                   and params["loss"] != "quantile")
     reference = make(n_estimators=4, max_depth=3, random_state=0, **params).fit(X, target, w)
     assert len(blocks) == model.n_iter_
     assert_same_model(model, reference)

@@ -412,10 +412,10 @@ class WorkerResidentBoosting:
         sums = [order_free_total([part[k] for part in parts]) for k in range(largest.size)]
         return self._loss.raw_from_average(np.asarray(sums[1:]) / sums[0])
 
-    def _make_rows(self, data, y, weight):
+    def _make_rows(self, data, y, weight, lean=False):
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
-            return super()._make_rows(data, y, weight)
+            return super()._make_rows(data, y, weight, lean)
         from ..estimators.boosting import _Rows
         backend.call("start_scores", np.asarray(self._baseline, dtype=np.float64))
         return _Rows(data, None, None, None, None, None)

@@ -47,7 +47,7 @@ from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
 from .._progress import Progress
 from .ensemble import add_tree_values, training_data, tree_rng
-from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
+from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
 from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
                       encode_labels)
 from .treeboost import BOOSTING_CRITERIA, set_newton_values, weight_hessians
@@ -77,7 +77,12 @@ _ROW_FLOATS_PER_OUTPUT, _ROW_FLOATS = 8, 4
 @dataclass
 class _Rows:
     """A set of rows on the device during fit: binned X, loss targets (n, K),
-    weights (n,), current raw scores (n, K); host labels for scorers."""
+    weights (n,), current raw scores (n, K); host labels for scorers.
+
+    Lean training rows (statistics built in blocks) hold neither targets
+    nor unit weights: ``y`` is None and ``make_targets`` makes the targets
+    of a block of ``labels``; ``w`` and ``w_host`` are None when every
+    weight is one (16 bytes a row less)."""
 
     data: BinnedData
     y: object
@@ -85,13 +90,34 @@ class _Rows:
     raw: object
     labels: np.ndarray
     w_host: np.ndarray
+    make_targets: object = None
 
     @property
     def unit_weights(self):
         """Every weight is one (losses then skip multiplying by them)."""
         if not hasattr(self, "_unit"):
-            self._unit = bool(np.all(self.w_host == 1.0))
+            self._unit = self.w_host is None or bool(np.all(self.w_host == 1.0))
         return self._unit
+
+    def targets(self, start=0, stop=None):
+        """The loss targets of rows start:stop: held, or made from the labels."""
+        if self.y is None:
+            return self.make_targets(self.labels[start:stop])
+        return self.y if start == 0 and stop is None else self.y[start:stop]
+
+    def weights(self, start=0, stop=None):
+        """The weights float64 of rows start:stop: held, or ones."""
+        if self.w is not None:
+            return self.w[start:stop]
+        return np.ones(len(range(self.raw.shape[0])[start:stop]), dtype=np.float64)
+
+
+def _block_score(total, rows, unit):
+    """The score -sum(w l) / sum(w) of ``rows`` (a _Rows) from the
+    BlockOrderFreeSum ``total`` of their weighted pointwise losses (``unit``:
+    every weight one)."""
+    weights = rows.raw.shape[0] if unit else order_free_sum(np, rows.w)
+    return -(total.value() / weights)
 
 
 class _RawScores:
@@ -294,8 +320,11 @@ class _BaseGradientBoosting(BaseTreeModel):
             raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
                              f"n_iter_={self.n_iter_} when warm_start==True.")
         growth.constraints = self._constraints(data, self._loss.n_outputs)
-        self._boost(self._make_rows(*train), self._make_rows(*validation) if validation else None,
-                    growth, early)
+        rows = self._make_rows(*train, lean=self._blocks_for(train[0]) and (
+            type(self._loss).refit_leaves is Loss.refit_leaves))
+        validation = self._make_rows(*validation) if validation else None
+        del train, y, weight    # lean rows hold neither targets nor unit weights
+        self._boost(rows, validation, growth, early)
         return self
 
     def _train_and_validation(self, data, y, weight, eval_set, early):
@@ -343,10 +372,20 @@ class _BaseGradientBoosting(BaseTreeModel):
             return CustomObjective(self.loss, make_loss(self._losses[0], n_classes))
         return make_loss(self.loss, n_classes, getattr(self, "alpha", None))
 
-    def _make_rows(self, data, y, weight):
+    def _make_rows(self, data, y, weight, lean=False):
+        """_Rows of binned rows ``data``, labels ``y`` and weights; ``lean``:
+        the targets made a block at a time, unit weights not held."""
         backend = self._backend
-        return _Rows(data, self._loss.rows_targets(backend, y), backend.asarray(weight),
-                     next(self._raw_rounds(data.X_binned, staged=False)), y, weight)
+        raw = next(self._raw_rounds(data.X_binned, staged=False))
+        if not lean:
+            return _Rows(data, self._loss.rows_targets(backend, y), backend.asarray(weight),
+                         raw, y, weight)
+        if self.subsample >= 1 and bool(np.all(weight == 1.0)):
+            weight = None
+        if self._is_classifier():   # class codes in the narrowest integers (uint8 mostly)
+            y = y.astype(np.min_scalar_type(int(y.max(initial=0))))
+        return _Rows(data, None, weight, raw, y, weight,
+                     lambda labels: self._loss.rows_targets(backend, labels))
 
     def _boost(self, train, validation, growth, early):
         """Rounds n_iter_ .. n_estimators-1 (stopping early when asked).
@@ -386,7 +425,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         and the validation rows (binned X, targets, raw scores, weights;
         with a validation split, the binned X of all rows as well) spread
         over the training rows."""
-        k, n_train = self._loss.n_outputs, train.w.shape[0]
+        k, n_train = self._loss.n_outputs, train.raw.shape[0]
         held = 8 * (_ROW_FLOATS_PER_OUTPUT * k + _ROW_FLOATS)
         if validation is None:
             return held
@@ -425,7 +464,8 @@ class _BaseGradientBoosting(BaseTreeModel):
             self._spare_stats = stats.stats if refill else None
             if treeboost:
                 set_newton_values(xp, tree, positions, g_k, h_k, growth, loss)
-            loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)
+            if train.y is not None:     # else a loss without refit (fit)
+                loss.refit_leaves(xp, tree, positions, train.y, train.raw, w)
             tree.value *= self.learning_rate
             backend.add_node_values(backend.asarray(tree.value[:, :, 0]), positions, train.raw,
                                     start)
@@ -437,16 +477,21 @@ class _BaseGradientBoosting(BaseTreeModel):
             self._spare_gradients = (g, h, pointwise)
 
     def _statistics_in_blocks(self, train):
+        """Whether this round's statistics of ``train`` are built in blocks
+        (:meth:`_blocks_for`)."""
+        return self._blocks_for(train.data)
+
+    def _blocks_for(self, data):
         """Whether this round's statistics are built a block of rows at a
         time (:func:`gputree.criteria.newton_statistics_in_blocks`): lean
         training rows (a Dataset's) on the host, a row-wise loss, one tree
         per round, the Newton criterion: the whole float64 gradients and
         hessians (16 bytes a row) are never held, for one more gradient
         pass (the scale needs every row's first)."""
-        n_rows = train.raw.shape[0]
-        return (train.data.lean and self._backend.xp is np and self._loss.rowwise
+        loss = self._loss
+        return (data.lean and self._backend.xp is np and loss.rowwise
                 and self.criterion == "newton" and len(self._groups) == 1
-                and n_rows > NEWTON_BLOCK_ROWS)
+                and data.X_binned.shape[0] > NEWTON_BLOCK_ROWS)
 
     def _block_statistics(self, train, w, unit):
         """Statistics of the training rows, their gradients made a block of
@@ -460,26 +505,38 @@ class _BaseGradientBoosting(BaseTreeModel):
 
         def block_gradients(start, stop, first):
             g, h, p = loss.gradients_and_pointwise(
-                np, train.y[start:stop], train.raw[start:stop],
+                np, train.targets(start, stop), train.raw[start:stop],
                 None if unit else w[start:stop], out=block_out[0])
             block_out[0] = (g, h, p)
             if total is not None:
                 weighted = p if unit else p * train.w[start:stop]
                 (total.see if first else total.add)(weighted)
-            return g, h, w[start:stop]
+            return g, h, train.weights(start, stop) if w is None else w[start:stop]
 
         stats = newton_statistics_in_blocks(block_gradients, n_rows, 1, out=self._spare_stats,
                                             block_rows=NEWTON_BLOCK_ROWS)
         if total is not None:
-            weights = n_rows if unit else order_free_sum(np, train.w)
-            self._scores["train"][-1] = -(total.value() / weights)
+            self._scores["train"][-1] = _block_score(total, train, unit)
         return stats
+
+    def _block_train_score(self, train):
+        """The training score (:meth:`_train_score`) of lean rows, their
+        pointwise losses made a block of rows at a time, summed as
+        Loss.score sums them (bit for bit): no whole-row temporaries."""
+        n_rows, unit = train.raw.shape[0], train.unit_weights
+        total = BlockOrderFreeSum(n_rows)
+        for step in (total.see, total.add):     # the scale of every block's, then sums
+            for start in range(0, n_rows, NEWTON_BLOCK_ROWS):
+                stop = min(n_rows, start + NEWTON_BLOCK_ROWS)
+                p = self._loss.pointwise(np, train.targets(start, stop), train.raw[start:stop])
+                step(p if unit else p * train.w[start:stop])
+        return _block_score(total, train, unit)
 
     def _row_mask(self, rng, rows):
         """float64 (n,) on the device: 1 for round(subsample * n) of the
         ``rows`` (a _Rows) drawn without replacement, else 0 (drawn on the
         host, copied as uint8)."""
-        n_samples = rows.w_host.shape[0]
+        n_samples = rows.raw.shape[0]
         mask = np.zeros(n_samples, dtype=np.uint8)
         mask[subsample_rows(rng, n_samples, self.subsample)] = 1
         return self._backend.upload(mask).astype(np.float64)
@@ -511,6 +568,8 @@ class _BaseGradientBoosting(BaseTreeModel):
 
     def _train_score(self, train):
         """The loss's score of the training rows' current raw scores."""
+        if train.y is None:
+            return self._block_train_score(train)
         return self._loss.score(self._backend.xp, train.y, train.raw, train.w)
 
     def _validation_score(self, rows):
