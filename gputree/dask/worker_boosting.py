@@ -326,8 +326,12 @@ class WorkerResidentBoosting:
         targets = WorkerTargets(self._dask_fit[0], y, sample_weight, classify,
                                 poisson=self.loss == "poisson")
         self._dask_fit = (*self._dask_fit, targets)
+        warm = self._warm()
+        if warm and self.n_estimators < self.n_iter_:
+            raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
+                             f"n_iter_={self.n_iter_} when warm_start==True.")
         if classify:
-            self._encode_targets(targets.labels, fitting=True)     # classes_, their check
+            self._encode_targets(targets.labels, fitting=not warm)  # classes_, their check
             magnitude = self._gradient_magnitude(None)
         else:
             magnitude = self._gradient_magnitude(np.array([targets.largest_y]))
@@ -346,7 +350,10 @@ class WorkerResidentBoosting:
         n_train = self._worker_validation(targets, evaluation, early)
         data.X_binned = WorkerArray("X", (n_train, data.X_binned.shape[1]), data.X_binned.dtype)
         train = (data, None, None)
-        self._start(train)
+        if warm:
+            backend.call("load", self._loss)
+        else:
+            self._start(train)
         growth.constraints = self._constraints(data, self._loss.n_outputs)
         rows = self._make_rows(*train)
         rows._unit = unit
@@ -417,7 +424,8 @@ class WorkerResidentBoosting:
         if not isinstance(backend, WorkerRowsBackend):
             return super()._make_rows(data, y, weight)
         from ..estimators.boosting import _Rows
-        backend.call("start_scores", np.asarray(self._baseline, dtype=np.float64))
+        backend.call("start_scores", np.asarray(self._baseline, dtype=np.float64),
+                     self._trees, self._tree_columns())
         return _Rows(data, None, None, None, None, None)
 
     def _held_row_bytes(self, train, validation):

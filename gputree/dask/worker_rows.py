@@ -162,14 +162,18 @@ class WorkerRows:
             return np.asarray([self._largest(v) for v in values])
         return [self._summable(v, top, n_total) for v, top in zip(values, largest)]
 
-    def start_scores(self, baseline):
-        """Raw scores set to ``baseline`` float64 (K,) on every row."""
+    def start_scores(self, baseline, trees=(), columns=()):
+        """Raw scores set to ``baseline`` float64 (K,) on every row, plus
+        the values of the fitted ``trees`` (a warm start; ``columns``: the
+        first raw-score column of each), as one machine predicts them."""
         backend = self._use_threads()
         self.raw = backend.xp.tile(backend.asarray(baseline), (self.n_rows, 1))
+        add_tree_values(backend, self.X["X"], list(trees), list(columns), self.raw)
         self.spare = None
         if self.val is not None:
             self.val["raw"] = backend.xp.tile(backend.asarray(baseline),
                                               (self.val["X"].shape[0], 1))
+            add_tree_values(backend, self.val["X"], list(trees), list(columns), self.val["raw"])
 
     def gradients(self, seed, it, stream, subsample, n_total, unit):
         """The round's gradients, hessians and pointwise losses at the raw
