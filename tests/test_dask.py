@@ -281,6 +281,42 @@ def test_warm_start_on_the_workers(client, small_bin_subsample, monkeypatch, est
     assert model.n_iter_ == 5       # the refused fit left the model as it was
 
 
+@pytest.mark.parametrize("n_partitions", [2, 7])
+@pytest.mark.parametrize("loss", [dict(loss="absolute_error"), dict(loss="quantile", alpha=0.8)],
+                         ids=["absolute_error", "quantile"])
+def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, loss,
+                                     n_partitions):
+    """Absolute-error and quantile leaves refit to weighted quantiles of the
+    residuals found exactly across the workers (and the baseline from the
+    targets): the one-machine model bit for bit, with weights and a row
+    subsample, y and the weights never gathered to the driver."""
+    def refused(*args, **kwargs):
+        raise AssertionError("y or the weights were gathered to the driver")
+
+    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    X, _, target, weights = make_frame()
+    params = dict(n_estimators=3, max_depth=3, subsample=0.8, random_state=2, device="cpu",
+                  early_stopping=False, **loss)
+    for w in (weights, None):
+        local = gputree.GradientBoostingRegressor(**params).fit(X, target, sample_weight=w)
+        model = gd.DaskGradientBoostingRegressor(**params, client=client).fit(
+            dask_frame(X, n_partitions), da.from_array(target, chunks=200),
+            sample_weight=None if w is None else da.from_array(w, chunks=130))
+        assert_same_model(model, local)
+        np.testing.assert_array_equal(model._baseline, local._baseline)
+        np.testing.assert_array_equal(model.train_score_, local.train_score_)
+
+
+def test_refused_losses(client):
+    X, _, target, _ = make_frame()
+    with pytest.raises(ValueError, match="loss='huber' is not supported on Dask"):
+        gd.DaskGradientBoostingRegressor(loss="huber", client=client).fit(
+            dask_frame(X, 2), target)
+    with pytest.raises(ValueError, match="loss='quantile' is not supported on Dask"):
+        gd.DaskGradientBoostingRegressor(loss="quantile", criterion="friedman_mse",
+                                         client=client).fit(dask_frame(X, 2), target)
+
+
 def test_warm_start_refused_off_the_worker_path(client):
     X, _, target, _ = make_frame()
     with pytest.raises(ValueError, match="warm_start=True on Dask needs boosting"):

@@ -25,8 +25,10 @@ Not supported on Dask (a clear error): ``warm_start`` outside that boosting
 path, early stopping and
 ``eval_set`` outside that boosting path (boosting's defaults turn early
 stopping off), another ``scoring`` or an ``eval_metric`` when validating,
-``missing_strategy="surrogate"``, losses that refit leaves to medians
-(absolute error, quantile, huber).
+``missing_strategy="surrogate"``, the huber loss (its leaf refit sums
+floats in row order), and the absolute-error and quantile losses outside
+that boosting path (on it their leaves are refit to weighted quantiles found
+exactly across the workers: :mod:`gputree.dask.selection`).
 """
 import inspect
 
@@ -144,10 +146,11 @@ class _DaskEstimator:
                              "eval_metric=None (or fit the ordinary estimator).")
         name = getattr(self, "loss", None)
         loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
-        if loss is not None and loss.refits_leaves:
-            raise ValueError(f"loss={self.loss!r} refits leaves to per-leaf quantiles, which "
-                             "is not supported on Dask; use 'squared_error' or fit the "
-                             "ordinary estimator.")
+        if loss is not None and loss.refits_leaves and (name == "huber" or not on_workers):
+            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (huber's leaf "
+                             "refits sum floats in row order; absolute_error and quantile "
+                             "need criterion='newton' and extra_trees=False); use "
+                             "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model
     def to_local(self):

@@ -58,18 +58,33 @@ def weight_at_or_below(keys, fixed, groups, n_groups, pivots):
     return out
 
 
-def grouped_quantile(ask, totals, q):
+def grouped_quantile(ask, totals, q, average=False):
     """float64 (n_groups,) weighted ``q``-quantiles (NaN where a group's
-    total is 0): ``ask(pivots)`` returns the shards' summed
+    total is 0), with ``average`` as :func:`grouped_weighted_quantile`'s
+    (the mean of the value that reaches q times the total and the first
+    that passes it): ``ask(pivots)`` returns the shards' summed
     :func:`weight_at_or_below` for int64 pivots (n_groups,); ``totals``:
     int64 (n_groups,) every group's fixed-point weight."""
     totals = np.asarray(totals, dtype=np.int64)
-    lo = np.full(totals.shape, np.iinfo(np.int64).min, dtype=np.int64)
-    hi = np.full(totals.shape, np.iinfo(np.int64).max, dtype=np.int64)
+    if q == 0.5:
+        lower = _bisect(ask, lambda within: ~(2 * within < totals), totals.shape)
+        upper = _bisect(ask, lambda within: 2 * within > totals, totals.shape) if average \
+            else lower
+    else:
+        lower = _bisect(ask, lambda within: ~(within < q * totals), totals.shape)
+        upper = _bisect(ask, lambda within: within > q * totals, totals.shape) if average \
+            else lower
+    return np.where(totals > 0, 0.5 * (key_values(lower) + key_values(upper)), np.nan)
+
+
+def _bisect(ask, reached, shape):
+    """int64 keys (shape): per group the smallest key whose weight at or
+    below it is ``reached`` (a test of int64 weights, monotone in the key)."""
+    lo = np.full(shape, np.iinfo(np.int64).min, dtype=np.int64)
+    hi = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
     while np.any(lo < hi):
         mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)        # floor((lo + hi) / 2), no overflow
-        within = np.asarray(ask(mid), dtype=np.int64)
-        reached = ~(2 * within < totals) if q == 0.5 else ~(within < q * totals)
-        hi = np.where(reached, mid, hi)
-        lo = np.where(reached, lo, mid + 1)
-    return np.where(totals > 0, key_values(lo), np.nan)
+        done = reached(np.asarray(ask(mid), dtype=np.int64))
+        hi = np.where(done, mid, hi)
+        lo = np.where(done, lo, mid + 1)
+    return lo
