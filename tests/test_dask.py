@@ -235,6 +235,98 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     assert len(model.validation_score_) == local.n_iter_ + 1
 
 
+@pytest.mark.parametrize("n_partitions", [2, 7])
+@pytest.mark.parametrize("estimator", ["classifier", "regressor"])
+def test_warm_start_on_the_workers(client, small_bin_subsample, monkeypatch, estimator,
+                                   n_partitions):
+    """A warm-started Dask fit (its raw scores recomputed from the fitted
+    trees on the workers) grows the one-machine warm-started model, which is
+    the model of one fit of the final n_estimators; with weights, a row
+    subsample (draws per round index) and, for the classifier, three
+    classes and validation rows on the workers."""
+    def refused(*args, **kwargs):
+        raise AssertionError("y or the weights were gathered to the driver")
+
+    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    X, labels, target, weights = make_frame()
+    classify = estimator == "classifier"
+    local_class = gputree.GradientBoostingClassifier if classify else \
+        gputree.GradientBoostingRegressor
+    dask_class = gd.DaskGradientBoostingClassifier if classify else \
+        gd.DaskGradientBoostingRegressor
+    y = labels if classify else target
+    params = dict(max_depth=3, subsample=0.7, random_state=5, device="cpu", warm_start=True,
+                  early_stopping=False)
+    fit = {}
+    if classify:
+        X_val, labels_val, _, weights_val = frames.make_frame(300, 1)
+        fit = {"eval_set": (X_val, labels_val, weights_val)}
+    dask_fit = {k: (dd.from_pandas(v[0], npartitions=2), da.from_array(v[1], chunks=70),
+                    da.from_array(v[2], chunks=110)) for k, v in fit.items()}
+    local = local_class(n_estimators=2, **params).fit(X, y, sample_weight=weights, **fit)
+    model = dask_class(n_estimators=2, **params, client=client)
+    dX, dy = dask_frame(X, n_partitions), da.from_array(y, chunks=200)
+    dw = da.from_array(weights, chunks=130)
+    model.fit(dX, dy, sample_weight=dw, **dask_fit)
+    local.set_params(n_estimators=5).fit(X, y, sample_weight=weights, **fit)
+    model.set_params(n_estimators=5).fit(dX, dy, sample_weight=dw, **dask_fit)
+    assert model.n_iter_ == local.n_iter_ == 5
+    assert_same_model(model, local)
+    np.testing.assert_array_equal(model.train_score_, local.train_score_)
+    np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
+    once = local_class(n_estimators=5, **params).fit(X, y, sample_weight=weights, **fit)
+    assert_same_model(model, once)
+    with pytest.raises(ValueError, match="n_estimators=4 must be larger or equal"):
+        model.set_params(n_estimators=4).fit(dX, dy, sample_weight=dw)
+    assert model.n_iter_ == 5       # the refused fit left the model as it was
+
+
+@pytest.mark.parametrize("n_partitions", [2, 7])
+@pytest.mark.parametrize("loss", [dict(loss="absolute_error"), dict(loss="quantile", alpha=0.8)],
+                         ids=["absolute_error", "quantile"])
+def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, loss,
+                                     n_partitions):
+    """Absolute-error and quantile leaves refit to weighted quantiles of the
+    residuals found exactly across the workers (and the baseline from the
+    targets): the one-machine model bit for bit, with weights and a row
+    subsample, y and the weights never gathered to the driver."""
+    def refused(*args, **kwargs):
+        raise AssertionError("y or the weights were gathered to the driver")
+
+    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    X, _, target, weights = make_frame()
+    params = dict(n_estimators=3, max_depth=3, subsample=0.8, random_state=2, device="cpu",
+                  early_stopping=False, **loss)
+    for w in (weights, None):
+        local = gputree.GradientBoostingRegressor(**params).fit(X, target, sample_weight=w)
+        model = gd.DaskGradientBoostingRegressor(**params, client=client).fit(
+            dask_frame(X, n_partitions), da.from_array(target, chunks=200),
+            sample_weight=None if w is None else da.from_array(w, chunks=130))
+        assert_same_model(model, local)
+        np.testing.assert_array_equal(model._baseline, local._baseline)
+        np.testing.assert_array_equal(model.train_score_, local.train_score_)
+
+
+def test_refused_losses(client):
+    X, _, target, _ = make_frame()
+    with pytest.raises(ValueError, match="loss='huber' is not supported on Dask"):
+        gd.DaskGradientBoostingRegressor(loss="huber", client=client).fit(
+            dask_frame(X, 2), target)
+    with pytest.raises(ValueError, match="loss='quantile' is not supported on Dask"):
+        gd.DaskGradientBoostingRegressor(loss="quantile", criterion="friedman_mse",
+                                         client=client).fit(dask_frame(X, 2), target)
+
+
+def test_warm_start_refused_off_the_worker_path(client):
+    X, _, target, _ = make_frame()
+    with pytest.raises(ValueError, match="warm_start=True on Dask needs boosting"):
+        gd.DaskGradientBoostingRegressor(warm_start=True, criterion="friedman_mse",
+                                         client=client).fit(dask_frame(X, 2), target)
+    with pytest.raises(ValueError, match="warm_start=True on Dask needs boosting"):
+        gd.DaskRandomForestRegressor(warm_start=True, client=client).fit(
+            dask_frame(X, 2), target)
+
+
 def test_driver_path_boosting(client, small_bin_subsample):
     """Friedman's criterion (leaves refit from per-row sums) still fits
     through the driver path, to the one-machine model."""

@@ -18,11 +18,17 @@ ordinary fitted estimator; ``predict``-like methods on a Dask collection
 predict partition by partition on the workers and return a Dask collection
 (on in-memory data they predict on the driver, as the ordinary estimator).
 
-Not supported on Dask (a clear error): ``warm_start``, early stopping and
+``warm_start=True`` on that boosting path continues the fitted trees: the
+workers recompute their raw scores from them on their rows.
+
+Not supported on Dask (a clear error): ``warm_start`` outside that boosting
+path, early stopping and
 ``eval_set`` outside that boosting path (boosting's defaults turn early
 stopping off), another ``scoring`` or an ``eval_metric`` when validating,
-``missing_strategy="surrogate"``, losses that refit leaves to medians
-(absolute error, quantile, huber).
+``missing_strategy="surrogate"``, the huber loss (its leaf refit sums
+floats in row order), and the absolute-error and quantile losses outside
+that boosting path (on it their leaves are refit to weighted quantiles found
+exactly across the workers: :mod:`gputree.dask.selection`).
 """
 import inspect
 
@@ -37,8 +43,8 @@ from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
 from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
 from .worker_boosting import WorkerResidentBoosting
-from .inputs import (bin_partitions, encoded_partitions, fit_encoder, gather_vector,
-                     is_dask_collection, is_dask_frame, row_blocks)
+from .inputs import (bin_partitions, binned_with, encoded_partitions, fit_encoder,
+                     gather_vector, is_dask_collection, is_dask_frame, row_blocks)
 
 def _client(client):
     if client is not None:
@@ -73,7 +79,8 @@ class _DaskEstimator:
             raise TypeError(f"{type(self).__name__} fits Dask collections; fit a gputree.Dataset "
                             f"with the ordinary {self._local_class.__name__}.")
         client = _client(self.client)
-        encoder = fit_encoder(X, self.categorical_features)
+        encoder = (self._encoder if self._warm() else
+                   fit_encoder(X, self.categorical_features))
         before = dict(self.__dict__)
         self._dask_fit = (encoded_partitions(client, X, encoder, self.device), encoder)
         try:
@@ -97,6 +104,18 @@ class _DaskEstimator:
         return bin_partitions(partitions, encoder, self.max_bins, self.device, seed,
                               sample_weight)
 
+    def _warm(self):
+        """Whether this fit continues the fitted trees (``warm_start``)."""
+        return bool(getattr(self, "warm_start", False)) and hasattr(self, "_trees")
+
+    def _bin_new_data(self, X):
+        """During a warm-started fit, the fit's partitions binned with the
+        first fit's bins on the workers; otherwise the ordinary estimator's."""
+        if getattr(self, "_dask_fit", None) is None:
+            return super()._bin_new_data(X)
+        self._backend, data = binned_with(self._dask_fit[0], self._bin_mapper, self.device)
+        return data
+
     def _release_fit(self):
         for part in self._dask_fit[0].parts:
             part.release()
@@ -108,15 +127,16 @@ class _DaskEstimator:
         del self._dask_fit
 
     def _check_dask_params(self, fit_params):
-        if getattr(self, "warm_start", False):
-            raise ValueError("warm_start=True is not supported on Dask; fit once with the "
-                             "final n_estimators.")
+        on_workers = getattr(self, "_rows_on_workers", lambda: False)()
+        if getattr(self, "warm_start", False) and not on_workers:
+            raise ValueError("warm_start=True on Dask needs boosting with criterion='newton', "
+                             "a named loss and extra_trees=False; fit once with the final "
+                             "n_estimators otherwise.")
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
                              "'default', or fit the ordinary estimator on data in memory.")
         validates = (getattr(self, "early_stopping", False) is not False
                      or fit_params.get("eval_set") is not None)
-        on_workers = getattr(self, "_rows_on_workers", lambda: False)()
         if validates and not on_workers:
             raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
                              "with criterion='newton', a named loss and extra_trees=False; "
@@ -126,10 +146,11 @@ class _DaskEstimator:
                              "eval_metric=None (or fit the ordinary estimator).")
         name = getattr(self, "loss", None)
         loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
-        if loss is not None and loss.refits_leaves:
-            raise ValueError(f"loss={self.loss!r} refits leaves to per-leaf quantiles, which "
-                             "is not supported on Dask; use 'squared_error' or fit the "
-                             "ordinary estimator.")
+        if loss is not None and loss.refits_leaves and (name == "huber" or not on_workers):
+            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (huber's leaf "
+                             "refits sum floats in row order; absolute_error and quantile "
+                             "need criterion='newton' and extra_trees=False); use "
+                             "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model
     def to_local(self):

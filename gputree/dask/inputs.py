@@ -109,13 +109,22 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
         _part_summary, partitions.parts, parts or [None] * len(partitions.parts), ranks,
         is_categorical=encoder.is_categorical_))
     mapper.fit_edges(encoder.n_features_in_, edges_from(summaries, max_bins))
+    backend, data = binned_with(partitions, mapper, device)
+    return TrainingInputs(backend, encoder, mapper, data, weight)
+
+
+def binned_with(partitions, mapper, device):
+    """(DistributedBackend, BinnedData whose X stays on the workers): the
+    encoded float partitions binned with the fitted ``mapper`` where they
+    live (a fresh fit's bins, or a warm-started fit's first ones)."""
     bin_new_partitions(partitions, mapper, device)
     backend = DistributedBackend(partitions, device)
     X_binned = RemoteRows(partitions, partitions.parts,
-                          (partitions.n_rows, encoder.n_features_in_), bin_dtype(mapper.n_bins_))
+                          (partitions.n_rows, mapper.bin_thresholds_.shape[0]),
+                          bin_dtype(mapper.n_bins_))
     data = BinnedData(X_binned, mapper.n_bins_, mapper.n_bins_non_missing_,
                       mapper.is_categorical_.astype(np.uint8), mapper.bin_thresholds_)
-    return TrainingInputs(backend, encoder, mapper, data, weight)
+    return backend, data
 
 
 def sampled_ranks(partitions, mapper, n_used):

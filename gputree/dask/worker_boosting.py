@@ -326,8 +326,12 @@ class WorkerResidentBoosting:
         targets = WorkerTargets(self._dask_fit[0], y, sample_weight, classify,
                                 poisson=self.loss == "poisson")
         self._dask_fit = (*self._dask_fit, targets)
+        warm = self._warm()
+        if warm and self.n_estimators < self.n_iter_:
+            raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
+                             f"n_iter_={self.n_iter_} when warm_start==True.")
         if classify:
-            self._encode_targets(targets.labels, fitting=True)     # classes_, their check
+            self._encode_targets(targets.labels, fitting=not warm)  # classes_, their check
             magnitude = self._gradient_magnitude(None)
         else:
             magnitude = self._gradient_magnitude(np.array([targets.largest_y]))
@@ -346,7 +350,10 @@ class WorkerResidentBoosting:
         n_train = self._worker_validation(targets, evaluation, early)
         data.X_binned = WorkerArray("X", (n_train, data.X_binned.shape[1]), data.X_binned.dtype)
         train = (data, None, None)
-        self._start(train)
+        if warm:
+            backend.call("load", self._loss)
+        else:
+            self._start(train)
         growth.constraints = self._constraints(data, self._loss.n_outputs)
         rows = self._make_rows(*train)
         rows._unit = unit
@@ -408,6 +415,8 @@ class WorkerResidentBoosting:
         if not isinstance(backend, WorkerRowsBackend):
             return super()._initial_raw(train)
         largest = np.max(backend.call("load", self._loss), axis=0)
+        if self._loss.refits_leaves:            # a weighted quantile of the targets
+            return self._worker_quantile(False, 1)
         parts = backend.call("load", self._loss, largest, backend.n_rows)
         sums = [order_free_total([part[k] for part in parts]) for k in range(largest.size)]
         return self._loss.raw_from_average(np.asarray(sums[1:]) / sums[0])
@@ -417,7 +426,8 @@ class WorkerResidentBoosting:
         if not isinstance(backend, WorkerRowsBackend):
             return super()._make_rows(data, y, weight, lean)
         from ..estimators.boosting import _Rows
-        backend.call("start_scores", np.asarray(self._baseline, dtype=np.float64))
+        backend.call("start_scores", np.asarray(self._baseline, dtype=np.float64),
+                     self._trees, self._tree_columns())
         return _Rows(data, None, None, None, None, None)
 
     def _held_row_bytes(self, train, validation):
@@ -459,10 +469,34 @@ class WorkerResidentBoosting:
             stats = Statistics(WorkerArray("stats", (n, totals.shape[1]), np.int64),
                                parts[0][2], parts[0][3], 1, totals, int(totals[0, -1]) == n)
             tree, _ = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
+            moves = backend.take_moves()
+            if self._loss.refits_leaves:
+                from ..estimators.losses import _set_leaves
+                _set_leaves(tree, self._worker_quantile(True, tree.node_count, moves))
+                moves = (None, False, None)
             tree.value *= self.learning_rate
             backend.call("add_values", np.ascontiguousarray(tree.value[:, :, 0]), start,
-                         tree if backend.n_validation else None, *backend.take_moves())
+                         tree if backend.n_validation else None, *moves)
             self._trees.append(tree)
+
+    def _worker_quantile(self, residuals, n_groups, moves=(None, False, None)):
+        """float64 (n_groups,): the loss's weighted quantile (the median
+        averaged at an exact half for absolute error, ``alpha`` for
+        quantile) of the workers' targets, or of the residuals per node of
+        the tree just grown (``moves``: its last splits), exactly as one
+        machine (:mod:`gputree.dask.selection`)."""
+        from .selection import grouped_quantile
+        backend = self._backend
+        summaries = backend.call("quantile_rows", residuals, *moves)
+        n_kept = sum(s[1] for s in summaries)
+        if n_kept == 0:
+            return np.full(n_groups, np.nan)
+        largest = max(s[0] for s in summaries)
+        totals = np.sum(backend.call("quantile_scale", largest, n_kept, n_groups), axis=0)
+        q = getattr(self._loss, "alpha", 0.5)
+        return grouped_quantile(lambda pivots: np.sum(backend.call("quantile_ask", pivots),
+                                                      axis=0),
+                                totals, q, average=self._loss.name == "absolute_error")
 
     def _weight_total(self):
         """Order-free sum of the training weights (computed once a fit)."""

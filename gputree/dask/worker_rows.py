@@ -27,6 +27,7 @@ from ..estimators.boosting import subsample_rows
 from ..estimators.ensemble import add_tree_values, tree_rng
 from ..estimators.targets import encode_labels
 from .backend import worker_backend
+from .selection import fixed_weights, order_keys, shard_summary, weight_at_or_below
 from .sliced_histograms import SlicedHistograms
 
 
@@ -162,14 +163,18 @@ class WorkerRows:
             return np.asarray([self._largest(v) for v in values])
         return [self._summable(v, top, n_total) for v, top in zip(values, largest)]
 
-    def start_scores(self, baseline):
-        """Raw scores set to ``baseline`` float64 (K,) on every row."""
+    def start_scores(self, baseline, trees=(), columns=()):
+        """Raw scores set to ``baseline`` float64 (K,) on every row, plus
+        the values of the fitted ``trees`` (a warm start; ``columns``: the
+        first raw-score column of each), as one machine predicts them."""
         backend = self._use_threads()
         self.raw = backend.xp.tile(backend.asarray(baseline), (self.n_rows, 1))
+        add_tree_values(backend, self.X["X"], list(trees), list(columns), self.raw)
         self.spare = None
         if self.val is not None:
             self.val["raw"] = backend.xp.tile(backend.asarray(baseline),
                                               (self.val["X"].shape[0], 1))
+            add_tree_values(backend, self.val["X"], list(trees), list(columns), self.val["raw"])
 
     def gradients(self, seed, it, stream, subsample, n_total, unit):
         """The round's gradients, hessians and pointwise losses at the raw
@@ -294,6 +299,39 @@ class WorkerRows:
         if tree is not None and self.val is not None:
             add_tree_values(backend, self.val["X"], [tree], [first_column], self.val["raw"])
         self.spare = (self.g, self.h, self.pointwise) if self.backend.xp is np else None
+
+    # ------------------------------------------------- quantile selection
+    def quantile_rows(self, residuals, x_name=None, zero=False, moves=None):
+        """Hold the values of a distributed weighted quantile
+        (:mod:`gputree.dask.selection`): the targets with the weights (one
+        group), or (``residuals``) y - raw with the round's weights per
+        node of the tree just grown, after its last splits (:meth:`move`'s
+        arguments). Returns :func:`shard_summary` of the weights."""
+        backend = self._use_threads()
+        if residuals:
+            if zero or moves is not None:
+                self.move(x_name, zero, moves)
+            values, w = (self.y - self.raw)[:, 0], self.w_round
+            groups = to_host(self.positions).astype(np.int64)
+        else:
+            values, w = self.y[:, 0], self.w
+            groups = np.zeros(self.n_rows, dtype=np.int64)
+        w = to_host(backend.asarray(w, dtype=FLOAT_DTYPE))
+        self.selection = [order_keys(to_host(values)), w, groups]
+        return shard_summary(w)
+
+    def quantile_scale(self, largest, n_kept, n_groups):
+        """The held weights in fixed point on the scale of all the shards';
+        returns this shard's int64 weight per group (n_groups,)."""
+        keys, w, groups = self.selection
+        self.selection = [keys, fixed_weights(w, largest, n_kept), groups, n_groups]
+        return self.quantile_ask(np.full(n_groups, np.iinfo(np.int64).max))
+
+    def quantile_ask(self, pivots):
+        """int64 (n_groups,): the held weight per group at or below the
+        group's pivot key."""
+        keys, fixed, groups, n_groups = self.selection
+        return weight_at_or_below(keys, fixed, groups, n_groups, np.asarray(pivots))
 
     # ------------------------------------------------------------- scores
     def score_largest(self):
