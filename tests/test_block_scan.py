@@ -137,6 +137,28 @@ def test_block_scan_equals_thread_scan(n_bins, threads, params):
     assert np.isfinite(gain[0, COPY]) and gain[0, COPY] == gain[0, RANDOM]   # a tie across features
 
 
+def test_block_scan_reads_no_cell_beyond_a_features_bins():
+    """Features with fewer bins than the histogram's width: the cells between
+    a feature's last bin and the missing bin are not defined (the CPU's
+    compact histograms never write them; a pool reuses its rows), so a scan
+    must not read them. Filled with garbage here, every output still equals
+    the thread kernel's and the CPU scan's."""
+    rng = np.random.RandomState(7)
+    params = GrowthParams(min_samples_leaf=3)
+    stats = newton_statistics(rng.normal(size=(40, 1)), np.full((40, 1), 0.25), np.ones(40))
+    hist = newton_histograms(rng, 3, 32)
+    arguments = list(scan_arguments(hist, params, stats))
+    n_non_missing = np.array([9, 31, 20, 5, 31, 12], np.int32)
+    for f, n in enumerate(n_non_missing):
+        hist[:, f, n:-1] = rng.randint(-10**6, 10**6, hist[:, f, n:-1].shape)
+    arguments[1] = n_non_missing
+    thread = scan_with("thread", None, arguments)
+    block = scan_with("block", 8, arguments)
+    assert_same_outputs(block, thread)
+    assert_same_outputs(block, get_backend("cpu").scan_splits(*arguments))
+    assert np.isfinite(block[0][0, :CATEGORICAL]).sum() >= 3, "few splits: a weak test"
+
+
 def test_block_scan_leaves_other_criteria_to_the_thread_kernel():
     """Two outputs: no task is the block kernel's; the outputs equal the
     thread kernel's."""

@@ -26,11 +26,14 @@ import numpy as np
 from numba import cuda, float64, int64
 
 from .. import devmath
+from . import simulator_shared
 from ..kernel_cache import cache_numba_cuda_kernels
 from ..lambdarank import make_query_terms
 from ..node_features import make_node_features
 from ..scan import make_scan_parts
 from ..summaries import node_summaries_kernel_body
+
+simulator_shared.install()
 
 #: threads per block of the scan, summary and devmath launches
 THREADS_PER_BLOCK = 64
@@ -190,18 +193,21 @@ def _block_first_best(gains, keys, k, width):
 
 
 @cuda.jit(device=True)
-def _node_totals(H, missing_bin, sums, task, k, width):
-    """task[0] = the sums of H's bins 0 .. missing_bin (T), task[1] = the
-    missing bin's (M); int64, in any order (exact). Every thread calls it."""
+def _node_totals(H, n_non_missing, missing_bin, sums, task, k, width):
+    """task[0] = the node's total T: the sums of H's first min(n_non_missing,
+    missing_bin) bins and the missing bin, as the thread scan sums it (no row
+    is in a bin between them, and those cells are not read: their contents
+    are not defined); task[1] = the missing bin's (M); int64, in any order
+    (exact). Every thread calls it."""
     g, h, n = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0
-    for b in range(k, missing_bin + 1, width):
+    for b in range(k, min(n_non_missing, missing_bin), width):
         g, h, n = g + H[b, 0], h + H[b, 1], n + H[b, 2]
     sums[0, k], sums[1, k], sums[2, k] = g, h, n
     cuda.syncthreads()
     _block_sum(sums, k, width)
     if k == 0:
         for c in range(NEWTON_CHANNELS):
-            task[0, c] = sums[c, 0]
+            task[0, c] = sums[c, 0] + H[missing_bin, c]
             task[1, c] = H[missing_bin, c]
     cuda.syncthreads()
 
@@ -268,7 +274,7 @@ def _find_splits_by_block(hist, n_bins_non_missing, is_categorical, feature_allo
     sums = cuda.shared.array((NEWTON_CHANNELS, BLOCK_SCAN_MAX_THREADS), int64)
     task = cuda.shared.array((2, NEWTON_CHANNELS), int64)
     H = hist[node, f]
-    _node_totals(H, missing_bin, sums, task, k, width)
+    _node_totals(H, n_bins_non_missing[f], missing_bin, sums, task, k, width)
     T, M = task[0], task[1]
     parent = _parent_score(T, layout, inv, params, node, n_features)
     has_missing = _node_count(M, layout, inv) > 0
