@@ -10,15 +10,21 @@ import pytest
 SIMULATED_DIR = Path(__file__).parent / "simulated"
 
 
-def test_simulated_device_suite():
+#: the simulated suite's files, each run in its own process so that pytest-xdist's
+#: workers share them (the simulator runs a Python thread per CUDA thread: slow)
+SIMULATED_FILES = sorted(path.name for path in SIMULATED_DIR.glob("test_*.py"))
+
+
+@pytest.mark.parametrize("name", SIMULATED_FILES)
+def test_simulated_device_suite(name):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         str(SIMULATED_DIR)],
+         str(SIMULATED_DIR / name)],
         env=env, capture_output=True, text=True, timeout=1200)
     print(result.stdout[-20000:])
     print(result.stderr[-5000:], file=sys.stderr)
-    assert result.returncode == 0, "simulated-device tests failed (output above)"
+    assert result.returncode == 0, f"simulated-device tests of {name} failed (output above)"
     assert " passed" in result.stdout
 
 
@@ -42,18 +48,18 @@ def test_cuda_without_gpu_says_what_is_missing():
         DecisionTreeClassifier(device="cuda").fit(np.zeros((4, 1)), [0, 1, 0, 1])
 
 
-def test_device_parity_suite_on_the_simulated_device():
+@pytest.mark.parametrize("name", ["test_device_parity.py", "test_device_budgets.py",
+                                  "test_block_scan.py"])
+def test_device_parity_suite_on_the_simulated_device(name):
     """tests/test_device_parity.py, tests/test_device_budgets.py and
     tests/test_block_scan.py (the checks a real GPU runs with
-    GPUTREE_TEST_DEVICE=cuda) on the simulated device."""
+    GPUTREE_TEST_DEVICE=cuda) on the simulated device, a process each."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", GPUTREE_TEST_DEVICE="cuda-sim")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         str(Path(__file__).parent / "test_device_parity.py"),
-         str(Path(__file__).parent / "test_device_budgets.py"),
-         str(Path(__file__).parent / "test_block_scan.py")],
+         str(Path(__file__).parent / name)],
         env=env, capture_output=True, text=True, timeout=1200)
     print(result.stdout[-20000:])
     print(result.stderr[-5000:], file=sys.stderr)
-    assert result.returncode == 0, "device parity tests failed on the simulated device"
+    assert result.returncode == 0, f"{name} failed on the simulated device"
     assert " passed" in result.stdout and "skipped" not in result.stdout
