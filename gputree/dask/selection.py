@@ -8,7 +8,8 @@ The quantile of a group is the smallest value whose fixed-point weight of
 rows at or below it reaches ``q`` times the group's total (the one-machine
 rule, with the one-machine fixed-point weights: the scale from the largest
 positive weight and the number of positive weights over all the rows). So
-the driver bisects over keys: each step asks every shard for its per-group
+the bisection runs over keys (:func:`distributed_quantile`, on the driver
+or on every worker at once): each step asks every shard for its per-group
 integer weight at or below a pivot key (:func:`weight_at_or_below`), sums
 them (exact in any order) and keeps the half holding the answer; 64 steps
 end on an attained value.
@@ -88,3 +89,20 @@ def _bisect(ask, reached, shape):
         hi = np.where(done, mid, hi)
         lo = np.where(done, lo, mid + 1)
     return lo
+
+
+def distributed_quantile(gather, residuals, n_groups, q, average):
+    """float64 (n_groups,): per group the weighted ``q`` quantile (the
+    median averaged at an exact half where ``average``) of the values the
+    shards hold, exactly as one machine. ``gather(method, *args)`` calls
+    ``method`` of every shard (:class:`gputree.dask.worker_rows.WorkerRows`:
+    ``quantile_rows(residuals)`` first) and returns their answers in shard
+    order."""
+    summaries = gather("quantile_rows", residuals)
+    n_kept = sum(s[1] for s in summaries)
+    if n_kept == 0:
+        return np.full(n_groups, np.nan)
+    largest = max(s[0] for s in summaries)
+    totals = np.sum(gather("quantile_scale", largest, n_kept, n_groups), axis=0)
+    return grouped_quantile(lambda pivots: np.sum(gather("quantile_ask", pivots), axis=0),
+                            totals, q, average=average)

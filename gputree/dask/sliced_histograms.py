@@ -1,6 +1,6 @@
 """Histograms summed among the workers, each worker owning a slice of the
 features: a reduce-scatter by feature, then each worker's split scan over
-its features, and the driver's choice of the best of the slices' splits.
+its features, and every worker's choice of the best of the slices' splits.
 
 Every worker builds the int64 histograms of its own rows for every feature
 (the level's built nodes only), sends each peer the peer's features
@@ -9,9 +9,9 @@ pieces it receives to its own, exact in any order: a worker then holds the
 one-machine histograms of its features. It keeps them in its own pool
 (``derive``: a larger sibling is ``parent - built``, as the grower plans)
 and scans them with the backend's ``find_best_splits``: the same scan code
-and arithmetic as one machine, per (node, feature). Only node-sized best
-splits reach the driver, which keeps, per node, the first slice whose gain
-is the largest: slices are contiguous and ascending, so that is the lowest
+and arithmetic as one machine, per (node, feature). The workers exchange
+their node-sized best splits (:meth:`SlicedHistograms.exchange`) and each
+keeps, per node, the first slice whose gain is the largest: slices are contiguous and ascending, so that is the lowest
 feature among the best, the one-machine choice (``numpy.argmax``).
 """
 import threading
@@ -73,19 +73,34 @@ class SlicedHistograms:
         peers' pieces to this worker's features and store the sums in the
         pool's ``rows``. The sends are not waited for (a peer needs them to
         answer the driver, who waits for every worker's answer): their
-        acknowledgements are checked at the next level."""
-        for future in self.sent:
-            future.result()
+        acknowledgements are checked at the next send."""
         bounds, first, stop = self._own(local.shape[1])
-        self.sent = [peer.receive(tag, self.index, np.ascontiguousarray(
-                    local[:, bounds[s]:bounds[s + 1]]), separate_thread=False)
-                for s, peer in enumerate(self.peers) if s != self.index]
+        self._send(tag, [None if s == self.index else
+                         np.ascontiguousarray(local[:, bounds[s]:bounds[s + 1]])
+                         for s in range(len(self.peers))])
         total = local[:, first:stop]     # summed in place: no send reads these features
         for sender in range(len(self.peers)):
             if sender != self.index:
                 total += self._take(tag, sender)
         self._ensure_rows(int(rows.max()) + 1, total.shape)
         self.pool[rows] = total
+
+    def exchange(self, tag, value):
+        """Every worker's ``value`` (node-sized), in slice order: this
+        worker's sent to every peer, the peers' received (all-gather)."""
+        self._send(tag, [value] * len(self.peers))
+        return [value if s == self.index else self._take(tag, s)
+                for s in range(len(self.peers))]
+
+    def _send(self, tag, pieces):
+        """Send each peer its piece of ``pieces`` (one per slice), not
+        waiting: the previous sends' acknowledgements are checked first (a
+        peer needs the pieces to go on, and the driver waits for every
+        worker)."""
+        for future in self.sent:
+            future.result()
+        self.sent = [peer.receive(tag, self.index, pieces[s], separate_thread=False)
+                     for s, peer in enumerate(self.peers) if s != self.index]
 
     def _take(self, tag, sender):
         with self.arrived:

@@ -1,85 +1,52 @@
 """Boosting whose rows stay on the workers: the driver runs the one-machine
-grower and boosting loop on node-sized data only.
+boosting loop on node-sized data only, and the workers run each round among
+themselves.
 
 Every worker holds a :class:`gputree.dask.worker_rows.WorkerRows` actor with
 its rows (binned X, targets, weights, raw scores, gradients, statistics,
-positions). A round costs the driver two calls per worker before the first
-tree (the gradients' largest magnitudes, then the fixed-point statistics
-scaled from the workers' maximum, with their int64 totals), one call per
-level (the previous level's splits and the plan of the histograms to build;
-the workers build them, reduce-scatter them by feature among themselves
-and scan their features, :mod:`gputree.dask.sliced_histograms`, and answer
-with their best splits) and one per tree (its leaf values added to the raw
-scores; with validation rows, to theirs as well, and their loss in parts:
-:mod:`gputree.dask.worker_validation`). The calls go straight to the
-actors (no scheduler round trip, no task per level). Neither rows nor
-histograms reach the driver: y and the weights are checked and summarised
-on the workers (:mod:`gputree.dask.targets`), the baseline and every loss
-are order-free sums in parts, and the model is the one-machine model bit
-for bit, whatever the partitioning.
+positions). A round costs the driver one call per worker
+(:meth:`WorkerRows.boost_round`): the workers compute their gradients,
+combine the largest magnitudes that fix the fixed-point scale and the int64
+totals of their statistics among themselves, then grow each tree of the
+round together: every worker runs the one-machine grower, the workers
+exchanging each level's histograms (reduce-scatter by feature) and their
+slices' best splits, so that each grows the same tree
+(:mod:`gputree.dask.peer_growth`); leaf refits to quantiles bisect over the
+workers' exchanged integer weights (:mod:`gputree.dask.selection`). Each
+adds the leaf values to its raw scores (with validation rows, to theirs as
+well, whose loss comes in parts: :mod:`gputree.dask.worker_validation`) and
+the first returns the trees. The calls go straight to the actors (no
+scheduler round trip, no task per level, nothing waiting for the driver
+within a round). Neither rows nor histograms reach the driver: y and the
+weights are checked and summarised on the workers
+(:mod:`gputree.dask.targets`), the baseline and every loss are order-free
+sums in parts, and the model is the one-machine model bit for bit, whatever
+the partitioning.
 
 Used by the Dask boosting estimators for the Newton criterion with a named
 loss; the other configurations (``criterion="friedman_mse"``, custom
 objectives, ``extra_trees=True``) fit through :class:`gputree.dask.backend.DistributedBackend`.
 """
 import asyncio
-import math
 
 import numpy as np
 
 from .backend import DistributedBackend
 from .partitions import _lost_error, _worker_errors
-from .sliced_histograms import merge_splits
-from .worker_rows import WorkerRows
+from .peer_growth import WorkerArray
+from .worker_rows import WorkerRows, order_free_total
 
 #: the random stream of boosting's rounds (gputree.estimators.boosting)
 _ROUND_STREAM = 0
 
 
-class WorkerArray:
-    """A row-sized array held by every worker's actor under ``name`` ("X",
-    "columns", "stats", "positions"): only its shape and dtype here."""
-
-    def __init__(self, name, shape, dtype):
-        self.name, self.shape, self.dtype = name, tuple(shape), np.dtype(dtype)
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-
-class WorkerHistograms:
-    """The grower's histogram pool (n_rows, F, n_bins, C) int64, held by the
-    workers, each the rows of its slice of the features
-    (:mod:`gputree.dask.sliced_histograms`): only its shape here. Its views
-    are the pool itself, and copying into it is the workers' (their pools
-    keep their rows when they grow)."""
-
-    def __init__(self, shape):
-        self.shape, self.dtype = tuple(shape), np.dtype(np.int64)
-
-    def __getitem__(self, key):
-        return self
-
-    def __setitem__(self, key, value):
-        pass
-
-
 class WorkerRowsBackend(DistributedBackend):
-    """The distributed backend over :class:`WorkerRows` actors: the grower's
-    row-level primitives are actor calls, the histograms are summed and
-    scanned among the workers, the rest of its node-level work runs here.
-
-    A level is one actor call per worker (:meth:`find_best_splits`): the
-    grower's build, partition and subtraction requests are recorded and
-    sent with the scan's."""
-
-    #: the workers overwrite the pool rows they build
-    overwrites_built_rows = True
+    """The :class:`WorkerRows` actors of a fit, called all at once
+    (:meth:`call`); the rounds run on the workers
+    (:meth:`WorkerRows.boost_round`)."""
 
     def __init__(self, partitions, device, X_binned, targets, evaluation=None):
         super().__init__(partitions, device)
-        self._moves = None     # a tree's last splits, sent with its leaf values
         client = partitions.client
         groups = balanced_groups(partitions.sizes, partitions.workers,
                                  sorted(partitions.fit_workers))
@@ -103,8 +70,6 @@ class WorkerRowsBackend(DistributedBackend):
         self.call("connect", self.actors, per_worker=list(range(len(self.actors))))
         self.n_rows = partitions.n_rows
         self.n_validation = 0
-        self._zero = False
-        self._pending, self._derive, self._tag = None, None, 0
 
     def set_rows(self, per_partition):
         """The training rows after a validation split: int64 rows left in
@@ -119,10 +84,7 @@ class WorkerRowsBackend(DistributedBackend):
     def call(self, method, *args, per_worker=None):
         """``method(*args)`` on every actor at once (``per_worker``: a list
         of extra first arguments, one per worker); their results, in worker
-        order. A tree's last splits still held here go first (as their own
-        call, unless ``method`` is "add_values", which carries them)."""
-        if self._moves is not None and method != "add_values":
-            self.call("move", *self.take_moves())
+        order."""
         try:
             pending = [getattr(actor, method)(*((per_worker[i],) if per_worker else ()), *args)
                        for i, actor in enumerate(self.actors)]
@@ -143,89 +105,6 @@ class WorkerRowsBackend(DistributedBackend):
                 actor.abort(separate_thread=False).result(timeout=10)
             except Exception:      # noqa: BLE001 - a lost worker cannot be told
                 pass
-
-    # ------------------------------------------------- row-level: actors
-    def row_zeros(self, n_rows, dtype, reuse=None):
-        self._zero = True      # zeroed by the tree's first call
-        return WorkerArray("positions", (n_rows,), dtype)
-
-    def zeros(self, shape, dtype):
-        """The histogram pool (the fit's only 4-d buffer) on the workers."""
-        if len(shape) == 4:
-            return WorkerHistograms(shape)
-        return super().zeros(shape, dtype)
-
-    def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
-                         n_bins, out=None):
-        return self._record(X_binned, None, level_start, node_to_build, n_bins, out)
-
-    def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
-                                  node_to_build, n_build, n_bins, out):
-        return self._record(X_binned, self._host_moves(moves), level_start, node_to_build,
-                            n_bins, out)
-
-    def _record(self, X_binned, moves, level_start, node_to_build, n_bins, out):
-        """The level's build into the workers' pool ``out``, kept for
-        :meth:`find_best_splits`."""
-        if not isinstance(out, WorkerHistograms):
-            raise TypeError("the workers build histograms into their pool only")
-        self._pending = (X_binned.name, moves, int(level_start),
-                         np.asarray(node_to_build), int(n_bins))
-        return out
-
-    def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows):
-        if not isinstance(hist, WorkerHistograms):
-            return super().subtract_histograms(parent_hist, parent_rows, hist, built_rows,
-                                               derived_rows)
-        # the grower derives in place: the parent's row becomes the sibling's
-        self._derive = (np.asarray(parent_rows), np.asarray(built_rows))
-
-    def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
-                         missing_bin, layout, inv, params, split_bin=None):
-        """The level's recorded work and the split scan on the workers, each
-        over its features; the best of their splits (see
-        :mod:`gputree.dask.sliced_histograms`)."""
-        if not isinstance(hist, WorkerHistograms):
-            return super().find_best_splits(hist, n_bins_non_missing, is_categorical,
-                                            feature_allowed, missing_bin, layout, inv, params,
-                                            split_bin=split_bin)
-        if split_bin is not None:
-            raise NotImplementedError("random thresholds need the whole histograms: "
-                                      "boosting with extra_trees fits on the driver path")
-        x_name, moves, level_start, node_to_build, n_bins = self._pending
-        none = np.empty(0, dtype=node_to_build.dtype)
-        derive = self._derive or (none, none)
-        self._pending, self._derive = None, None
-        zero, self._zero = self._zero, False
-        self._tag += 1
-        scan = (int(feature_allowed.shape[0]), np.asarray(n_bins_non_missing),
-                np.asarray(is_categorical), np.asarray(feature_allowed), missing_bin,
-                np.asarray(layout), np.asarray(inv), np.asarray(params))
-        return merge_splits(self.call("level_splits", self._tag, x_name, zero, moves,
-                                      level_start, node_to_build, n_bins, derive, scan))
-
-    def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,
-                         left_child):
-        """The tree's last splits: held until its leaf values go to the
-        workers (:meth:`take_moves`), so that one call does both."""
-        zero, self._zero = self._zero, False
-        self._moves = (X_binned.name, zero,
-                       self._host_moves((level_start, split_feature, split_sets, left_child)))
-
-    def take_moves(self):
-        """The held splits as :meth:`WorkerRows.move`'s arguments (x_name,
-        zero, moves), or (None, False, None); no longer held."""
-        moves, self._moves = self._moves or (None, False, None), None
-        return moves
-
-    @staticmethod
-    def _host_moves(moves):
-        start, feature, sets, left = moves
-        return (int(start), np.asarray(feature), sets.map(np.asarray), np.asarray(left))
-
-    def take_columns(self, X_binned, columns):
-        self.call("take_columns", np.asarray(columns))
-        return WorkerArray("columns", (X_binned.shape[0], len(columns)), X_binned.dtype)
 
     def release(self):
         """Drop the actors (their rows are freed on the workers)."""
@@ -288,14 +167,6 @@ def balanced_groups(sizes, holders, workers):
         load[worker] += int(sizes[p])
         groups[worker].append(p)
     return {worker: sorted(parts) for worker, parts in groups.items() if parts}
-
-
-def order_free_total(parts):
-    """The order-free sum (host float) from the workers' parts: (int, shift)
-    each, or (float, None) where the largest magnitude was 0 or not finite."""
-    if any(shift is None for _, shift in parts):
-        return float(sum(value for value, _ in parts))
-    return math.ldexp(float(sum(int(value) for value, _ in parts)), -parts[0][1])
 
 
 class WorkerResidentBoosting:
@@ -416,7 +287,10 @@ class WorkerResidentBoosting:
             return super()._initial_raw(train)
         largest = np.max(backend.call("load", self._loss), axis=0)
         if self._loss.refits_leaves:            # a weighted quantile of the targets
-            return self._worker_quantile(False, 1)
+            from .selection import distributed_quantile
+            return distributed_quantile(backend.call, False, 1,
+                                        getattr(self._loss, "alpha", 0.5),
+                                        self._loss.name == "absolute_error")
         parts = backend.call("load", self._loss, largest, backend.n_rows)
         sums = [order_free_total([part[k] for part in parts]) for k in range(largest.size)]
         return self._loss.raw_from_average(np.asarray(sums[1:]) / sums[0])
@@ -437,8 +311,6 @@ class WorkerResidentBoosting:
 
     def _grow(self, *args):
         tree, positions = super()._grow(*args)
-        if isinstance(self._backend, WorkerRowsBackend):
-            return tree, positions
         return tree, self._backend.to_host(positions)     # raw scores updated here
 
     def _round(self, it, train, validation, growth, pool, held_row_bytes):
@@ -446,57 +318,18 @@ class WorkerResidentBoosting:
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._round(it, train, validation, growth, pool, held_row_bytes)
-        from ..criteria import Statistics
-        from ..estimators.ensemble import tree_rng
-        n = backend.n_rows
-        unit = self.subsample >= 1 and train.unit_weights
-        rng = tree_rng(self._seed, it, _ROUND_STREAM)
-        answers = backend.call("gradients", self._seed, it, _ROUND_STREAM, self.subsample, n,
-                               unit)
-        if self.subsample < 1:
-            rng.set_state(answers[0][0])     # after the row draw, as on one machine
-        largest = np.max([answer[1] for answer in answers], axis=0)   # (K, 2)
+        loss = self._loss
+        quantile = ((getattr(loss, "alpha", 0.5), loss.name == "absolute_error")
+                    if loss.refits_leaves else None)
         score_pending = self._scores["train"][-1] is None
-        score_largest = float(np.max([answer[2] for answer in answers]))
-        for group, (start, stop) in enumerate(self._groups):
-            with_score = score_pending and group == 0
-            parts = backend.call("statistics", start, stop, largest[start:stop].ravel(), n,
-                                 score_largest if with_score else None)
-            totals = np.sum([part[0] for part in parts], axis=0)
-            if with_score:
-                self._scores["train"][-1] = (-order_free_total([p[1] for p in parts])
-                                             / self._weight_total())
-            stats = Statistics(WorkerArray("stats", (n, totals.shape[1]), np.int64),
-                               parts[0][2], parts[0][3], 1, totals, int(totals[0, -1]) == n)
-            tree, _ = self._grow(train.data, stats, growth, rng, pool, held_row_bytes)
-            moves = backend.take_moves()
-            if self._loss.refits_leaves:
-                from ..estimators.losses import _set_leaves
-                _set_leaves(tree, self._worker_quantile(True, tree.node_count, moves))
-                moves = (None, False, None)
-            tree.value *= self.learning_rate
-            backend.call("add_values", np.ascontiguousarray(tree.value[:, :, 0]), start,
-                         tree if backend.n_validation else None, *moves)
-            self._trees.append(tree)
-
-    def _worker_quantile(self, residuals, n_groups, moves=(None, False, None)):
-        """float64 (n_groups,): the loss's weighted quantile (the median
-        averaged at an exact half for absolute error, ``alpha`` for
-        quantile) of the workers' targets, or of the residuals per node of
-        the tree just grown (``moves``: its last splits), exactly as one
-        machine (:mod:`gputree.dask.selection`)."""
-        from .selection import grouped_quantile
-        backend = self._backend
-        summaries = backend.call("quantile_rows", residuals, *moves)
-        n_kept = sum(s[1] for s in summaries)
-        if n_kept == 0:
-            return np.full(n_groups, np.nan)
-        largest = max(s[0] for s in summaries)
-        totals = np.sum(backend.call("quantile_scale", largest, n_kept, n_groups), axis=0)
-        q = getattr(self._loss, "alpha", 0.5)
-        return grouped_quantile(lambda pivots: np.sum(backend.call("quantile_ask", pivots),
-                                                      axis=0),
-                                totals, q, average=self._loss.name == "absolute_error")
+        trees, score = backend.call(
+            "boost_round", it, self._seed, _ROUND_STREAM, self.subsample, backend.n_rows,
+            self.subsample >= 1 and train.unit_weights, self._groups, score_pending, train.data,
+            growth, self.colsample_bytree, self.learning_rate, bool(backend.n_validation),
+            quantile)[0]
+        if score_pending:
+            self._scores["train"][-1] = -score / self._weight_total()
+        self._trees.extend(trees)
 
     def _weight_total(self):
         """Order-free sum of the training weights (computed once a fit)."""

@@ -7,27 +7,33 @@ round's gradients, hessians and pointwise losses, the fixed-point
 statistics and the grower's positions. The driver calls its methods
 directly (actor calls: no scheduler round trip) with node-sized arguments
 and gets node-sized answers: the largest magnitudes that fix a fixed-point
-scale, int64 totals, the best splits of its slice of the features (the
-actors sum their histograms among themselves, exact in any order:
-:mod:`gputree.dask.sliced_histograms`) and integer parts of order-free loss
-sums.
+scale, int64 totals, the tree grown by the workers together (they sum
+their histograms among themselves, exact in any order, and exchange their
+best splits: :mod:`gputree.dask.peer_growth`) and integer parts of
+order-free loss sums.
 
 Random draws are the one-machine draws: a round's row subsample is drawn
 with the same seeded generator over the global row indices, and each worker
 keeps the rows it holds (``ranges``: the global rows of its partitions).
 """
+import math
+
 import numba
 import numpy as np
 
 from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE, NODE_DTYPE
-from ..criteria import newton_largest, newton_statistics
+from ..criteria import Statistics, newton_largest, newton_statistics
 from ..fixed_point import largest_magnitudes, summable_total
-from ..estimators.boosting import subsample_rows
+from ..estimators.boosting import grow_on_columns, subsample_rows
 from ..estimators.ensemble import add_tree_values, tree_rng
+from ..estimators.losses import _set_leaves
 from ..estimators.targets import encode_labels
+from ..growth.histogram_pool import HistogramPool
 from .backend import worker_backend
-from .selection import fixed_weights, order_keys, shard_summary, weight_at_or_below
+from .peer_growth import PeerBackend, WorkerArray
+from .selection import (distributed_quantile, fixed_weights, order_keys, shard_summary,
+                        weight_at_or_below)
 from .sliced_histograms import SlicedHistograms
 
 
@@ -42,6 +48,7 @@ class WorkerRows:
 
     def __init__(self, device, ranges, parts, y_parts=None, w_parts=None, validation=None):
         self.backend = worker_backend(device)
+        self.device, self.grower = device, None
         self.threads = numba.get_num_threads()
         self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
         xp = self.backend.xp
@@ -228,6 +235,80 @@ class WorkerRows:
         worker's actor, this one at ``index``; see
         :mod:`gputree.dask.sliced_histograms`)."""
         self.sliced = SlicedHistograms(peers, index)
+        self._exchanges = 0
+
+    def boost_round(self, it, seed, stream, subsample, n_total, unit, groups, score_pending,
+                    data, growth, colsample_bytree, learning_rate, with_validation,
+                    quantile=None):
+        """One boosting round on every worker at once, the workers combining
+        their answers among themselves (:meth:`_gather`): the one-machine
+        round's gradients on its rows (``subsample``, ``unit``: see
+        :meth:`gradients`; ``n_total`` training rows), then per output group
+        ``groups`` [(start, stop)] its statistics and its tree
+        (:meth:`grow_tree`), whose leaves are refit to the ``quantile`` (q,
+        average) of the residuals where the loss refits them. Returns, on
+        the first worker, (the trees, the order-free total of the weighted
+        pointwise losses at the round's start where ``score_pending``, else
+        None); None on the others."""
+        rng = tree_rng(seed, it, stream)
+        answers = self._gather("gradients", seed, it, stream, subsample, n_total, unit)
+        if subsample < 1:
+            rng.set_state(answers[0][0])     # after the row draw, as on one machine
+        largest = np.max([answer[1] for answer in answers], axis=0)   # (K, 2)
+        score_largest = float(np.max([answer[2] for answer in answers]))
+        score, trees = None, []
+        for group, (start, stop) in enumerate(groups):
+            with_score = score_pending and group == 0
+            parts = self._gather("statistics", start, stop, largest[start:stop].ravel(),
+                                 n_total, score_largest if with_score else None)
+            totals = np.sum([part[0] for part in parts], axis=0)
+            if with_score:
+                score = order_free_total([part[1] for part in parts])
+            stats = Statistics(WorkerArray("stats", (n_total, totals.shape[1]), np.int64),
+                               parts[0][2], parts[0][3], 1, totals,
+                               int(totals[0, -1]) == n_total)
+            tree, rng = self.grow_tree(data, stats, growth, rng, colsample_bytree,
+                                       learning_rate, start, quantile is None, with_validation)
+            if quantile is not None:
+                _set_leaves(tree, distributed_quantile(self._gather, True, tree.node_count,
+                                                       *quantile))
+                tree.value *= learning_rate
+                self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), start,
+                                tree if with_validation else None)
+            trees.append(tree)
+        return (trees, score) if self.sliced.index == 0 else None
+
+    def _gather(self, method, *args):
+        """Every worker's answer to ``method(*args)``, in worker order: this
+        worker's, exchanged with the peers (every worker makes the same
+        calls in the same order, so the n-th exchange of each is the same)."""
+        self._exchanges += 1
+        return self.sliced.exchange(("round", self._exchanges), getattr(self, method)(*args))
+
+    def grow_tree(self, data, stats, growth, rng, colsample_bytree, learning_rate,
+                  first_column, add, with_validation):
+        """Grow the round's tree with the peers (:mod:`gputree.dask.peer_growth`):
+        ``data`` the fit's BinnedData with X as :class:`WorkerArray` "X",
+        ``stats`` its Statistics (int64 totals of every worker's rows, the
+        statistics as :class:`WorkerArray` "stats"), ``rng`` the round's
+        generator, the rest as the one-machine round's. ``add``: its values
+        times ``learning_rate`` added to the raw scores from
+        ``first_column`` (and to the validation rows' with
+        ``with_validation``); otherwise only the positions are moved to
+        its leaves. Returns (tree, the generator after it): every worker
+        grows the same tree."""
+        self._use_threads()
+        if self.grower is None:
+            self.grower = PeerBackend(self, self.device)
+            self.tree_pool = HistogramPool(self.grower)
+        tree, _ = grow_on_columns(self.grower, data, stats, growth, rng, self.tree_pool, 0,
+                                  colsample_bytree)
+        self.grower.finish("X")
+        if add:
+            tree.value *= learning_rate
+            self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), first_column,
+                            tree if with_validation else None)
+        return tree, rng
 
     def receive(self, tag, sender, piece, separate_thread=None):
         """A peer's histograms of this worker's features (called by the
@@ -287,30 +368,25 @@ class WorkerRows:
         backend = self._use_threads()
         self.X["columns"] = backend.take_columns(self.X["X"], columns)
 
-    def add_values(self, values, first_column, tree=None, x_name=None, zero=False, moves=None):
+    def add_values(self, values, first_column, tree=None):
         """raw[:, first_column:first_column + V] += values[positions] (host
         float64 (n_nodes, V)): the tree just grown (``tree``: to add to the
-        validation rows' raw scores as well), after its last splits
-        (:meth:`move`'s arguments; ``moves`` None: none)."""
+        validation rows' raw scores as well)."""
         backend = self._use_threads()
-        if zero or moves is not None:
-            self.move(x_name, zero, moves)
         backend.add_node_values(backend.asarray(values), self.positions, self.raw, first_column)
         if tree is not None and self.val is not None:
             add_tree_values(backend, self.val["X"], [tree], [first_column], self.val["raw"])
         self.spare = (self.g, self.h, self.pointwise) if self.backend.xp is np else None
 
     # ------------------------------------------------- quantile selection
-    def quantile_rows(self, residuals, x_name=None, zero=False, moves=None):
+    def quantile_rows(self, residuals):
         """Hold the values of a distributed weighted quantile
         (:mod:`gputree.dask.selection`): the targets with the weights (one
         group), or (``residuals``) y - raw with the round's weights per
-        node of the tree just grown, after its last splits (:meth:`move`'s
-        arguments). Returns :func:`shard_summary` of the weights."""
+        leaf of the tree just grown. Returns :func:`shard_summary` of the
+        weights."""
         backend = self._use_threads()
         if residuals:
-            if zero or moves is not None:
-                self.move(x_name, zero, moves)
             values, w = (self.y - self.raw)[:, 0], self.w_round
             groups = to_host(self.positions).astype(np.int64)
         else:
@@ -417,3 +493,12 @@ def _joined(parts):
     """Host parts (n_p, ...) of the worker's partitions, concatenated."""
     host = [np.asarray(to_host(p)) for p in parts]
     return host[0] if len(host) == 1 else np.concatenate(host)
+
+
+def order_free_total(parts):
+    """The order-free sum (host float) from the workers' parts
+    (:meth:`WorkerRows._summable`): (int, shift) each, or (float, None)
+    where the largest magnitude was 0 or not finite."""
+    if any(shift is None for _, shift in parts):
+        return float(sum(value for value, _ in parts))
+    return math.ldexp(float(sum(int(value) for value, _ in parts)), -parts[0][1])

@@ -172,6 +172,25 @@ def subsample_rows(rng, n_samples, subsample):
     return rng.choice(n_samples, max(1, int(round(subsample * n_samples))), replace=False)
 
 
+def grow_on_columns(backend, data, stats, growth, rng, pool, held_row_bytes, colsample_bytree):
+    """grow (:func:`gputree.growth.grower.grow`) on a ``colsample_bytree``
+    subset of the features drawn from ``rng``; the tree refers to original
+    feature indices."""
+    n_features = data.X_binned.shape[1]
+    k = max(1, int(round(colsample_bytree * n_features)))
+    if k >= n_features:
+        return grow(backend, data, stats, growth, rng, pool, held_row_bytes)
+    columns = np.sort(rng.choice(n_features, k, replace=False))
+    if growth.constraints is not None:
+        growth = replace(growth, constraints=growth.constraints.restrict(columns))
+    # the subset's binned X is held beside the full one
+    tree, positions = grow(backend, data.take_columns(backend, columns), stats, growth, rng,
+                           pool, held_row_bytes + n_features)
+    internal = tree.feature >= 0
+    tree.feature[internal] = columns[tree.feature[internal]]
+    return tree, positions
+
+
 def checked_eval_set(eval_set):
     """``(X_val, y_val)`` or ``(X_val, y_val, sample_weight_val)`` from
     eval_set (such a tuple, or a list holding one)."""
@@ -542,22 +561,8 @@ class _BaseGradientBoosting(BaseTreeModel):
         return self._backend.upload(mask).astype(np.float64)
 
     def _grow(self, data, stats, growth, rng, pool, held_row_bytes):
-        """grow (:func:`gputree.growth.grower.grow`) on a colsample_bytree
-        subset of the features; the tree
-        refers to original feature indices."""
-        n_features = data.X_binned.shape[1]
-        k = max(1, int(round(self.colsample_bytree * n_features)))
-        if k >= n_features:
-            return grow(self._backend, data, stats, growth, rng, pool, held_row_bytes)
-        columns = np.sort(rng.choice(n_features, k, replace=False))
-        if growth.constraints is not None:
-            growth = replace(growth, constraints=growth.constraints.restrict(columns))
-        # the subset's binned X is held beside the full one
-        tree, positions = grow(self._backend, data.take_columns(self._backend, columns),
-                                    stats, growth, rng, pool, held_row_bytes + n_features)
-        internal = tree.feature >= 0
-        tree.feature[internal] = columns[tree.feature[internal]]
-        return tree, positions
+        return grow_on_columns(self._backend, data, stats, growth, rng, pool, held_row_bytes,
+                               self.colsample_bytree)
 
     def _record_scores(self, train, validation, eager):
         """Append this round's scores; the training one stays None (filled in

@@ -1,0 +1,79 @@
+"""Driver-to-worker calls of a Dask boosting fit, per tree.
+
+A LocalCluster of 2 worker processes (1 thread each) fits
+DaskGradientBoostingClassifier (depth 8, lr 0.1, 255 bins) on --rows x 28
+synthetic rows (X and y made on the driver, 4 partitions, as
+``compare.py dask``). Every actor call the driver makes is counted and
+timed on the driver (:meth:`WorkerRowsBackend.call`), by method; the fit's
+wall seconds and the CPU seconds of the driver and of the workers are
+reported, so that runs on a loaded machine can be compared by CPU time and
+per-call time as well as by wall time.
+
+    python benchmarks/dask_calls.py --rows 150000 --trees 20
+"""
+import argparse
+import collections
+import resource
+import time
+
+
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=150_000)
+    parser.add_argument("--trees", type=int, default=20)
+    args = parser.parse_args()
+    import numpy as np
+    import dask.array as da
+    from distributed import Client, LocalCluster
+    from gputree.dask import DaskGradientBoostingClassifier
+    from gputree.dask.worker_boosting import WorkerRowsBackend
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(args.rows, 28)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * rng.normal(size=args.rows) > 0).astype(np.int64)
+    calls = collections.defaultdict(list)
+    real = WorkerRowsBackend.call
+
+    def timed(self, method, *a, **k):
+        start = time.perf_counter()
+        try:
+            return real(self, method, *a, **k)
+        finally:
+            calls[method].append(time.perf_counter() - start)
+
+    WorkerRowsBackend.call = timed
+    settings = dict(max_depth=8, learning_rate=0.1, reg_lambda=1.0, min_samples_leaf=1,
+                    max_bins=255, random_state=0, device="cpu")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        chunks = (-(-args.rows // 4), 28)
+        dX, dy = da.from_array(X, chunks=chunks), da.from_array(y, chunks=chunks[0])
+        DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[:20000], dy[:20000])
+        calls.clear()
+        workers_before = sum(client.run(cpu_seconds).values())
+        driver_before, start = cpu_seconds(), time.perf_counter()
+        model = DaskGradientBoostingClassifier(n_estimators=args.trees, **settings).fit(dX, dy)
+        wall = time.perf_counter() - start
+        driver = cpu_seconds() - driver_before
+        workers = sum(client.run(cpu_seconds).values()) - workers_before
+    with open("/proc/loadavg") as stream:
+        load = stream.read().split()[:3]
+    n = len(model._trees)
+    print(f"{args.rows} rows x 28, {n} trees: fit {wall:.2f} s wall, driver CPU {driver:.2f} s, "
+          f"workers CPU {workers:.2f} s (both workers), load {' '.join(load)}")
+    total = 0.0
+    for method, times in sorted(calls.items(), key=lambda kv: -sum(kv[1])):
+        total += sum(times)
+        print(f"  {method:14s} {len(times) / n:6.2f} calls/tree  {1e3 * np.mean(times):7.2f} ms "
+              f"mean  {1e3 * np.median(times):7.2f} ms median  {sum(times):6.2f} s in all")
+    print(f"  all calls     {sum(map(len, calls.values())) / n:6.2f} calls/tree  "
+          f"{1e3 * total / n:7.1f} ms/tree")
+
+
+if __name__ == "__main__":
+    main()
