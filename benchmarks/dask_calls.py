@@ -13,8 +13,17 @@ per-call time as well as by wall time.
 """
 import argparse
 import collections
+import os
 import resource
+import sys
 import time
+from pathlib import Path
+
+# this checkout's gputree, in the driver and in the worker processes
+ROOT = str(Path(__file__).resolve().parents[1])
+sys.path.insert(0, ROOT)
+os.environ["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [os.environ.get("PYTHONPATH")]
+                                                      if p])
 
 
 def cpu_seconds():
@@ -28,6 +37,8 @@ def main():
     parser.add_argument("--trees", type=int, default=20)
     args = parser.parse_args()
     import numpy as np
+    import gputree
+    print(f"gputree from {Path(gputree.__file__).parent}")
     import dask.array as da
     from distributed import Client, LocalCluster
     from gputree.dask import DaskGradientBoostingClassifier

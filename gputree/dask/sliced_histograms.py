@@ -98,7 +98,7 @@ class SlicedHistograms:
         peer needs the pieces to go on, and the driver waits for every
         worker)."""
         for future in self.sent:
-            future.result()
+            _result(future)
         self.sent = [peer.receive(tag, self.index, pieces[s], separate_thread=False)
                      for s, peer in enumerate(self.peers) if s != self.index]
 
@@ -147,6 +147,14 @@ class SlicedHistograms:
             missing_bin, layout, inv, params)
         return (split.gain, (split.feature + first).astype(FEATURE_DTYPE), split.bitset,
                 split.missing_left, split.left_sums, split.words)
+
+
+def _result(future):
+    """An actor call's result (raising its error), read at once where it
+    has come (distributed's ActorFuture keeps it: no trip through the
+    worker's event loop, which ``result()`` takes even then)."""
+    out = getattr(future, "_out", None) if future.done() else None
+    return out.unwrap() if hasattr(out, "unwrap") else future.result()
 
 
 def merge_splits(parts):

@@ -255,8 +255,11 @@ class WorkerResidentBoosting:
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._validation_score(rows)
+        score, self._round_validation = getattr(self, "_round_validation", None), None
+        if score is not None:           # computed by the round just run
+            return score
         from .worker_validation import validation_score
-        return validation_score(backend, order_free_total, backend.n_validation)
+        return validation_score(backend.call, order_free_total, backend.n_validation)
 
     def _worker_weights(self, targets, evaluation):
         """The weights times the classes' factors on the workers (and those
@@ -322,10 +325,10 @@ class WorkerResidentBoosting:
         quantile = ((getattr(loss, "alpha", 0.5), loss.name == "absolute_error")
                     if loss.refits_leaves else None)
         score_pending = self._scores["train"][-1] is None
-        trees, score = backend.call(
+        trees, score, self._round_validation = backend.call(
             "boost_round", it, self._seed, _ROUND_STREAM, self.subsample, backend.n_rows,
             self.subsample >= 1 and train.unit_weights, self._groups, score_pending, train.data,
-            growth, self.colsample_bytree, self.learning_rate, bool(backend.n_validation),
+            growth, self.colsample_bytree, self.learning_rate, backend.n_validation,
             quantile)[0]
         if score_pending:
             self._scores["train"][-1] = -score / self._weight_total()
@@ -350,7 +353,7 @@ class WorkerResidentBoosting:
         return -total / self._weight_total()
 
     def _release_fit(self):
-        self._weights_sum = None
-        del self._weights_sum
+        self._weights_sum = self._round_validation = None
+        del self._weights_sum, self._round_validation
         super()._release_fit()
 

@@ -35,6 +35,7 @@ from .peer_growth import PeerBackend, WorkerArray
 from .selection import (distributed_quantile, fixed_weights, order_keys, shard_summary,
                         weight_at_or_below)
 from .sliced_histograms import SlicedHistograms
+from .worker_validation import validation_score
 
 
 class WorkerRows:
@@ -238,7 +239,7 @@ class WorkerRows:
         self._exchanges = 0
 
     def boost_round(self, it, seed, stream, subsample, n_total, unit, groups, score_pending,
-                    data, growth, colsample_bytree, learning_rate, with_validation,
+                    data, growth, colsample_bytree, learning_rate, n_validation,
                     quantile=None):
         """One boosting round on every worker at once, the workers combining
         their answers among themselves (:meth:`_gather`): the one-machine
@@ -246,10 +247,13 @@ class WorkerRows:
         :meth:`gradients`; ``n_total`` training rows), then per output group
         ``groups`` [(start, stop)] its statistics and its tree
         (:meth:`grow_tree`), whose leaves are refit to the ``quantile`` (q,
-        average) of the residuals where the loss refits them. Returns, on
-        the first worker, (the trees, the order-free total of the weighted
-        pointwise losses at the round's start where ``score_pending``, else
-        None); None on the others."""
+        average) of the residuals where the loss refits them; with
+        ``n_validation`` validation rows, the trees are added to their raw
+        scores and their score computed. Returns, on the first worker, (the
+        trees, the order-free total of the weighted pointwise losses at the
+        round's start where ``score_pending``, else None, the validation
+        score or None); None on the others."""
+        with_validation = n_validation > 0
         rng = tree_rng(seed, it, stream)
         answers = self._gather("gradients", seed, it, stream, subsample, n_total, unit)
         if subsample < 1:
@@ -276,7 +280,9 @@ class WorkerRows:
                 self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), start,
                                 tree if with_validation else None)
             trees.append(tree)
-        return (trees, score) if self.sliced.index == 0 else None
+        validation = (validation_score(self._gather, order_free_total, n_validation)
+                      if with_validation else None)
+        return (trees, score, validation) if self.sliced.index == 0 else None
 
     def _gather(self, method, *args):
         """Every worker's answer to ``method(*args)``, in worker order: this

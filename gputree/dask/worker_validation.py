@@ -85,9 +85,10 @@ def _bisect(backend, wanted, n_rows):
     return low
 
 
-def validation_score(backend, order_free_total, n_rows):
+def validation_score(gather, order_free_total, n_rows):
     """The one-machine validation score (loss.score: minus the weighted
-    mean loss) from the actors' parts."""
-    largest = np.max(backend.call("validation_parts"), axis=0)
-    parts = backend.call("validation_parts", largest, n_rows)
+    mean loss) from the actors' parts (``gather(method, *args)``: every
+    actor's answer, in order)."""
+    largest = np.max(gather("validation_parts"), axis=0)
+    parts = gather("validation_parts", largest, n_rows)
     return -(order_free_total([p[0] for p in parts]) / order_free_total([p[1] for p in parts]))
