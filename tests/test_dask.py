@@ -148,6 +148,24 @@ def test_same_model_for_every_partitioning(client, small_bin_subsample, case, n_
         np.testing.assert_array_equal(predicted.compute().to_numpy(), expected)
 
 
+def _whole_up_to(n_workers):
+    from gputree.dask.sliced_histograms import SlicedHistograms
+    previous, SlicedHistograms.whole_up_to = SlicedHistograms.whole_up_to, n_workers
+    return previous
+
+
+def test_reduce_scatter_by_feature(client, small_bin_subsample):
+    """The workers' reduce-scatter of the histograms by feature and the
+    exchange of their slices' best splits (the path of more than two
+    workers, forced here on two) grow the one-machine model."""
+    previous = client.run(_whole_up_to, 0)
+    try:
+        model, local, X, dX = fit_pair("boosting-multiclass", client, 3)
+    finally:
+        client.run(_whole_up_to, next(iter(previous.values())))
+    assert_same_model(model, local)
+
+
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
 @pytest.mark.parametrize("case", ["boosting-regression", "forest-regressor", "tree-classifier",
                                   "tree-random-splitter", "boosting-extra-trees",

@@ -125,7 +125,9 @@ class PeerBackend(DistributedBackend):
                 np.asarray(layout), np.asarray(inv), np.asarray(params))
         own = self.rows.level_splits(self._tag, x_name, zero, moves, level_start,
                                      node_to_build, n_bins, derive, scan)
-        return merge_splits(self.rows.sliced.exchange(("splits", self._tag), own))
+        sliced = self.rows.sliced
+        return merge_splits([own] if sliced.whole else
+                            sliced.exchange(("splits", self._tag), own))
 
     def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,
                          left_child):
