@@ -11,8 +11,11 @@ one-machine histograms of its features. It keeps them in its own pool
 and scans them with the backend's ``find_best_splits``: the same scan code
 and arithmetic as one machine, per (node, feature). The workers exchange
 their node-sized best splits (:meth:`SlicedHistograms.exchange`) and each
-keeps, per node, the first slice whose gain is the largest: slices are contiguous and ascending, so that is the lowest
-feature among the best, the one-machine choice (``numpy.argmax``).
+keeps, per node, the first slice whose gain is the largest: slices are
+contiguous and ascending, so that is the lowest feature among the best, the
+one-machine choice (``numpy.argmax``). Two workers own every feature each
+(:attr:`SlicedHistograms.whole_up_to`): each sends the other its whole
+histograms and scans them all, so no exchange of best splits follows.
 """
 import threading
 
