@@ -203,7 +203,11 @@ class CPUBackend(Backend):
         newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                       and int(params[PARAM_CONSTRAINTS]) == 0)
         find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
-        find_splits.run(n_nodes * n_features * n_bins * split_scan.SCAN_WORK_PER_BIN, hist,
+        # the bins of the (node, feature) pairs scanned (a best-first step
+        # scans two of the pool's rows; the others are skipped at once)
+        scanned_bins = int(feature_allowed.sum(axis=0, dtype=np.int64)
+                           @ n_bins_non_missing.astype(np.int64))
+        find_splits.run(scanned_bins * split_scan.SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout,
                         inv, params, *scratch, *outputs)
