@@ -55,10 +55,11 @@ from .._dtypes import (BITMAP_BINS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, F
                        STAT_DTYPE, extension_words)
 from .devmath import make_devmath
 from .formulas import (KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS,
-                       LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO, PARAM_CAT_SEARCH, PARAM_CAT_SMOOTH,
-                       PARAM_CONSTRAINTS, PARAM_MAX_CAT_THRESHOLD, PARAM_MAX_CAT_TO_ONEHOT,
-                       PARAM_MIN_DATA_PER_GROUP, PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF,
-                       PARAM_REG_ALPHA, PARAM_REG_LAMBDA, make_criterion_functions, specialised)
+                       LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO, PARAM_CAT_SEARCH,
+                       PARAM_CAT_SMOOTH, PARAM_CONSTRAINTS, PARAM_MAX_CAT_THRESHOLD,
+                       PARAM_MAX_CAT_TO_ONEHOT, PARAM_MIN_DATA_PER_GROUP, PARAM_MIN_SAMPLES_LEAF,
+                       PARAM_MIN_WEIGHT_LEAF, PARAM_REG_ALPHA, PARAM_REG_LAMBDA,
+                       make_criterion_functions, specialised)
 from .splitset import make_splitset
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
