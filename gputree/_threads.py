@@ -27,6 +27,7 @@ from contextlib import contextmanager
 
 import numba
 import numpy as np
+from numba.np.ufunc import parallel as _parallel
 
 #: estimator methods that run kernels: they honour n_jobs
 THREADED_METHODS = ("fit", "predict", "predict_proba", "predict_log_proba",
@@ -54,12 +55,24 @@ PARALLEL_WORK = 1 << 16
 _pool = [None, None]
 
 
+def thread_count():
+    """numba's thread count for the calling thread
+    (``numba.get_num_threads()``, without its check that the threading
+    layer is started, two locks per call, once it is: some 10 us, paid by
+    every small kernel call of a best-first tree's steps)."""
+    if getattr(_parallel, "_is_initialized", False) and hasattr(_parallel, "_get_num_threads"):
+        threads = _parallel._get_num_threads()
+        if threads > 0:
+            return threads
+    return numba.get_num_threads()
+
+
 def parts_for(work):
     """The parts a job of ``work`` runs in: one per thread (numba's count
     for the calling thread), or one below :data:`PARALLEL_WORK`."""
     if work < PARALLEL_WORK:
         return 1
-    return numba.get_num_threads()
+    return thread_count()
 
 
 def _executor():

@@ -340,3 +340,25 @@ def test_auto_search_keeps_small_category_models_and_regularises_wide_ones():
         for node in np.flatnonzero((tree.feature == 0) & (tree.left_child >= 0)):
             bins = reference.bins_of(tree.bitset[node], tree.node_words(node))
             assert len(bins - {auto.model_.thresholds.shape[1]}) <= 32
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 15, 16, 17, 33, 100, 2000])
+def test_category_sorts_order_by_key_then_bin_like_numpy(n):
+    """The CPU's merge sort and the device's heapsort of (key, bin) entries
+    give numpy's stable order by key (NaN last), ties by bin: so every
+    device's scan sees the categories in one order, whichever sort runs."""
+    from numba import njit
+
+    from gputree.backends.scan import make_scan_parts
+    parts = make_scan_parts(njit)
+    rng = np.random.default_rng(n)
+    keys = rng.choice([-1.5, 0.0, -0.0, 0.25, 2.0, np.inf, -np.inf, np.nan], size=n)
+    keys[: n // 3] = rng.normal(size=n // 3)
+    bins = rng.permutation(3 * n)[:n].astype(np.int32)
+    expected = np.lexsort((bins, keys))
+    for sort, width in ((parts.heap_sort, n), (parts.merge_sort, 2 * n)):
+        k, b = np.zeros(max(width, 2)), np.zeros(max(width, 2), dtype=np.int32)
+        k[:n], b[:n] = keys, bins
+        sort(k, b, n)
+        np.testing.assert_array_equal(b[:n], bins[expected])
+        np.testing.assert_array_equal(k[:n], keys[expected])

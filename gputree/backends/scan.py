@@ -54,11 +54,12 @@ import numpy as np
 from .._dtypes import (BITMAP_BINS, BITSET_DTYPE, BITSET_WORDS, FEATURE_DTYPE, FLOAT_DTYPE,
                        STAT_DTYPE, extension_words)
 from .devmath import make_devmath
-from .formulas import (KIND_NEWTON, LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS, LAYOUT_N_OUTPUTS,
-                       LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO, PARAM_CAT_SEARCH, PARAM_CAT_SMOOTH,
-                       PARAM_CONSTRAINTS, PARAM_MAX_CAT_THRESHOLD, PARAM_MAX_CAT_TO_ONEHOT,
-                       PARAM_MIN_DATA_PER_GROUP, PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF,
-                       PARAM_REG_ALPHA, PARAM_REG_LAMBDA, make_criterion_functions, specialised)
+from .formulas import (KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_MULTIWAY, LAYOUT_N_CHANNELS,
+                       LAYOUT_N_OUTPUTS, LAYOUT_PER_OUTPUT, LAYOUT_SPLIT_INFO, PARAM_CAT_SEARCH,
+                       PARAM_CAT_SMOOTH, PARAM_CONSTRAINTS, PARAM_MAX_CAT_THRESHOLD,
+                       PARAM_MAX_CAT_TO_ONEHOT, PARAM_MIN_DATA_PER_GROUP, PARAM_MIN_SAMPLES_LEAF,
+                       PARAM_MIN_WEIGHT_LEAF, PARAM_REG_ALPHA, PARAM_REG_LAMBDA,
+                       make_criterion_functions, specialised)
 from .splitset import make_splitset
 
 #: scratch channel-vectors per (node, feature) scan: total, left, right, missing, running
@@ -66,6 +67,8 @@ SCRATCH_VECTORS = 5
 #: scratch slots per categorical scan at least (one per category: the
 #: histograms' non-missing bins when more)
 MIN_CATEGORY_SLOTS = 256
+#: entries of the insertion-sorted runs that the CPU's merge sort of categories merges
+SORT_RUN = 16
 #: candidates per block of the vectorized boosting scan (``vector``)
 BLOCK_BINS = 256
 
@@ -94,7 +97,8 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     kernel that divides boosting's scan among threads composes
     (``newton_task``, ``clear_task``, ``newton_candidate``,
     ``newton_missing_right``, ``add_bins_upto``, ``record_split``; the CUDA
-    backend's block scan).
+    backend's block scan), and the two sorts of categories (``heap_sort``,
+    ``merge_sort``).
 
     scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, split_bin, missing_bin, layout, inv, params,
@@ -114,8 +118,9 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                            (extremely randomized trees, node_features.py)
       layout, inv, params: IN  criterion description (criteria.py)
       scratch_sums       : OUT int64 (n_slots, SCRATCH_VECTORS * n_channels)
-      scratch_keys       : OUT float64 (n_slots or 1, >= categories of a feature)
-      scratch_order      : OUT int32 (n_slots or 1, >= categories of a feature)
+      scratch_keys       : OUT float64 (n_slots or 1, >= categories of a feature;
+                           ``vector``: >= twice as many, an even number)
+      scratch_order      : OUT int32 (as scratch_keys)
       scratch_prefix     : OUT int64 (n_slots or 1, 4, BLOCK_BINS or 1)
       scratch_gains      : OUT float64 (n_slots or 1, 2, BLOCK_BINS or 1)
                            (the last two: ``vector`` only)
@@ -319,10 +324,23 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         return best, best_bin, best_ml
 
     @inline
+    def entry_before(key_a, bin_a, key_b, bin_b):
+        """An entry (key, bin) sorts before another: by key (NaN after every
+        number), ties by bin (a total order: bins are distinct; so any
+        correct sort gives the same order)."""
+        if key_a < key_b:
+            return True
+        if key_a > key_b:
+            return False
+        a_nan, b_nan = key_a != key_a, key_b != key_b
+        if a_nan == b_nan:          # equal keys, or both NaN
+            return bin_a < bin_b
+        return b_nan
+
+    @inline
     def sorts_before(keys, order, i, j):
-        """Entry i of (keys, order) sorts before entry j: by key, ties by
-        bin (a total order: bins are distinct)."""
-        return keys[i] < keys[j] or (keys[i] == keys[j] and order[i] < order[j])
+        """Entry i of (keys, order) sorts before entry j (entry_before)."""
+        return entry_before(keys[i], order[i], keys[j], order[j])
 
     @inline
     def sift_down(keys, order, root, end):
@@ -338,16 +356,76 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             root = child
 
     @jit
-    def sort_entries(keys, order, n):
-        """(keys, order)[:n] sorted in place by key, ties by bin: heapsort
-        (n log n steps, no recursion nor memory; one order however the
-        entries came, so every device sorts alike)."""
+    def heap_sort(keys, order, n):
+        """(keys, order)[:n] sorted in place (entry_before): heapsort (n log
+        n steps, no recursion nor memory)."""
         for root in range(n // 2 - 1, -1, -1):
             sift_down(keys, order, root, n)
         for end in range(n - 1, 0, -1):
             keys[0], keys[end] = keys[end], keys[0]
             order[0], order[end] = order[end], order[0]
             sift_down(keys, order, 0, end)
+
+    @inline
+    def insertion_runs(keys, order, n):
+        """(keys, order)[:n] sorted in runs of SORT_RUN entries."""
+        for start in range(0, n, SORT_RUN):
+            stop = min(start + SORT_RUN, n)
+            for i in range(start + 1, stop):
+                key, b = keys[i], order[i]
+                j = i - 1
+                while j >= start and entry_before(key, b, keys[j], order[j]):
+                    keys[j + 1], order[j + 1] = keys[j], order[j]
+                    j -= 1
+                keys[j + 1], order[j + 1] = key, b
+
+    @inline
+    def merge_runs(src_keys, src_order, dst_keys, dst_order, n, width):
+        """Merge the sorted runs of ``width`` entries of src, two by two,
+        into dst (the left run first on ties: there are none)."""
+        for low in range(0, n, 2 * width):
+            mid, high = min(low + width, n), min(low + 2 * width, n)
+            i, j = low, mid
+            for out in range(low, high):
+                if i < mid and (j >= high or not entry_before(
+                        src_keys[j], src_order[j], src_keys[i], src_order[i])):
+                    dst_keys[out], dst_order[out] = src_keys[i], src_order[i]
+                    i += 1
+                else:
+                    dst_keys[out], dst_order[out] = src_keys[j], src_order[j]
+                    j += 1
+
+    @jit
+    def merge_sort(keys, order, n):
+        """(keys, order)[:n] sorted in place (entry_before), keys and order
+        holding at least 2n entries (the second half is scratch):
+        insertion-sorted runs merged bottom up (3-4x faster than heapsort
+        on the CPU for thousands of categories)."""
+        half = keys.shape[0] // 2
+        k0, o0, k1, o1 = keys[:half], order[:half], keys[half:], order[half:]
+        insertion_runs(k0, o0, n)
+        width, in_first = SORT_RUN, True
+        while width < n:
+            if in_first:
+                merge_runs(k0, o0, k1, o1, n, width)
+            else:
+                merge_runs(k1, o1, k0, o0, n, width)
+            in_first = not in_first
+            width *= 2
+        if not in_first:
+            for i in range(n):
+                k0[i], o0[i] = k1[i], o1[i]
+
+    @jit
+    def sort_entries(keys, order, n):
+        """(keys, order)[:n] sorted in place by key, ties by bin
+        (entry_before: a total order, so every device sorts alike, whatever
+        the algorithm): merge sort on the CPU (``vector``; scratch rows of
+        twice the categories), heapsort elsewhere (no scratch)."""
+        if vector:
+            merge_sort(keys, order, n)
+        else:
+            heap_sort(keys, order, n)
 
     @jit
     def scan_one_threshold(H, T, L, R, A, M, b, has_missing, parent, layout, inv, params,
@@ -440,9 +518,16 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         sorted by G / (H + cat_smooth), ties by bin (A is scratch)."""
         least = max(params[PARAM_CAT_SMOOTH], 1.0)
         n = 0
+        count_channel = layout[LAYOUT_COUNT_CHANNEL]
         for b in range(n_non_missing):
-            copy_bin(A, H, b)
-            if node_count(A, layout, inv) >= least:
+            # node_count of the bin, read in place where it is a channel
+            if count_channel >= 0:
+                enough = H[b, count_channel] * 1.0 >= least
+            else:
+                copy_bin(A, H, b)
+                enough = node_count(A, layout, inv) >= least
+            if enough:
+                copy_bin(A, H, b)
                 keys[n] = smoothed_ratio(A, inv, params)
                 order[n] = b
                 n += 1
@@ -723,6 +808,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                      out_info, out_words)
 
     return SimpleNamespace(scan=scan, newton_task=newton_task, clear_task=clear_task,
+                           heap_sort=heap_sort, merge_sort=merge_sort,
                            newton_candidate=newton_candidate,
                            newton_missing_right=newton_missing_right,
                            add_bins_upto=add_bins_upto, record_split=record_split,
@@ -732,10 +818,13 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
 def scratch_shapes(n_slots, n_channels, any_categorical, n_bins, vector=False):
     """Shapes of the scan's scratch buffers (sums, keys, order, prefix,
     gains) for ``n_slots`` tasks at a time on histograms of ``n_bins``
-    bins (one category slot per non-missing bin)."""
+    bins (one category slot per non-missing bin; twice as many for the
+    merge sort of ``vector``)."""
     n_cat = n_slots if any_categorical else 1
     n_block, block = (n_slots, BLOCK_BINS) if vector else (1, 1)
     slots = max(MIN_CATEGORY_SLOTS, n_bins - 1) if any_categorical else 1
+    if any_categorical and vector:
+        slots *= 2
     return ((n_slots, SCRATCH_VECTORS * n_channels), (n_cat, slots),
             (n_cat, slots), (n_block, 4, block), (n_block, 2, block))
 

@@ -185,6 +185,15 @@ def left_sets(bitset, word_rows):
                     n_words)
 
 
+def left_set(bitset, words):
+    """LeftSets (host) of one split: ``bitset`` uint32 (BITSET_WORDS,), its
+    words beyond ``words`` uint32 (m,) (left_sets of one row, without its
+    numpy calls per row: a best-first tree's step moves one split's rows)."""
+    kept = trimmed_words(np.asarray(words, dtype=BITSET_DTYPE))
+    return LeftSets(np.asarray(bitset)[None], kept, np.zeros(1, dtype=WORD_START_DTYPE),
+                    np.full(1, kept.shape[0], dtype=WORD_COUNT_DTYPE))
+
+
 def trimmed_words(words):
     """``words`` (uint32 (m,)) without its trailing zero words: how a tree
     stores a split's words."""

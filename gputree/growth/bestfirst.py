@@ -29,7 +29,7 @@ import heapq
 import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
-from ..backends.splitset import left_sets
+from ..backends.splitset import left_set, left_sets
 from .levelwise import _TreeGrowth, start_tree
 from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
 
@@ -200,7 +200,7 @@ class _BestFirstGrowth(_TreeGrowth):
         node, split = self.pending
         self.pending = None
         self.backend.split_node_rows(self.rows, self.data.X_binned, node, split["feature"],
-                                     left_sets(split["bitset"][None], split["words"][None]))
+                                     left_set(split["bitset"], split["words"]))
 
     def _build(self, level_start, n_build, device):
         """As the level-wise grower's, but where the backend keeps a row

@@ -26,11 +26,13 @@ class NodeTable:
         self.depth = [np.zeros(1, dtype=np.int32)]
         self.parent = [np.full(1, -1, dtype=NODE_DTYPE)]
         self.feature, self.bitset, self.gain, self.missing_left = [], [], [], []
+        self._all = self.totals[0]      # the totals concatenated
 
     def add_children(self, parents, left_totals, depth):
-        right_totals = self.totals_all()[parents] - left_totals
+        right_totals = self._all[parents] - left_totals
         pairs = np.stack([left_totals, right_totals], axis=1).reshape(-1, left_totals.shape[1])
         self.totals.append(pairs)
+        self._all = np.concatenate([self._all, pairs])
         self.depth.append(np.full(pairs.shape[0], depth, dtype=np.int32))
         self.parent.append(np.repeat(parents, 2).astype(NODE_DTYPE))
 
@@ -53,11 +55,12 @@ class NodeTable:
                         np.concatenate([s.n_words for s in sets])[:n_nodes])
 
     def totals_all(self):
-        return np.concatenate(self.totals)
+        """int64 (n_nodes, C): every node's totals (the caller's to keep)."""
+        return self._all.copy()
 
     @property
     def n_nodes(self):
-        return sum(t.shape[0] for t in self.totals)
+        return self._all.shape[0]
 
 
 def no_splits(n_level):

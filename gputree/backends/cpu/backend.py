@@ -14,11 +14,12 @@ small and large jobs share its compiled code.
 """
 import math
 import mmap
+import threading
 
-import numba
 import numpy as np
 
 from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
+from ..._threads import thread_count
 from ...tree import LeftSets
 from ..base import Backend
 from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
@@ -51,6 +52,9 @@ class CPUBackend(Backend):
 
     def __init__(self):
         self.binned = BinnedCache(self.free_memory_bytes)
+        # the split scan's scratch, kept per calling thread (its shape and
+        # dtypes as key): a best-first tree scans two nodes per step
+        self._scratch = threading.local()
 
     def keep_binned_lean(self, X_binned):
         self.binned.keep_lean(X_binned)
@@ -131,7 +135,7 @@ class CPUBackend(Backend):
                                           n_add, feature_bins)
         else:
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
-                                           n_add, feature_bins, numba.get_num_threads())
+                                           n_add, feature_bins, thread_count())
         if n_add < stats.shape[1]:
             hist[built_rows[0], :, :, n_add] = bin_counts
         return hist
@@ -193,18 +197,30 @@ class CPUBackend(Backend):
         any_categorical = bool(is_categorical.any())
         outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
         n_tasks = n_nodes * n_features
-        n_slots = min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * numba.get_num_threads())
-        scratch = empty_scratch(np, max(n_slots, 1), n_channels, any_categorical, n_bins,
-                                vector=True)
+        n_slots = min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * thread_count())
+        scratch = self._scan_scratch(max(n_slots, 1), n_channels, any_categorical, n_bins)
         measure = measure_of(layout)
         newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                       and int(params[PARAM_CONSTRAINTS]) == 0)
         find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
-        find_splits.run(n_nodes * n_features * n_bins * split_scan.SCAN_WORK_PER_BIN, hist,
+        # the bins of the (node, feature) pairs scanned (a best-first step
+        # scans two of the pool's rows; the others are skipped at once)
+        scanned_bins = int(feature_allowed.sum(axis=0, dtype=np.int64)
+                           @ n_bins_non_missing.astype(np.int64))
+        find_splits.run(scanned_bins * split_scan.SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout,
                         inv, params, *scratch, *outputs)
         return outputs
+
+    def _scan_scratch(self, n_slots, n_channels, any_categorical, n_bins):
+        """The split scan's scratch (scan.empty_scratch), the last one this
+        thread used when its shape is the same."""
+        key = (n_slots, n_channels, any_categorical, n_bins)
+        kept = getattr(self._scratch, "kept", None)
+        if kept is None or kept[0] != key:
+            kept = self._scratch.kept = (key, empty_scratch(np, *key, vector=True))
+        return kept[1]
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_sets, left_child):

@@ -8,11 +8,10 @@ Cells are int64 fixed-point sums, so the result is the same for any cut and
 thread count. Also the subtraction of siblings and the zeroing of rows."""
 import functools
 
-import numba
 import numpy as np
 from numba import njit
 
-from ..._threads import kernel_jit, parts_for
+from ..._threads import kernel_jit, parts_for, thread_count
 from ..kernel_cache import cache_numba_cpu_kernels
 from .intrinsics import add_three, add_two, prefetch_row
 from .jit import U64, part_bounds
@@ -370,7 +369,7 @@ def _block_cut(hist, feature_bins, cells):
 
 def _plan_threads():
     """The threads a histogram pass plans its pieces for: numba's."""
-    return numba.get_num_threads()
+    return thread_count()
 
 
 def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add,

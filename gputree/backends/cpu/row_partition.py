@@ -90,13 +90,42 @@ def _write_positions(order, leaves, begin, count, positions, part, n_parts):
             positions[U64(order[U64(q)])] = leaves[k]
 
 
+@ir_inline
+def _deal_rows(X_columns, order, start, stop, feature, split_bitset, split_words, split_start,
+               split_n_words, left, n_left, right, n_right):
+    """Each row of order[start:stop] written to ``left`` at ``n_left`` and
+    to ``right`` at ``n_right`` (OUT), the place of its side advancing
+    (without a branch on the side): returns (n_left, n_right) after them.
+    ``left`` may be ``order`` itself with ``n_left <= start``: a left row's
+    place never passes the row read."""
+    for q in range(start, stop):
+        i = order[U64(q)]
+        b = X_columns[U64(i), U64(feature)]
+        go_left = goes_left_words(split_bitset, U64(0), b, split_words, split_start,
+                                  split_n_words)
+        left[U64(n_left)] = i
+        right[U64(n_right)] = i
+        n_left += go_left
+        n_right += 1 - go_left
+    return n_left, n_right
+
+
 @threaded
 def _split_range(X_columns, order, first, stop, feature, split_bitset, split_words,
                  split_start, split_n_words, left, right, counts, part, n_parts):
-    """RowPartition.split in one chunk, both passes (run as one part)."""
-    _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
-                       split_start, split_n_words, left, right, counts, 0, 1)
-    _place_chunks_part(order, first, left, right, counts, 0, 1)
+    """RowPartition.split in one chunk (run as one part): the same result
+    as both passes, in place: a row going left is written to ``order`` at
+    its place among the left rows (never after the row read: the place
+    passes no unread row), a row going right to ``right``, from which the
+    right rows are copied after the left ones (a third of the writes of the
+    two passes; ``left`` is not used)."""
+    n_left, n_right = _deal_rows(X_columns, order, first, stop, feature, split_bitset,
+                                 split_words, split_start, split_n_words, order, first, right,
+                                 0)
+    for q in range(n_right):
+        order[U64(n_left + q)] = right[U64(q)]
+    counts[0, 0] = n_left - first
+    counts[0, 1] = n_right
 
 
 @ir_inline
@@ -113,16 +142,9 @@ def _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, spl
     for c in range(chunk_first, chunk_stop):
         start = first + n * c // n_chunks
         end = first + n * (c + 1) // n_chunks
-        n_left, n_right = start, start
-        for q in range(start, end):
-            i = order[U64(q)]
-            b = X_columns[U64(i), U64(feature)]
-            go_left = goes_left_words(split_bitset, U64(0), b, split_words, split_start,
-                                      split_n_words)
-            left[U64(n_left)] = i
-            right[U64(n_right)] = i
-            n_left += go_left
-            n_right += 1 - go_left
+        n_left, n_right = _deal_rows(X_columns, order, start, end, feature, split_bitset,
+                                     split_words, split_start, split_n_words, left, start,
+                                     right, start)
         counts[c, 0] = n_left - start
         counts[c, 1] = n_right - start
 
