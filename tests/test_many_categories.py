@@ -342,15 +342,22 @@ def test_auto_search_keeps_small_category_models_and_regularises_wide_ones():
             assert len(bins - {auto.model_.thresholds.shape[1]}) <= 32
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 15, 16, 17, 33, 100, 2000])
-def test_category_sorts_order_by_key_then_bin_like_numpy(n):
-    """The CPU's merge sort and the device's heapsort of (key, bin) entries
-    give numpy's stable order by key (NaN last), ties by bin: so every
-    device's scan sees the categories in one order, whichever sort runs."""
+@pytest.fixture(scope="module")
+def compiled_scan_parts():
+    """make_scan_parts(njit) once per module (each call makes new dispatchers,
+    which compile again)."""
     from numba import njit
 
     from gputree.backends.scan import make_scan_parts
-    parts = make_scan_parts(njit)
+    return make_scan_parts(njit)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 15, 16, 17, 33, 100, 2000])
+def test_category_sorts_order_by_key_then_bin_like_numpy(n, compiled_scan_parts):
+    """The CPU's merge sort and the device's heapsort of (key, bin) entries
+    give numpy's stable order by key (NaN last), ties by bin: so every
+    device's scan sees the categories in one order, whichever sort runs."""
+    parts = compiled_scan_parts
     rng = np.random.default_rng(n)
     keys = rng.choice([-1.5, 0.0, -0.0, 0.25, 2.0, np.inf, -np.inf, np.nan], size=n)
     keys[: n // 3] = rng.normal(size=n // 3)
