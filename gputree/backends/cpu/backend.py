@@ -18,14 +18,14 @@ import mmap
 import numba
 import numpy as np
 
-from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
+from ..._dtypes import FEATURE_DTYPE, NODE_DTYPE, STAT_DTYPE, bin_dtype
 from ...tree import LeftSets
 from ..base import Backend
 from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
                         measure_of)
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
-from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
+from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
 from . import binning, histograms, partition, predict, ranking, sparse_rows, split_scan
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
@@ -169,9 +169,21 @@ class CPUBackend(Backend):
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params, split_bin=None):
-        return best_split_per_node(np, *self.scan_splits(
+        gain, missing_left, bitset, left, _, words = self.scan_splits(
             hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-            layout, inv, params, split_bin))
+            layout, inv, params, split_bin)
+        n_nodes = gain.shape[0]
+        best = SplitInfo(np.empty(n_nodes, dtype=gain.dtype),
+                         np.empty(n_nodes, dtype=FEATURE_DTYPE),
+                         np.empty((n_nodes,) + bitset.shape[2:], dtype=bitset.dtype),
+                         np.empty(n_nodes, dtype=missing_left.dtype),
+                         np.empty((n_nodes,) + left.shape[2:], dtype=left.dtype),
+                         np.empty((n_nodes,) + words.shape[2:], dtype=words.dtype))
+        # scan.best_split_per_node in one compiled call
+        split_scan.best_per_node(gain, missing_left, bitset, left, words, best.feature,
+                                 best.gain, best.missing_left, best.bitset, best.left_sums,
+                                 best.words)
+        return best
 
     def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
                              n_bins_non_missing, is_categorical, missing_bin, layout):
@@ -200,7 +212,8 @@ class CPUBackend(Backend):
         newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                       and int(params[PARAM_CONSTRAINTS]) == 0)
         find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
-        find_splits.run(n_nodes * n_features * n_bins * split_scan.SCAN_WORK_PER_BIN, hist,
+        find_splits.run(n_nodes * _scanned_cells(n_bins_non_missing, n_bins)
+                        * split_scan.SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout,
                         inv, params, *scratch, *outputs)
@@ -248,3 +261,12 @@ def _feature_bins(feature_bins, hist_shape):
     if feature_bins is None:
         return np.full(hist_shape[1], hist_shape[2], dtype=np.int32)
     return np.ascontiguousarray(feature_bins, dtype=np.int32)
+
+
+def _scanned_cells(n_bins_non_missing, n_bins):
+    """The bins a node's split scan visits: each feature's own bins
+    (int32 (F,) ``n_bins_non_missing``, at most ``n_bins``) and its missing
+    bin, rather than n_bins per feature (LETOR's 300 features of 21 bins
+    on average: 12 times fewer; the scan's estimate of its work, which
+    decides whether it goes to other threads)."""
+    return int(np.minimum(n_bins_non_missing, n_bins).sum()) + n_bins_non_missing.shape[0]
