@@ -14,6 +14,7 @@ small and large jobs share its compiled code.
 """
 import math
 import mmap
+import threading
 
 import numba
 import numpy as np
@@ -133,7 +134,7 @@ class CPUBackend(Backend):
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
                                            n_add, feature_bins, numba.get_num_threads())
         if n_add < stats.shape[1]:
-            hist[built_rows[0], :, :, n_add] = bin_counts
+            histograms.copy_channel(hist, built_rows[0], n_add, bin_counts, feature_bins)
         return hist
 
     def start_row_partition(self, X_binned):
@@ -171,7 +172,7 @@ class CPUBackend(Backend):
                          feature_allowed, missing_bin, layout, inv, params, split_bin=None):
         gain, missing_left, bitset, left, _, words = self.scan_splits(
             hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-            layout, inv, params, split_bin)
+            layout, inv, params, split_bin, reuse=True)
         n_nodes = gain.shape[0]
         best = SplitInfo(np.empty(n_nodes, dtype=gain.dtype),
                          np.empty(n_nodes, dtype=FEATURE_DTYPE),
@@ -198,16 +199,27 @@ class CPUBackend(Backend):
         return split_bin if random else None
 
     def scan_splits(self, hist, n_bins_non_missing, is_categorical,
-                    feature_allowed, missing_bin, layout, inv, params, split_bin=None):
+                    feature_allowed, missing_bin, layout, inv, params, split_bin=None,
+                    reuse=False):
+        """Backend.scan_splits; ``reuse``: the outputs may be this thread's
+        arrays of the previous scan of the same shapes (a caller that reads
+        them before its next scan: :meth:`find_best_splits`)."""
         n_nodes, n_features, n_bins, n_channels = hist.shape
         if split_bin is None:
             split_bin = np.full((n_nodes, n_features), ALL_CANDIDATES, dtype=np.int32)
         any_categorical = bool(is_categorical.any())
-        outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
+        if reuse:
+            outputs = _kept("outputs", (n_nodes, n_features, n_channels, n_bins),
+                            lambda: empty_scan_outputs(np, n_nodes, n_features, n_channels,
+                                                       n_bins))
+            outputs[3].fill(0)          # left sums start at zero, as empty_scan_outputs'
+        else:
+            outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
         n_tasks = n_nodes * n_features
-        n_slots = min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * numba.get_num_threads())
-        scratch = empty_scratch(np, max(n_slots, 1), n_channels, any_categorical, n_bins,
-                                vector=True)
+        n_slots = max(1, min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * numba.get_num_threads()))
+        scratch = _kept("scratch", (n_slots, n_channels, any_categorical, n_bins),
+                        lambda: empty_scratch(np, n_slots, n_channels, any_categorical, n_bins,
+                                              vector=True))
         measure = measure_of(layout)
         newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                       and int(params[PARAM_CONSTRAINTS]) == 0)
@@ -270,3 +282,18 @@ def _scanned_cells(n_bins_non_missing, n_bins):
     on average: 12 times fewer; the scan's estimate of its work, which
     decides whether it goes to other threads)."""
     return int(np.minimum(n_bins_non_missing, n_bins).sum()) + n_bins_non_missing.shape[0]
+
+
+#: arrays kept per thread between scans (:func:`_kept`)
+_local = threading.local()
+
+
+def _kept(kind, key, make):
+    """This thread's arrays of ``kind`` for ``key`` (their shapes), made by
+    ``make()`` when the last ones of that kind had another key: a scan's
+    scratch and outputs are not allocated, and their pages not faulted in,
+    at every level of a fit (LETOR's levels: ~1 MiB each)."""
+    kept = _local.__dict__.setdefault("kept", {})
+    if kind not in kept or kept[kind][0] != key:
+        kept[kind] = (key, make())
+    return kept[kind][1]

@@ -499,6 +499,20 @@ def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows
                 cells[dr, f, k] = parent[pr, f, k] - cells[br, f, k]
 
 
+@kernel_jit()
+def copy_channel(hist, row, channel, source, feature_bins):
+    """hist[row, f, b, channel] OUT = source[f, b] (int64 (F, n_bins) IN) on
+    the cells of :func:`_feature_cells` (``feature_bins`` int32 (F,)): the
+    root's count channel from the counts kept per binned X, its features'
+    own cells only (LETOR: 6,600 of 77,000)."""
+    for f in range(hist.shape[1]):
+        n, last = _feature_cells(feature_bins, f, hist.shape[2])
+        for b in range(n):
+            hist[row, f, b, channel] = source[f, b]
+        if last >= 0:
+            hist[row, f, last, channel] = source[f, last]
+
+
 @threaded
 def zero_rows(array, rows, part, n_parts):
     """array (m, ...) INOUT: rows[k] of it set to zero; in parts over
