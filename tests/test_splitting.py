@@ -193,3 +193,32 @@ def test_no_valid_split_reports_minus_infinity(backend):
     assert node.scan().gain[0] == -np.inf
     constant = Node(backend, np.ones((5, 1)), [False], np.arange(5.0), np.ones(5), "squared_error")
     assert constant.scan().gain[0] == -np.inf
+
+
+def test_compiled_best_split_per_node_equals_numpy_argmax_reduction():
+    """The CPU backend's compiled reduction of the scan's (node, feature)
+    results picks what scan.best_split_per_node's argmax picks: the first
+    maximum, ties to the lowest feature, -inf rows to feature 0, a NaN gain
+    (numpy's argmax takes the first NaN) included."""
+    from gputree.backends.cpu import split_scan
+    from gputree.backends.scan import SplitInfo, best_split_per_node
+    rng = np.random.default_rng(7)
+    n_nodes, n_features = 40, 9
+    gain = rng.integers(0, 4, (n_nodes, n_features)).astype(float)    # many ties
+    gain[rng.random((n_nodes, n_features)) < 0.2] = -np.inf
+    gain[3] = -np.inf
+    gain[5, 6], gain[6, 0], gain[7, [2, 5]] = np.nan, np.nan, np.nan
+    missing_left = rng.integers(0, 2, (n_nodes, n_features)).astype(np.uint8)
+    bitset = rng.integers(0, 2**32, (n_nodes, n_features, 10)).astype(np.uint32)
+    left = rng.integers(-2**40, 2**40, (n_nodes, n_features, 3))
+    words = rng.integers(0, 2**32, (n_nodes, n_features, 2)).astype(np.uint32)
+    expected = best_split_per_node(np, gain, missing_left, bitset, left, None, words)
+    got = SplitInfo(*(np.empty_like(a) for a in (
+        expected.gain, expected.feature, expected.bitset, expected.missing_left,
+        expected.left_sums, expected.words)))
+    split_scan.best_per_node(gain, missing_left, bitset, left, words, got.feature, got.gain,
+                             got.missing_left, got.bitset, got.left_sums, got.words)
+    for name in ("feature", "missing_left", "bitset", "left_sums", "words"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name), err_msg=name)
+    np.testing.assert_array_equal(got.gain, expected.gain)     # NaN == NaN here
+    assert got.feature[5] == 6 and got.feature[6] == 0 and got.feature[7] == 2

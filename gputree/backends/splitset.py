@@ -175,6 +175,10 @@ def left_sets(bitset, word_rows):
     words beyond are the rows of ``word_rows`` (uint32 (n, m)), each kept
     up to its last non-zero word (a tree's layout)."""
     word_rows = np.asarray(word_rows, dtype=BITSET_DTYPE).reshape(bitset.shape[0], -1)
+    if word_rows.shape[1] == 0:        # no split has words (no feature over 256 categories)
+        none = np.zeros(bitset.shape[0], dtype=WORD_START_DTYPE)
+        return LeftSets(bitset, word_rows.reshape(-1), none,
+                        np.zeros(bitset.shape[0], dtype=WORD_COUNT_DTYPE))
     columns = np.arange(word_rows.shape[1])
     last = np.where(word_rows != 0, columns[None, :], -1).max(axis=1, initial=-1)
     n_words = (last + 1).astype(WORD_COUNT_DTYPE)

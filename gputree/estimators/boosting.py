@@ -46,7 +46,7 @@ from ..model import register_estimator, saved_floats, saved_int, saved_int_pairs
 from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
 from .._progress import Progress
-from .ensemble import add_tree_values, training_data, tree_rng
+from .ensemble import LazyTreeRng, add_tree_values, training_data, tree_rng
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
 from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
                       encode_labels)
@@ -457,7 +457,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         raw scores in place (``held_row_bytes``: for the memory check)."""
         backend, loss = self._backend, self._loss
         xp = backend.xp
-        rng = tree_rng(self._seed, it, _ROUND_STREAM)
+        rng = LazyTreeRng(self._seed, it, _ROUND_STREAM)
         w = train.w * self._row_mask(rng, train) if self.subsample < 1 else train.w
         unit = self.subsample >= 1 and train.unit_weights
         refill = xp is np and backend.statistics_refillable    # host arrays, reused next round

@@ -30,6 +30,23 @@ def tree_rng(seed, index, stream=0):
     return np.random.RandomState([seed, stream, index])
 
 
+class LazyTreeRng:
+    """:func:`tree_rng` ``(seed, index, stream)``, seeded on first use: a
+    RandomState's seeding from a key takes 0.1-0.3 ms, more than a level of
+    a small tree, and a boosting round that draws nothing (no subsample, no
+    feature subsets) never needs it. Draws are the RandomState's own."""
+
+    __slots__ = ("_key", "_rng")
+
+    def __init__(self, seed, index, stream=0):
+        self._key, self._rng = (seed, index, stream), None
+
+    def __getattr__(self, name):
+        if self._rng is None:
+            self._rng = tree_rng(*self._key)
+        return getattr(self._rng, name)
+
+
 def device_leaves(backend, X_binned, trees):
     """Leaf of every row in every tree, as ids into the trees' concatenated
     node arrays: int32 (n_samples, n_trees) on the backend (one launch)."""

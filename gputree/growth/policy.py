@@ -227,6 +227,10 @@ def real_thresholds(feature, bitset, is_categorical, data):
     numerical = np.flatnonzero((feature >= 0) & (is_categorical == 0))
     if numerical.size:
         last_bin = last_left_bin(bitset[numerical], data.missing_bin)
-        padded = np.concatenate([data.thresholds, np.full((data.thresholds.shape[0], 1), np.inf)], axis=1)
-        threshold[numerical] = padded[feature[numerical], last_bin]
+        # a last left bin past the feature's thresholds (or -1, counted from
+        # the end) is the inf of a padded column: indexed without a per-tree
+        # copy of the thresholds with that column
+        inside = (last_bin >= 0) & (last_bin < data.thresholds.shape[1])
+        threshold[numerical] = np.where(
+            inside, data.thresholds[feature[numerical], np.where(inside, last_bin, 0)], np.inf)
     return threshold

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from ..._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
+from ..._dtypes import FEATURE_DTYPE, NODE_DTYPE, STAT_DTYPE, bin_dtype
 from ..._threads import thread_count
 from ...tree import LeftSets
 from ..base import Backend
@@ -26,7 +26,7 @@ from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
                         measure_of)
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
-from ..scan import best_split_per_node, empty_scan_outputs, empty_scratch
+from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
 from . import binning, histograms, partition, predict, ranking, sparse_rows, split_scan
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
@@ -52,9 +52,6 @@ class CPUBackend(Backend):
 
     def __init__(self):
         self.binned = BinnedCache(self.free_memory_bytes)
-        # the split scan's scratch, kept per calling thread (its shape and
-        # dtypes as key): a best-first tree scans two nodes per step
-        self._scratch = threading.local()
 
     def keep_binned_lean(self, X_binned):
         self.binned.keep_lean(X_binned)
@@ -137,7 +134,7 @@ class CPUBackend(Backend):
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
                                            n_add, feature_bins, thread_count())
         if n_add < stats.shape[1]:
-            hist[built_rows[0], :, :, n_add] = bin_counts
+            histograms.copy_channel(hist, built_rows[0], n_add, bin_counts, feature_bins)
         return hist
 
     def start_row_partition(self, X_binned):
@@ -173,9 +170,21 @@ class CPUBackend(Backend):
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params, split_bin=None):
-        return best_split_per_node(np, *self.scan_splits(
+        gain, missing_left, bitset, left, _, words = self.scan_splits(
             hist, n_bins_non_missing, is_categorical, feature_allowed, missing_bin,
-            layout, inv, params, split_bin))
+            layout, inv, params, split_bin, reuse=True)
+        n_nodes = gain.shape[0]
+        best = SplitInfo(np.empty(n_nodes, dtype=gain.dtype),
+                         np.empty(n_nodes, dtype=FEATURE_DTYPE),
+                         np.empty((n_nodes,) + bitset.shape[2:], dtype=bitset.dtype),
+                         np.empty(n_nodes, dtype=missing_left.dtype),
+                         np.empty((n_nodes,) + left.shape[2:], dtype=left.dtype),
+                         np.empty((n_nodes,) + words.shape[2:], dtype=words.dtype))
+        # scan.best_split_per_node in one compiled call
+        split_scan.best_per_node(gain, missing_left, bitset, left, words, best.feature,
+                                 best.gain, best.missing_left, best.bitset, best.left_sums,
+                                 best.words)
+        return best
 
     def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
                              n_bins_non_missing, is_categorical, missing_bin, layout):
@@ -190,15 +199,27 @@ class CPUBackend(Backend):
         return split_bin if random else None
 
     def scan_splits(self, hist, n_bins_non_missing, is_categorical,
-                    feature_allowed, missing_bin, layout, inv, params, split_bin=None):
+                    feature_allowed, missing_bin, layout, inv, params, split_bin=None,
+                    reuse=False):
+        """Backend.scan_splits; ``reuse``: the outputs may be this thread's
+        arrays of the previous scan of the same shapes (a caller that reads
+        them before its next scan: :meth:`find_best_splits`)."""
         n_nodes, n_features, n_bins, n_channels = hist.shape
         if split_bin is None:
             split_bin = np.full((n_nodes, n_features), ALL_CANDIDATES, dtype=np.int32)
         any_categorical = bool(is_categorical.any())
-        outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
+        if reuse:
+            outputs = _kept("outputs", (n_nodes, n_features, n_channels, n_bins),
+                            lambda: empty_scan_outputs(np, n_nodes, n_features, n_channels,
+                                                       n_bins))
+            outputs[3].fill(0)          # left sums start at zero, as empty_scan_outputs'
+        else:
+            outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
         n_tasks = n_nodes * n_features
-        n_slots = min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * thread_count())
-        scratch = self._scan_scratch(max(n_slots, 1), n_channels, any_categorical, n_bins)
+        n_slots = max(1, min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * thread_count()))
+        scratch = _kept("scratch", (n_slots, n_channels, any_categorical, n_bins),
+                        lambda: empty_scratch(np, n_slots, n_channels, any_categorical, n_bins,
+                                              vector=True))
         measure = measure_of(layout)
         newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                       and int(params[PARAM_CONSTRAINTS]) == 0)
@@ -212,15 +233,6 @@ class CPUBackend(Backend):
                         missing_bin, layout,
                         inv, params, *scratch, *outputs)
         return outputs
-
-    def _scan_scratch(self, n_slots, n_channels, any_categorical, n_bins):
-        """The split scan's scratch (scan.empty_scratch), the last one this
-        thread used when its shape is the same."""
-        key = (n_slots, n_channels, any_categorical, n_bins)
-        kept = getattr(self._scratch, "kept", None)
-        if kept is None or kept[0] != key:
-            kept = self._scratch.kept = (key, empty_scratch(np, *key, vector=True))
-        return kept[1]
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
                          split_sets, left_child):
@@ -264,3 +276,18 @@ def _feature_bins(feature_bins, hist_shape):
     if feature_bins is None:
         return np.full(hist_shape[1], hist_shape[2], dtype=np.int32)
     return np.ascontiguousarray(feature_bins, dtype=np.int32)
+
+
+#: arrays kept per thread between scans (:func:`_kept`)
+_local = threading.local()
+
+
+def _kept(kind, key, make):
+    """This thread's arrays of ``kind`` for ``key`` (their shapes), made by
+    ``make()`` when the last ones of that kind had another key: a scan's
+    scratch and outputs are not allocated, and their pages not faulted in,
+    at every level of a fit (LETOR's levels: ~1 MiB each)."""
+    kept = _local.__dict__.setdefault("kept", {})
+    if kind not in kept or kept[kind][0] != key:
+        kept[kind] = (key, make())
+    return kept[kind][1]

@@ -293,7 +293,11 @@ def histogram_pieces(node_rows, n_features, n_bins, n_threads):
 def assign_pieces(sizes, n_threads):
     """Pieces (sizes int64 (P,)) dealt to threads, largest first, each to
     the thread with the least work so far (ties: the lowest). Returns
-    (thread_pieces, thread_first) int64 as _build_histograms takes them."""
+    (thread_pieces, thread_first) int64 as _build_histograms takes them.
+    One thread takes the pieces in order (their order changes no sum)."""
+    if n_threads == 1:
+        return (np.arange(sizes.shape[0], dtype=np.int64),
+                np.array([0, sizes.shape[0]], dtype=np.int64))
     order = np.argsort(-sizes, kind="stable")
     thread = np.empty(sizes.shape[0], dtype=np.int64)
     _least_loaded(sizes[order], np.zeros(n_threads, dtype=np.int64), thread)
@@ -476,21 +480,36 @@ def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
     (int64, exact) on the cells of :func:`_feature_cells` (``feature_bins``
     int32 (F,) IN); hist INOUT, the rest IN. In parts over (pair,
-    feature)."""
-    n_features = hist.shape[1]
+    feature). A feature's bins and channels are one run of cells, subtracted
+    in one loop (LLVM vectorizes it: 3x faster than a loop over bins and one
+    over channels, on LETOR's features of 21 bins on average)."""
+    n_features, n_bins, n_channels = hist.shape[1], hist.shape[2], hist.shape[3]
+    parent = parent_hist.reshape(parent_hist.shape[0], n_features, n_bins * n_channels)
+    cells = hist.reshape(hist.shape[0], n_features, n_bins * n_channels)
     first, stop = part_bounds(parent_rows.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
-        p, f = t // n_features, t % n_features
-        parent = parent_hist[parent_rows[p], f]
-        built = hist[built_rows[p], f]
-        derived = hist[derived_rows[p], f]
-        n, last = _feature_cells(feature_bins, f, parent.shape[0])
-        for b in range(n):
-            for c in range(parent.shape[1]):
-                derived[b, c] = parent[b, c] - built[b, c]
+        p, f = t // U64(n_features), t % U64(n_features)
+        pr, br, dr = U64(parent_rows[p]), U64(built_rows[p]), U64(derived_rows[p])
+        n, last = _feature_cells(feature_bins, f, n_bins)
+        for k in range(U64(n * n_channels)):
+            cells[dr, f, k] = parent[pr, f, k] - cells[br, f, k]
         if last >= 0:
-            for c in range(parent.shape[1]):
-                derived[last, c] = parent[last, c] - built[last, c]
+            for k in range(U64(last * n_channels), U64((last + 1) * n_channels)):
+                cells[dr, f, k] = parent[pr, f, k] - cells[br, f, k]
+
+
+@kernel_jit()
+def copy_channel(hist, row, channel, source, feature_bins):
+    """hist[row, f, b, channel] OUT = source[f, b] (int64 (F, n_bins) IN) on
+    the cells of :func:`_feature_cells` (``feature_bins`` int32 (F,)): the
+    root's count channel from the counts kept per binned X, its features'
+    own cells only (LETOR: 6,600 of 77,000)."""
+    for f in range(hist.shape[1]):
+        n, last = _feature_cells(feature_bins, f, hist.shape[2])
+        for b in range(n):
+            hist[row, f, b, channel] = source[f, b]
+        if last >= 0:
+            hist[row, f, last, channel] = source[f, last]
 
 
 @threaded

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..._threads import parts_for
 from ..kernel_cache import cache_numba_cpu_kernels
 from .histograms import _zero_cells, add_private, plan_pieces
 from .jit import U64, part_bounds
@@ -72,8 +73,11 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
     the private histograms' sums for a node of several."""
     n_features = hist.shape[1]
     feature_bins = np.minimum(feature_bins, hist.shape[2]).astype(np.int32)
+    per_row = int(sparse.first[-1]) // max(1, sparse.first.shape[0] - 1)
+    work = (per_row + 1) * rows.shape[0]
+    # a pass that runs as one part is planned for one thread (no dealing)
     pieces, extra, thread_pieces, thread_first = plan_pieces(
-        node_first, built_rows, 1, hist.shape[2], n_threads)
+        node_first, built_rows, 1, hist.shape[2], n_threads if parts_for(work) > 1 else 1)
     private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     totals = np.empty((pieces.shape[0], hist.shape[3]), dtype=hist.dtype)
     alone = np.ones(pieces.shape[0], dtype=np.bool_)
@@ -81,8 +85,7 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
         one_piece = np.zeros(hist.shape[0], dtype=np.bool_)
         one_piece[built_rows[extra == 0]] = True
         alone = (pieces[:, 4] >= 0) & one_piece[np.maximum(pieces[:, 4], 0)]
-    per_row = int(sparse.first[-1]) // max(1, sparse.first.shape[0] - 1)
-    _add_sparse.run((per_row + 1) * rows.shape[0], sparse.first, sparse.feature, sparse.bins,
+    _add_sparse.run(work, sparse.first, sparse.feature, sparse.bins,
                     stats, n_add, rows, pieces, thread_pieces, thread_first, hist, private,
                     feature_bins, totals, sparse.mode, alone)
     add_private(private, extra, built_rows, hist, feature_bins)

@@ -11,6 +11,7 @@ from ..kernel_cache import cache_numba_cpu_kernels, renamed_copy
 from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
+from ..._threads import kernel_jit
 from .jit import inline_helper, ir_inline, part_bounds, plain_jit
 from .threaded import threaded
 
@@ -54,6 +55,34 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                   params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
                   scratch_gains, out_gain, out_missing_left, out_bitset, out_left, out_info,
                   out_words)
+
+
+@kernel_jit()
+def best_per_node(gain, missing_left, bitset, left, words, feature, best_gain, best_missing_left,
+                  best_bitset, best_left, best_words):
+    """scan.best_split_per_node in one serial pass: per node (row of the
+    (n_nodes, F, ...) scan outputs gain, missing_left, bitset, left, words
+    IN) its feature OUT (int32 (n_nodes,)) of the largest gain, the first
+    on ties (or the first NaN, as numpy's argmax), and that feature's
+    results in the best_* arrays OUT."""
+    for n in range(gain.shape[0]):
+        best = 0
+        if not np.isnan(gain[n, 0]):
+            for f in range(1, gain.shape[1]):
+                if np.isnan(gain[n, f]):
+                    best = f
+                    break
+                if gain[n, f] > gain[n, best]:
+                    best = f
+        feature[n] = best
+        best_gain[n] = gain[n, best]
+        best_missing_left[n] = missing_left[n, best]
+        for k in range(bitset.shape[2]):
+            best_bitset[n, k] = bitset[n, best, k]
+        for k in range(left.shape[2]):
+            best_left[n, k] = left[n, best, k]
+        for k in range(words.shape[2]):
+            best_words[n, k] = words[n, best, k]
 
 
 def _node_summaries(totals, layout, inv, params, values, impurity):
