@@ -78,6 +78,12 @@ class BinnedCache:
         few tens of ms slower)."""
         self._entry(X_binned)["lean"] = True
 
+    def is_lean(self, X_binned):
+        """Whether X_binned is kept lean (:meth:`keep_lean`): its fits then
+        make no row buffers beyond positions and the gathered rows
+        (:mod:`.lean_gather`)."""
+        return bool(self._entry(X_binned).get("lean"))
+
     def sparse(self, X_binned, n_bins):
         """X_binned's :class:`gputree.backends.cpu.sparse_rows.SparseRows`
         (values of at most ``n_bins`` bins), made on first use, or None
