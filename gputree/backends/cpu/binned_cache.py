@@ -48,7 +48,9 @@ class BinnedCache:
       reused by every level and tree of a fit: fresh large arrays cost their
       pages, which the OS zeroes and maps on first touch (at 7M rows, a
       fresh set per level cost more system time than the moves took). A
-      column subset (colsample_bytree) shares its parent's;
+      column subset (colsample_bytree) shares its parent's. X kept lean
+      has only the gathered rows' buffer (:mod:`.lean_gather`: 12 bytes a
+      row less);
     * its sparse rows (:mod:`.sparse_rows`) where most of its values are
       their feature's most frequent bin.
     """
