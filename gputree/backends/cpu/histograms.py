@@ -77,12 +77,15 @@ def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest,
     so their cache misses overlap. The X and stats rows ``_PREFETCH_AHEAD``
     ahead are prefetched. Cells are indexed, never sliced: numba
     reference-counts every view."""
-    if n_add == 3:
-        first = _add_row_pairs(X_binned, stats, rows, True, first, stop, f_first, f_stop,
-                               dest, s, cells, feature_bins, vector_three, compact)
+    if n_add == 3 and stats.shape[1] > 2:
+        first = _add_row_pairs(X_binned, stats, rows, True, True, first, stop, f_first,
+                               f_stop, dest, s, cells, feature_bins, vector_three, compact)
+    elif n_add == 3:        # the third channel counts rows
+        first = _add_row_pairs(X_binned, stats, rows, True, False, first, stop, f_first,
+                               f_stop, dest, s, cells, feature_bins, vector_three, compact)
     elif n_add == 2:
-        first = _add_row_pairs(X_binned, stats, rows, False, first, stop, f_first, f_stop,
-                               dest, s, cells, feature_bins, vector_three, compact)
+        first = _add_row_pairs(X_binned, stats, rows, False, False, first, stop, f_first,
+                               f_stop, dest, s, cells, feature_bins, vector_three, compact)
     n_stats = min(n_add, stats.shape[1])
     for r in range(first, stop):
         i = U64(rows[U64(r)])
@@ -97,17 +100,18 @@ def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest,
 
 
 @njit(inline="always")
-def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, dest, s, cells,
-                   feature_bins, vector_three, compact):
+def _add_row_pairs(X_binned, stats, rows, three, counted, first, stop, f_first, f_stop, dest,
+                   s, cells, feature_bins, vector_three, compact):
     """_add_block of channels 0, 1 and (``three``) 2 (boosting's gradient,
     hessian and count; two classes' weights), two rows at a time, the
     rows' values in registers (40% faster than the loop over channels, root
     histograms, 750k rows), each cell's channels added as one vector
-    (add_two, add_three: 1.1x faster again). Returns the first row not
-    added (``stop - 1`` for an odd count)."""
+    (add_two, add_three: 1.1x faster again); ``counted``: the third
+    channel is stats' third column, else 1 for every row (constants where
+    it is called: the loops are compiled for each). Returns the first row
+    not added (``stop - 1`` for an odd count)."""
     last = stop - (stop - first) % 2
     s = U64(s)
-    counted = stats.shape[1] > 2        # else a third channel counts rows
     for r in range(first, last, 2):
         i, j = U64(rows[U64(r)]), U64(rows[U64(r + 1)])
         if r + _PREFETCH_AHEAD + 1 < stop:
