@@ -49,7 +49,9 @@ class Statistics:
 
     Attributes
     ----------
-    stats : int64 (n_samples, n_channels), C order
+    stats : int64 (n_samples, n_channels), C order; or without the last
+        channel, a count of ones (every weight one), where the backend's
+        histograms count rows themselves (``Backend.implicit_count_channel``)
     inv_scale : float64 (n_channels,), multiply an integer sum by it to get
         the real sum (exact: a power of two)
     layout : int64 (LAYOUT_SIZE,)
@@ -71,6 +73,12 @@ class Statistics:
     @property
     def n_outputs(self):
         return int(self.layout[LAYOUT_N_OUTPUTS])
+
+    @property
+    def n_channels(self):
+        """Channels of the histograms (``stats``' columns, and an implicit
+        count channel)."""
+        return int(self.layout[LAYOUT_N_CHANNELS])
 
 
 def _needs_count_channel(sample_weight):
@@ -183,11 +191,13 @@ def _newton_statistics_part(gradients, hessians, exponents, scales, sample_weigh
     out int64 (n, 2K + 1) OUT, per output o ``rint(ldexp(g,
     exponents[2o]))``, ``rint(ldexp(h, exponents[2o + 1]))``, then the count
     channel (1 where the weight is positive); partial int64 (n_parts, 2K +
-    1) OUT, row ``part``: the part's column sums. gradients, hessians
+    1) OUT, row ``part``: the part's column sums (out (n, 2K): no count
+    channel). gradients, hessians
     float64 (n, K), exponents int64 (2K,), scales float64 (2K,) (2**exponent
     where that is a normal float, else 0), sample_weight float64 (n,) IN.
     Rounding as numpy's rint, so the device's column-wise path agrees."""
     n_samples, n_outputs = gradients.shape
+    counted = out.shape[1] > 2 * n_outputs
     first, stop = part_bounds_jit(n_samples, part, n_parts)
     for i in range(first, stop):
         for o in range(n_outputs):
@@ -195,7 +205,8 @@ def _newton_statistics_part(gradients, hessians, exponents, scales, sample_weigh
             out[i, c] = np.int64(np.rint(_scaled(gradients[i, o], exponents[c], scales[c])))
             out[i, c + 1] = np.int64(np.rint(_scaled(hessians[i, o], exponents[c + 1],
                                                      scales[c + 1])))
-        out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
+        if counted:
+            out[i, 2 * n_outputs] = 1 if sample_weight[i] > 0 else 0
     for c in range(out.shape[1]):
         total = 0
         for i in range(first, stop):
@@ -216,7 +227,8 @@ def _fill_newton_statistics(gradients, hessians, exponents, sample_weight, out):
     return partial.sum(axis=0, keepdims=True)
 
 
-def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None, scale_from=None):
+def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None, scale_from=None,
+                      count=True):
     """gradients, hessians: float (n_samples, n_outputs); returns Statistics.
 
     Boosting always carries an explicit count channel (hessians are not counts).
@@ -230,6 +242,8 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None, scale
     all the rows whose statistics are summed together, when these rows are
     a part of them (a worker's rows; :func:`newton_largest` of every part,
     their maximum): every part then gets the scale of the whole.
+    ``count=False`` (host only; every weight positive): ``stats`` holds no
+    count channel (:class:`Statistics`), its totals count every row.
     """
     n_samples, n_outputs = gradients.shape
     n_values = 2 * n_outputs
@@ -240,9 +254,11 @@ def newton_statistics(gradients, hessians, sample_weight, xp=np, out=None, scale
     exponents = np.array([exponent_of(value, n_rows) for value in largest], dtype=np.int64)
     totals = None
     if xp is np:
-        shape = (n_samples, n_values + 1)
+        shape = (n_samples, n_values + int(count))
         stats = out if out is not None and out.shape == shape else np.empty(shape, STAT_DTYPE)
         totals = _fill_newton_statistics(gradients, hessians, exponents, sample_weight, stats)
+        if not count:
+            totals = np.concatenate([totals, [[n_samples]]], axis=1)
     else:
         stats, _, _ = _statistics_array(n_samples, n_values, sample_weight, xp, count=True)
         for o in range(n_outputs):
@@ -260,14 +276,15 @@ NEWTON_BLOCK_ROWS = 1 << 18
 
 
 def newton_statistics_in_blocks(block_gradients, n_samples, n_outputs, out=None,
-                                block_rows=NEWTON_BLOCK_ROWS):
+                                block_rows=NEWTON_BLOCK_ROWS, count=True):
     """newton_statistics (host) of gradients made a block of rows at a time,
     never whole: ``block_gradients(start, stop, first)`` returns (g, h float64
     (stop - start, n_outputs), sample_weight (stop - start,)) of those rows;
     it is called twice per block (``first`` True, then False), since the
     scale needs the largest |g| and |h| of every row first. The same
     Statistics as newton_statistics of the whole arrays, bit for bit (the
-    same scale; int64 sums are exact in any order); ``out`` as there."""
+    same scale; int64 sums are exact in any order); ``out`` and ``count``
+    as there."""
     bounds = [(start, min(n_samples, start + block_rows))
               for start in range(0, n_samples, block_rows)]
     largest = None
@@ -275,13 +292,13 @@ def newton_statistics_in_blocks(block_gradients, n_samples, n_outputs, out=None,
         g, h, _ = block_gradients(start, stop, True)
         part = newton_largest(g, h)
         largest = part if largest is None else np.maximum(largest, part)
-    shape = (n_samples, 2 * n_outputs + 1)
+    shape = (n_samples, 2 * n_outputs + int(count))
     stats = out if out is not None and out.shape == shape else np.empty(shape, STAT_DTYPE)
     totals = 0
     for start, stop in bounds:
         g, h, w = block_gradients(start, stop, False)
         part = newton_statistics(g, h, w, out=stats[start:stop],
-                                 scale_from=(largest, n_samples))
+                                 scale_from=(largest, n_samples), count=count)
         totals = totals + part.totals
     return Statistics(stats, part.inv_scale, part.layout, 1, totals,
                       int(totals[0, -1]) == n_samples)

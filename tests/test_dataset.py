@@ -176,15 +176,38 @@ def test_every_estimator_fits_a_dataset_as_its_data(make):
         np.testing.assert_array_equal(model.apply(dataset), reference.apply(frame))
 
 
-def test_ranker_fits_a_dataset():
+def test_ranker_fits_a_dataset(tmp_path):
+    """A ranker fitted on a Dataset is the in-memory model, its queries
+    passed to fit or held by the Dataset: query sizes, a vector of query ids,
+    or a qid column of a frame, of Parquet files or of chunks."""
     rng = np.random.RandomState(3)
     X = rng.normal(size=(400, 3))
     y = rng.randint(0, 4, 400)
     group = [100, 150, 150]
-    model = gputree.GradientBoostingRanker(n_estimators=4, early_stopping=False)
-    model.fit(Dataset(X, label=y), group=group)
+    qid = np.repeat([7, 3, 9], group)
     reference = gputree.GradientBoostingRanker(n_estimators=4, early_stopping=False)
-    assert_same_model(model, reference.fit(X, y, group=group))
+    reference.fit(X, y, group=group)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=y, q=qid)
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    for i, (a, b) in enumerate(row_bounds([150, 250])):
+        pq.write_table(pa.Table.from_pandas(frame.iloc[a:b], preserve_index=False),
+                       tmp_path / f"part-{i}.parquet", row_group_size=64)
+    datasets = [(Dataset(X, label=y), dict(group=group)), (Dataset(X, label=y, group=group), {}),
+                (Dataset(X, label=y, qid=qid), {}), (Dataset(frame, label="y", qid="q"), {}),
+                (Dataset(tmp_path, label="y", qid="q", chunk_rows=100), {}),
+                (Dataset(lambda: (frame.iloc[a:b] for a, b in row_bounds([90, 310])),
+                         label="y", qid="q"), {})]
+    for dataset, given in datasets:
+        model = gputree.GradientBoostingRanker(n_estimators=4, early_stopping=False)
+        assert_same_model(model.fit(dataset, **given), reference)
+    np.testing.assert_array_equal(datasets[4][0].qid, qid)
+    with pytest.raises(ValueError, match="either qid or group"):
+        Dataset(X, label=y, qid=qid, group=group)
+    with pytest.raises(ValueError, match="group must be .* summing to the Dataset's 400 rows"):
+        Dataset(X, label=y, group=[100, 100])
+    with pytest.raises(ValueError, match="has no column 'query'"):
+        Dataset(tmp_path, label="y", qid="query")
 
 
 def test_one_binning_for_many_fits_and_reference_data(small_bin_subsample):
@@ -315,12 +338,17 @@ def test_a_seeded_estimator_gets_its_own_subsample(small_bin_subsample):
     dict(loss="squared_error", early_stopping=True, validation_fraction=None,
          n_iter_no_change=2, tol=1e9),
     dict(loss="squared_error", unweighted=True),
+    dict(loss="squared_error", unweighted=True, grow_policy="lossguide", max_leaf_nodes=6),
+    dict(loss="log_loss", unweighted=True, max_depth=6, min_samples_leaf=3),
     dict(loss="quantile", alpha=0.3), dict(loss="poisson")])
 def test_lean_fit_on_a_dataset_is_the_in_memory_model(monkeypatch, params):
     """On a Dataset boosting keeps no column-order copy of the codes and builds
     its statistics a block of rows at a time (blocks of 64 rows here: the
-    last one shorter); the model, its scores and predictions are the in-memory
-    fit's, bit for bit (weights with zeros, a validation split)."""
+    last one shorter), without their count channel where every weight is
+    one (the histograms count the rows); the model, its scores and
+    predictions are the in-memory fit's, bit for bit (weights with zeros, a
+    validation split, best-first growth, deep trees whose leaves
+    min_samples_leaf bounds)."""
     from gputree.estimators import boosting
     monkeypatch.setattr(boosting, "NEWTON_BLOCK_ROWS", 64)
     params = dict(params)
@@ -333,20 +361,25 @@ def test_lean_fit_on_a_dataset_is_the_in_memory_model(monkeypatch, params):
     make = gputree.GradientBoostingClassifier if classify else gputree.GradientBoostingRegressor
     blocks = []
     monkeypatch.setattr(boosting, "newton_statistics_in_blocks",
-                        lambda *a, **k: blocks.append(1) or gputree.criteria
-                        .newton_statistics_in_blocks(*a, **k))
+                        lambda *a, **k: blocks.append(gputree.criteria
+                                                      .newton_statistics_in_blocks(*a, **k))
+                        or blocks[-1])
     dataset = Dataset(X, label=target, weight=w)
     made = []
     make_rows = make._make_rows
     monkeypatch.setattr(make, "_make_rows", lambda self, *a, **k: made.append(
         make_rows(self, *a, **k)) or made[-1])
-    model = make(n_estimators=4, max_depth=3, random_state=0, **params).fit(dataset)
+    params = {"max_depth": 3} | params
+    model = make(n_estimators=4, random_state=0, **params).fit(dataset)
     assert len(blocks) == model.n_iter_ > 0
+    # unit weights, every row in every round: no count channel held
+    unit = w is None and "subsample" not in params
+    assert all(b.stats.shape[1] == 3 - unit and b.n_channels == 3 for b in blocks)
     # lean rows: no float64 targets (but for a loss that refits its leaves), no unit weights
     assert (made[0].y is None) == (params["loss"] != "quantile")
     assert (made[0].w is None) == (w is None and "subsample" not in params
                                    and params["loss"] != "quantile")
-    reference = make(n_estimators=4, max_depth=3, random_state=0, **params).fit(X, target, w)
+    reference = make(n_estimators=4, random_state=0, **params).fit(X, target, w)
     assert len(blocks) == model.n_iter_
     assert_same_model(model, reference)
     np.testing.assert_array_equal(model.train_score_, reference.train_score_)

@@ -15,7 +15,7 @@ import abc
 import numpy as np
 
 from .._arrays import to_host
-from .._dtypes import FLOAT_DTYPE
+from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
 
 
 #: trees whose leaf ids are held at once by the default add_leaf_values
@@ -50,6 +50,12 @@ class Backend(abc.ABC):
     #: statistics, the gradients they came from) with the next tree's (a
     #: backend that keeps what it was given, by identity, says no)
     statistics_refillable = True
+    #: whether histogram channels beyond the statistics' columns count rows
+    #: (1 per row): statistics then need not hold a count channel of ones
+    #: (every weight one; ``out`` of build_histograms and
+    #: move_and_build_histograms, the rows of build_node_histogram, have
+    #: the channels)
+    implicit_count_channel = False
     #: whether a forest grows several trees together on this backend
     #: (:mod:`gputree.growth.forest_batch`; :meth:`forest_batch_size` of them)
     grows_forest_batches = False
@@ -268,6 +274,15 @@ class Backend(abc.ABC):
         """A zeroed array for a large buffer kept over a fit (the histogram
         pool)."""
         return self.xp.zeros(shape, dtype=dtype)
+
+    def bin_counts(self, X_binned, n_bins):
+        """int64 (F, n_bins) backend array: the rows of binned X (n, F) in
+        each bin of each feature, the root's histogram of a channel of ones."""
+        n_samples = X_binned.shape[0]
+        ones = self.xp.ones((n_samples, 1), dtype=STAT_DTYPE)
+        return self.build_histograms(X_binned, ones, self.row_zeros(n_samples, NODE_DTYPE), 0,
+                                     self.upload(np.zeros(1, dtype=NODE_DTYPE)), 1,
+                                     n_bins)[0, :, :, 0]
 
     def row_zeros(self, n_rows, dtype, reuse=None):
         """A zeroed (n_rows,) array with one entry per training row (the

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._dtypes import NODE_DTYPE, STAT_DTYPE, bin_dtype
+from .._dtypes import bin_dtype
 from ..backends import get_backend
 from .adapters import check_sparse, is_sparse
 
@@ -36,11 +36,7 @@ class BinnedData:
         each feature (the root's histogram of a channel of ones), computed
         on first use."""
         if self.counts is None:
-            n_samples = self.X_binned.shape[0]
-            ones = backend.xp.ones((n_samples, 1), dtype=STAT_DTYPE)
-            self.counts = backend.build_histograms(
-                self.X_binned, ones, backend.row_zeros(n_samples, NODE_DTYPE), 0,
-                backend.upload(np.zeros(1, dtype=NODE_DTYPE)), 1, self.n_bins)[0, :, :, 0]
+            self.counts = backend.bin_counts(self.X_binned, self.n_bins)
         return self.counts
 
     def take_rows(self, backend, rows):

@@ -30,13 +30,13 @@ DEFAULT_CHUNK_ROWS = 65_536
 
 
 class Chunk:
-    """One block of rows: ``X`` as read (array or DataFrame), ``y`` and
-    ``weight`` host vectors of its rows or None."""
+    """One block of rows: ``X`` as read (array or DataFrame), ``y``,
+    ``weight`` and ``qid`` (query ids) host vectors of its rows or None."""
 
-    __slots__ = ("X", "y", "weight")
+    __slots__ = ("X", "y", "weight", "qid")
 
-    def __init__(self, X, y=None, weight=None):
-        self.X, self.y, self.weight = X, y, weight
+    def __init__(self, X, y=None, weight=None, qid=None):
+        self.X, self.y, self.weight, self.qid = X, y, weight, qid
 
     @property
     def n_rows(self):
@@ -90,11 +90,13 @@ def is_chunked(source):
     return is_path(source) or callable(source) or isinstance(source, np.memmap)
 
 
-def chunk_source(source, label=None, weight=None, chunk_rows=DEFAULT_CHUNK_ROWS, format=None):
-    """The ChunkSource of a path, a callable or an array. ``label`` and
-    ``weight``: column names (tabular chunks), host vectors of every row
-    (kept by the caller), or None."""
-    columns = {k: v for k, v in (("label", label), ("weight", weight)) if isinstance(v, str)}
+def chunk_source(source, label=None, weight=None, chunk_rows=DEFAULT_CHUNK_ROWS, format=None,
+                 qid=None):
+    """The ChunkSource of a path, a callable or an array. ``label``,
+    ``weight`` and ``qid``: column names (tabular chunks), host vectors of
+    every row (kept by the caller), or None."""
+    columns = {k: v for k, v in (("label", label), ("weight", weight), ("qid", qid))
+               if isinstance(v, str)}
     if is_path(source):
         return FileSource(source, columns, chunk_rows, format)
     if callable(source):
@@ -147,9 +149,10 @@ class CallableSource:
 
 
 def split_chunk(item, columns, where):
-    """A Chunk of a source's item: an (X, y[, w]) tuple, or X whose label and
-    weight columns (``columns``: 'label'/'weight' -> name) are split off."""
-    y = w = None
+    """A Chunk of a source's item: an (X, y[, w]) tuple, or X whose label,
+    weight and qid columns (``columns``: 'label'/'weight'/'qid' -> name) are
+    split off."""
+    y = w = q = None
     if isinstance(item, tuple):
         if len(item) not in (2, 3):
             raise ValueError(f"{where} is a tuple of {len(item)}; chunks are X, (X, y) or "
@@ -159,7 +162,8 @@ def split_chunk(item, columns, where):
         X = item
     if columns:
         if not is_dataframe(X):
-            raise ValueError(f"{where}: label/weight name columns {sorted(columns.values())}, "
+            raise ValueError(f"{where}: label/weight/qid name columns "
+                             f"{sorted(columns.values())}, "
                              f"but the chunk is a {type(X).__name__}, not a DataFrame. Yield "
                              "DataFrames or (X, y) tuples.")
         missing = [name for name in columns.values() if name not in X.columns]
@@ -169,11 +173,13 @@ def split_chunk(item, columns, where):
                              f"columns are {[str(c) for c in X.columns]}.")
         y = X[columns["label"]].to_numpy() if "label" in columns else y
         w = X[columns["weight"]].to_numpy() if "weight" in columns else w
+        q = X[columns["qid"]].to_numpy() if "qid" in columns else q
         X = X.drop(columns=list(columns.values()))
     if getattr(X, "ndim", 2) != 2:
         raise ValueError(f"{where} has shape {getattr(X, 'shape', None)}; chunks are 2-D "
                          "(rows, features).")
-    return Chunk(X, _vector(y, X, where, "y"), _vector(w, X, where, "sample_weight"))
+    return Chunk(X, _vector(y, X, where, "y"), _vector(w, X, where, "sample_weight"),
+                 _vector(q, X, where, "qid"))
 
 
 def _vector(v, X, where, name):
@@ -235,7 +241,7 @@ class FileSource:
         return pa.csv.open_csv(path, convert_options=options)
 
     def _scan_columns(self, path):
-        """Columns the first pass needs: label, weight and dictionary
+        """Columns the first pass needs: label, weight, qid and dictionary
         (category) columns of a Parquet file; None (all) for CSV."""
         if self.format != "parquet":
             return None
@@ -245,7 +251,7 @@ class FileSource:
         return [f.name for f in schema if f.name in names]
 
     def chunks(self, scan=False):
-        """Chunks in row order; ``scan``: only the label, weight and category
+        """Chunks in row order; ``scan``: only the label, weight, qid and category
         columns are read (a Parquet file holding none of them is one chunk
         of which only the row count is known)."""
         k, self._where = 0, []

@@ -45,6 +45,10 @@ class Dataset:
         ``(X, y, sample_weight)`` tuples, rows in order).
     label, weight : a column name of tabular data, a vector of one entry per
         row, or None. ``fit(dataset)`` takes y and sample_weight from them.
+    qid, group : the query of each row for ranking (rows of a query
+        contiguous): ``qid`` a column name or a vector of query ids per row,
+        ``group`` a vector of the queries' sizes (as the rankers' ``fit``
+        arguments), or None. ``fit(dataset)`` of a ranker takes them.
     categorical_features, max_bins : as the estimators' parameters; an
         estimator fitted on the Dataset must agree with them.
     random_state : int or None: the bin-edge subsample (drawn with more
@@ -62,7 +66,8 @@ class Dataset:
 
     def __init__(self, source, label=None, weight=None, categorical_features=None, max_bins=255,
                  random_state=None, reference=None, binned_path=None,
-                 chunk_rows=DEFAULT_CHUNK_ROWS, format=None, verbose=False):
+                 chunk_rows=DEFAULT_CHUNK_ROWS, format=None, verbose=False, qid=None,
+                 group=None):
         self.max_bins = check_int(max_bins, "max_bins", 2, MAX_NON_MISSING_BINS)
         self.categorical_features = categorical_features
         self.random_state = random_state
@@ -71,15 +76,19 @@ class Dataset:
             raise TypeError(f"reference must be a gputree.Dataset, got {type(reference).__name__}.")
         self.chunk_rows = check_int(chunk_rows, "chunk_rows", 1)
         self._source = None
+        if qid is not None and group is not None:
+            raise ValueError("Pass either qid or group (both give the rows' queries), not both.")
         if is_chunked(source):
-            self._source = chunk_source(source, label, weight, self.chunk_rows, format)
-            self._build_from_chunks(label, weight, reference, binned_path, verbose)
+            self._source = chunk_source(source, label, weight, self.chunk_rows, format, qid)
+            self._build_from_chunks(label, weight, qid, reference, binned_path, verbose)
         else:
-            self._build_in_memory(source, label, weight, reference, binned_path)
+            self._build_in_memory(source, label, weight, qid, reference, binned_path)
+        if group is not None:
+            self.qid = _group_ids(group, self.n_rows)
 
     # ------------------------------------------------------------ building
-    def _build_in_memory(self, X, label, weight, reference, binned_path):
-        X, y, w = _split_columns(X, label, weight)
+    def _build_in_memory(self, X, label, weight, qid, reference, binned_path):
+        X, y, w, q = _split_columns(X, label, weight, qid)
         if reference is None:
             inputs, _ = bin_training_data(X, self.max_bins, self.categorical_features, "cpu",
                                           self._seed, w)
@@ -89,7 +98,7 @@ class Dataset:
             self._use_bins_of(reference)
             codes = bin_with(get_backend("cpu"), self.bin_mapper,
                              self.encoder.transform(X, "the reference Dataset")).X_binned
-        self._set_rows(codes.shape[0], y, w)
+        self._set_rows(codes.shape[0], y, w, q)
         self.codes = _store(codes, binned_path)
 
     def _use_bins_of(self, reference):
@@ -98,15 +107,16 @@ class Dataset:
             raise ValueError(f"max_bins={self.max_bins} differs from the reference Dataset's "
                              f"max_bins={reference.max_bins}; leave max_bins at the reference's.")
 
-    def _set_rows(self, n_rows, y, w):
+    def _set_rows(self, n_rows, y, w, q):
         self.n_rows = int(n_rows)
+        self.qid = None if q is None else _whole_vector(q, n_rows, "qid")
         self.label = None if y is None else _whole_vector(y, n_rows, "label")
         self.weight = None if w is None else check_sample_weight(
             _whole_vector(w, n_rows, "weight"), n_rows)
 
-    def _build_from_chunks(self, label, weight, reference, binned_path, verbose):
-        n_rows, y, w, categories = self._scan(label, weight)
-        self._set_rows(n_rows, y, w)
+    def _build_from_chunks(self, label, weight, qid, reference, binned_path, verbose):
+        n_rows, y, w, q, categories = self._scan(label, weight, qid)
+        self._set_rows(n_rows, y, w, q)
         n_chunks = -(-n_rows // self.chunk_rows)
         progress = Progress((1 if reference else 2) * n_chunks, verbose, "Dataset")
         try:
@@ -118,21 +128,24 @@ class Dataset:
         finally:
             progress.close()
 
-    def _scan(self, label, weight):
-        """First pass: (rows, y or None, weights or None, column name -> union
-        of the chunks' pandas categories in order of appearance)."""
-        n_rows, ys, ws, categories = 0, [], [], {}
+    def _scan(self, label, weight, qid):
+        """First pass: (rows, y or None, weights or None, query ids or None,
+        column name -> union of the chunks' pandas categories in order of
+        appearance)."""
+        n_rows, ys, ws, qs, categories = 0, [], [], [], {}
         for k, chunk in enumerate(self._source.chunks(scan=True)):
             n_rows += chunk.n_rows
             ys.append(chunk.y)
             ws.append(chunk.weight)
+            qs.append(chunk.qid)
             if is_dataframe(chunk.X):
                 _union_categories(categories, chunk.X)
         y = _given_once(label, ys, self._source, "label", "y")
         w = _given_once(weight, ws, self._source, "weight", "sample_weight")
+        q = _given_once(qid, qs, self._source, "qid", "qid")
         if n_rows == 0:
             raise ValueError("The source holds no rows; a Dataset needs at least one.")
-        return n_rows, y, w, categories
+        return n_rows, y, w, q, categories
 
     def _encoded_chunks(self, encoder, progress, categories=None):
         """(global offset, chunk's float X) in row order; with ``categories``
@@ -223,6 +236,7 @@ class Dataset:
         part.n_rows = rows.size
         part.label = None if self.label is None else self.label[rows]
         part.weight = None if self.weight is None else self.weight[rows]
+        part.qid = None if self.qid is None else self.qid[rows]
         return part
 
     # ----------------------------------------------------- for estimators
@@ -340,21 +354,33 @@ def _same_bins(encoder_a, mapper_a, encoder_b, mapper_b):
     return cats_a.keys() == cats_b.keys() and all(cats_a[i].equals(cats_b[i]) for i in cats_a)
 
 
-def _split_columns(X, label, weight):
-    """(X without its label/weight columns, y, w) of an in-memory source."""
-    named = [v for v in (label, weight) if isinstance(v, str)]
+def _split_columns(X, label, weight, qid=None):
+    """(X without its label/weight/qid columns, y, w, qid) of an in-memory
+    source."""
+    named = [v for v in (label, weight, qid) if isinstance(v, str)]
     if not named:
-        return X, label, weight
+        return X, label, weight, qid
     if not is_dataframe(X):
-        raise ValueError(f"label/weight name columns {named}, but X is a {type(X).__name__}, "
-                         "not a DataFrame; pass the vectors themselves.")
+        raise ValueError(f"label/weight/qid name columns {named}, but X is a "
+                         f"{type(X).__name__}, not a DataFrame; pass the vectors themselves.")
     missing = [name for name in named if name not in X.columns]
     if missing:
         raise ValueError(f"X has no column {missing[0]!r}; its columns are "
                          f"{[str(c) for c in X.columns]}.")
     y = X[label].to_numpy() if isinstance(label, str) else label
     w = X[weight].to_numpy() if isinstance(weight, str) else weight
-    return X.drop(columns=named), y, w
+    q = X[qid].to_numpy() if isinstance(qid, str) else qid
+    return X.drop(columns=named), y, w, q
+
+
+def _group_ids(group, n_rows):
+    """int64 (n_rows,) query ids 0, 1, ... of query sizes ``group``."""
+    sizes = np.asarray(group)
+    if sizes.ndim != 1 or not np.issubdtype(sizes.dtype, np.integer) or (sizes < 0).any() or (
+            int(sizes.sum()) != n_rows):
+        raise ValueError(f"group must be a vector of the queries' sizes (non-negative "
+                         f"integers) summing to the Dataset's {n_rows} rows; got {group!r}.")
+    return np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
 
 
 def _whole_vector(v, n_rows, name):

@@ -532,8 +532,11 @@ class _BaseGradientBoosting(BaseTreeModel):
                 (total.see if first else total.add)(weighted)
             return g, h, train.weights(start, stop) if w is None else w[start:stop]
 
+        # every weight one: the histograms count the rows themselves where
+        # the backend can (no count channel of ones: 8 bytes a row)
+        count = not (unit and self._backend.implicit_count_channel)
         stats = newton_statistics_in_blocks(block_gradients, n_rows, 1, out=self._spare_stats,
-                                            block_rows=NEWTON_BLOCK_ROWS)
+                                            block_rows=NEWTON_BLOCK_ROWS, count=count)
         if total is not None:
             self._scores["train"][-1] = _block_score(total, train, unit)
         return stats

@@ -33,7 +33,8 @@ def wrap_dataset_methods(cls):
 
 def takes_dataset(fit):
     """``fit(X, y, ..., sample_weight, ...)`` wrapper: with a Dataset X, a
-    missing y (None) and sample_weight come from the Dataset."""
+    missing y (None) and sample_weight come from the Dataset, and a
+    ranker's missing qid (and group) its query ids."""
     signature = inspect.signature(fit)
 
     @functools.wraps(fit)
@@ -53,6 +54,9 @@ def takes_dataset(fit):
                                  "row; build the Dataset without weight and pass "
                                  "sample_weight to fit.")
             given["sample_weight"] = X.weight
+        if (getattr(X, "qid", None) is not None and "qid" in signature.parameters
+                and given.get("qid") is None and given.get("group") is None):
+            given["qid"] = X.qid        # a ranker's queries
         return fit(*bound.args, **bound.kwargs)
     wrapper._takes_dataset = True
     return wrapper

@@ -46,11 +46,11 @@ def start_tree(backend, data, stats, growth, pool, held_row_bytes):
     level can have; returns the pool."""
     n_samples, n_features = data.X_binned.shape
     max_level_nodes = _max_level_nodes(n_samples, growth)
-    backend.check_fit_memory(n_samples, n_features, stats.stats.shape[1], data.n_bins,
+    backend.check_fit_memory(n_samples, n_features, stats.n_channels, data.n_bins,
                              max_level_nodes, held_row_bytes)
     if pool is None:
         pool = HistogramPool(backend)
-    pool.start_tree((n_features, data.n_bins, stats.stats.shape[1]), max_level_nodes)
+    pool.start_tree((n_features, data.n_bins, stats.n_channels), max_level_nodes)
     return pool
 
 

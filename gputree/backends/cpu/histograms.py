@@ -76,31 +76,39 @@ def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest,
     so their cache misses overlap. The X and stats rows ``_PREFETCH_AHEAD``
     ahead are prefetched. Cells are indexed, never sliced: numba
     reference-counts every view."""
-    if n_add == 3:
-        first = _add_row_pairs(X_binned, stats, rows, True, first, stop, f_first, f_stop,
-                               dest, s, cells, feature_bins, vector_three, compact)
+    if n_add == 3 and stats.shape[1] > 2:
+        first = _add_row_pairs(X_binned, stats, rows, True, True, first, stop, f_first,
+                               f_stop, dest, s, cells, feature_bins, vector_three, compact)
+    elif n_add == 3:        # the third channel counts rows
+        first = _add_row_pairs(X_binned, stats, rows, True, False, first, stop, f_first,
+                               f_stop, dest, s, cells, feature_bins, vector_three, compact)
     elif n_add == 2:
-        first = _add_row_pairs(X_binned, stats, rows, False, first, stop, f_first, f_stop,
-                               dest, s, cells, feature_bins, vector_three, compact)
+        first = _add_row_pairs(X_binned, stats, rows, False, False, first, stop, f_first,
+                               f_stop, dest, s, cells, feature_bins, vector_three, compact)
+    n_stats = min(n_add, stats.shape[1])
     for r in range(first, stop):
         i = U64(rows[U64(r)])
         if r + _PREFETCH_AHEAD < stop:
             _prefetch_rows(X_binned, stats, rows[U64(r + _PREFETCH_AHEAD)])
         for f in range(f_first, f_stop):
             fi, k = _cell(cells, feature_bins, f, X_binned[i, U64(f)], compact)
-            for c in range(n_add):
+            for c in range(n_stats):
                 dest[U64(s), U64(fi), U64(k), U64(c)] += stats[i, U64(c)]
+            for c in range(n_stats, n_add):     # a count beyond stats' columns
+                dest[U64(s), U64(fi), U64(k), U64(c)] += 1
 
 
 @njit(inline="always")
-def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, dest, s, cells,
-                   feature_bins, vector_three, compact):
+def _add_row_pairs(X_binned, stats, rows, three, counted, first, stop, f_first, f_stop, dest,
+                   s, cells, feature_bins, vector_three, compact):
     """_add_block of channels 0, 1 and (``three``) 2 (boosting's gradient,
     hessian and count; two classes' weights), two rows at a time, the
     rows' values in registers (40% faster than the loop over channels, root
     histograms, 750k rows), each cell's channels added as one vector
-    (add_two, add_three: 1.1x faster again). Returns the first row not
-    added (``stop - 1`` for an odd count)."""
+    (add_two, add_three: 1.1x faster again); ``counted``: the third
+    channel is stats' third column, else 1 for every row (constants where
+    it is called: the loops are compiled for each). Returns the first row
+    not added (``stop - 1`` for an odd count)."""
     last = stop - (stop - first) % 2
     s = U64(s)
     for r in range(first, last, 2):
@@ -110,8 +118,9 @@ def _add_row_pairs(X_binned, stats, rows, three, first, stop, f_first, f_stop, d
             _prefetch_rows(X_binned, stats, rows[U64(r + _PREFETCH_AHEAD + 1)])
         g, h = stats[i, 0], stats[i, 1]
         g2, h2 = stats[j, 0], stats[j, 1]
-        n = stats[i, 2] if three else g       # (unused without a third channel)
-        n2 = stats[j, 2] if three else g2
+        n = n2 = np.int64(1)                # (unused without a third channel)
+        if three and counted:
+            n, n2 = stats[i, 2], stats[j, 2]
         for f in range(f_first, f_stop):
             fi, b = _cell(cells, feature_bins, f, X_binned[i, U64(f)], compact)
             fj, b2 = _cell(cells, feature_bins, f, X_binned[j, U64(f)], compact)
@@ -137,8 +146,9 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
 
     X_binned uint8 or uint16 (n, F) IN, best in C order (a row's bins in
     one cache line); stats int64 (n, C) IN, channels 0 .. n_add-1 added
-    (the others' cells left zero); rows int32 (m,) IN: the rows to add,
-    grouped by node. pieces int64 (P, 5) IN: piece p zeroes, then adds
+    (the others' cells left zero), a channel c >= C adding 1 per row (a
+    count the statistics do not hold; with n_add 2 or 3, C >= 2); rows
+    int32 (m,) IN: the rows to add, grouped by node. pieces int64 (P, 5) IN: piece p zeroes, then adds
     rows ``rows[pieces[p, 0]:pieces[p, 1]]``, features pieces[p, 2] ..
     pieces[p, 3]-1, into ``hist[d]`` (int64 (n_hist, F, n_bins, C) INOUT),
     d = pieces[p, 4] >= 0, else into ``private[-1 - d]`` (int64 (n_private, F,
@@ -378,7 +388,8 @@ def _plan_threads():
 
 def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add,
                        feature_bins):
-    """The histograms (channels 0 .. n_add-1, the others zero) of rows
+    """The histograms (channels 0 .. n_add-1, the others zero; channels
+    beyond stats' columns count rows, see :func:`_build_histograms`) of rows
     grouped by node (node j: rows ``rows[node_first[j]:node_first[j + 1]]``)
     into hist's rows built_rows[j] (overwritten on the cells of
     :func:`_feature_cells`, ``feature_bins`` int32 (F,)), cut by
