@@ -107,34 +107,53 @@ class CPUBackend(Backend):
         built_rows = node_to_build[built].astype(np.int64)
         moves_start, split_feature, split_sets, left_child = moves
         n_add = stats.shape[1]
+        sparse = self.binned.sparse(X_binned, hist.shape[2])
         if (built_rows.size == 1 and built[0] and level_start == 0 and split_feature.size == 0
                 and not positions.any()):
             # the root: every row, in order (no gather)
             rows = self.binned.rows(X_binned, "identity")
             node_first = np.array([0, stats.shape[0]], dtype=np.int64)
             n_add -= bin_counts is not None
+            X_rows, stats_rows = X_binned, stats
         else:
-            build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
-            build_index[built] = np.arange(built_rows.size, dtype=np.int32)
-            n, cache = positions.shape[0], self.binned
-            rows = cache.rows(X_binned, "rows")
-            node_first = partition.rows_by_node(
-                2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
-                split_sets, left_child, level_start, build_index, built_rows.size,
-                partition.gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
-                cache.rows(X_binned, "found_node"), rows)
-            rows = rows[:node_first[-1]]
+            node_first, rows, X_rows, stats_rows = self._rows_by_node(
+                X_binned, positions, moves, stats, level_start, node_to_build, built,
+                built_rows.size, sparse is None)
         feature_bins = _feature_bins(feature_bins, hist.shape)
-        sparse = self.binned.sparse(X_binned, hist.shape[2])
         if sparse is None:
-            histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist,
-                                          n_add, feature_bins)
+            histograms.histograms_of_rows(X_rows, stats_rows, rows, node_first, built_rows,
+                                          hist, n_add, feature_bins)
         else:
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
                                            n_add, feature_bins, numba.get_num_threads())
         if n_add < stats.shape[1]:
             hist[built_rows[0], :, :, n_add] = bin_counts
         return hist
+
+    def _rows_by_node(self, X_binned, positions, moves, stats, level_start, node_to_build,
+                      built, n_build, may_copy):
+        """Move the rows (``moves``: see move_and_build_histograms) and
+        gather the rows of the nodes to build (``built``: node_to_build >=
+        0), grouped by node (:func:`.partition.rows_by_node`), their bins
+        and statistics copied in that order where BinnedCache.ordered_rows
+        allows and ``may_copy``. Returns (node_first int64 (n_build + 1,),
+        rows int32 (m,) into X_rows and stats_rows, X_rows, stats_rows)."""
+        moves_start, split_feature, split_sets, left_child = moves
+        build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
+        build_index[built] = np.arange(n_build, dtype=np.int32)
+        n, cache = positions.shape[0], self.binned
+        copy_from, copy_to = cache.ordered_rows(X_binned, stats, may_copy)
+        rows = cache.rows(X_binned, "rows")
+        node_first, X_rows, stats_rows = partition.rows_by_node(
+            2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
+            split_sets, left_child, level_start, build_index, n_build,
+            partition.gather_chunk(n, n_build), cache.rows(X_binned, "found"),
+            cache.rows(X_binned, "found_node"), rows, copy_from, copy_to)
+        m = int(node_first[-1])
+        if X_rows.shape[0]:
+            return (node_first, cache.rows(X_binned, "identity")[:m],
+                    X_rows.view(X_binned.dtype), stats_rows)
+        return node_first, rows[:m], X_binned, stats
 
     def start_row_partition(self, X_binned):
         """A :class:`.row_partition.RowPartition` in buffers kept per binned
