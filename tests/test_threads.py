@@ -59,6 +59,7 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     monkeypatch.setattr(histograms, "_VECTOR_THREE_BINS", 0 if vector else 10**6)
     monkeypatch.setattr(histograms, "_COMPACT_SHARE", 1.0 if compact else 0.0)
     monkeypatch.setattr(binned_cache, "_ORDERED_COPY_BYTES", 0 if ordered else 1 << 62)
+    monkeypatch.setattr(binned_cache, "_ORDERED_SHARE", 1.0)
     every_bin = np.full(n_features, n_bins, np.int32)
     cells = histograms.compact_cells(every_bin, n_bins)[1]
     assert list(histograms._block_cut(np.empty((1, n_features, n_bins, 3), np.int64),
@@ -301,6 +302,7 @@ def test_rows_copied_in_node_order_give_the_same_models(backend, monkeypatch, ma
     scattered = fit()
     assert not copied
     monkeypatch.setattr(binned_cache, "_ORDERED_COPY_BYTES", 0)
+    monkeypatch.setattr(binned_cache, "_ORDERED_SHARE", 1.0)
     for got, expected in zip(fit(), scattered):
         np.testing.assert_array_equal(got, expected)
     assert {dtype.itemsize for dtype, _ in copied} == {1 if max_bins <= 256 else 2}

@@ -48,16 +48,15 @@ def _moved(X_binned, positions, i, level_start, split_feature, split_bitset, spl
     return left_child[k] + np.int32(1 - left) if moves else p
 
 
-#: rows ahead whose bins and statistics the copying pass prefetches
+#: rows ahead whose bins and statistics rows_by_node's copy prefetches
 _COPY_AHEAD = 16
 
 
-def row_words(X):
-    """X (n, F) C order as (n, words) of uint32 where a row's bytes are a
-    multiple of 4, else of uint8 (a view): rows_by_node copies rows a word
-    at a time (28 one-byte bins: 3x faster than bin by bin), compiled once
-    for bins of any width."""
-    return X.view(np.uint32 if X.shape[1] * X.itemsize % 4 == 0 else np.uint8)
+def row_bytes(X):
+    """X (n, F) C order as its rows' bytes, uint8 (n, F * itemsize) (a
+    view): rows_by_node copies rows of bins of any width with one
+    compilation (a word at a time was no faster: the copy waits on memory)."""
+    return X.view(np.uint8)
 
 
 def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_sets,
@@ -81,10 +80,10 @@ def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_se
     (node by node, chunk by chunk), so ``positions`` is read once in full.
 
     The second pass may also copy the listed rows' bins and statistics in
-    that order: ``copy_from`` (X_rows (n, W) C order, stats int64 (n, C);
-    X_rows the bins as words, :func:`row_words`), ``copy_to(m)`` (m the
-    rows listed) returns (X_out (m', W), stats_out int64 (m', C)) OUT, m' =
-    m for a copy (``rows`` is then left
+    that order: ``copy_from`` (X_rows uint8 (n, W) C order, stats int64 (n,
+    C); X_rows the bins' bytes, :func:`row_bytes`), ``copy_to(node_first)``
+    returns (X_out uint8 (m', W), stats_out int64 (m', C)) OUT, m' = m (the
+    rows listed) for a copy (``rows`` is then left
     unwritten: node j's rows are X_out[node_first[j]:node_first[j + 1]]),
     m' = 0 for none. The pass reads X_rows and stats in row order, where
     the histogram pass read each node's rows scattered over them (deep
@@ -101,7 +100,7 @@ def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_se
     node_first = np.zeros(n_build + 1, dtype=np.int64)
     np.cumsum(counts.sum(axis=0), out=node_first[1:])
     offsets = np.cumsum(counts, axis=0) - counts + node_first[:-1]
-    X_out, stats_out = copy_to(int(node_first[-1]))
+    X_out, stats_out = copy_to(node_first)
     _place_listed.run(work // 2 * (1 + (X_out.shape[0] > 0)), chunk_rows, found, found_node,
                       n_found, offsets, rows, *copy_from, X_out, stats_out)
     return node_first, X_out, stats_out
