@@ -28,21 +28,23 @@ def _level(rng, n, n_features, n_bins, n_level):
     return X_binned, stats, positions
 
 
-@pytest.mark.parametrize("threads,chunk,block,group,vector,compact", [
-    (1, 16384, 1024, 0, True, False), (3, 7, 5, 3, False, True), (16, 100, 2, 1, True, True),
-    (2, 100, 1024, 0, False, False)])
+@pytest.mark.parametrize("threads,chunk,block,group,vector,compact,ordered", [
+    (1, 16384, 1024, 0, True, False, True), (3, 7, 5, 3, False, True, False),
+    (16, 100, 2, 1, True, True, True), (2, 100, 1024, 0, False, False, True)])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("n_level", [1, 4])
 @pytest.mark.parametrize("n_bins", [33, 300])
 def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, threads, chunk,
-                                                         block, group, vector, compact, order,
-                                                         n_level, n_bins):
+                                                         block, group, vector, compact, ordered,
+                                                         order, n_level, n_bins):
     """Pieces planned for 1, 3 or 16 threads (rows cut into blocks of as few
     as n_bins rows, features into groups of 2), rows gathered in chunks of
     7, 100 or all, each piece adding blocks of 1024, 5 or 2 rows in groups
     of all (the default's cells fit), 3 or 1 features, three channels
-    added as one vector or not, into compact histograms or in place, on 8- or 16-bit binned X in either order,
-    built into rows of ``out`` that held other values."""
+    added as one vector or not, into compact histograms or in place, the
+    built rows read where they are or copied in node order (X in C order),
+    on 8- or 16-bit binned X in either order, built into rows of ``out``
+    that held other values."""
     rng = np.random.RandomState(threads * 10 + n_level)
     n, n_features = 1000, 8
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, n_level)
@@ -56,11 +58,13 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
         monkeypatch.setattr(histograms, "_GROUP_BYTES", group * n_bins * 3 * 8)
     monkeypatch.setattr(histograms, "_VECTOR_THREE_BINS", 0 if vector else 10**6)
     monkeypatch.setattr(histograms, "_COMPACT_SHARE", 1.0 if compact else 0.0)
+    monkeypatch.setattr(binned_cache, "_ORDERED_COPY_BYTES", 0 if ordered else 1 << 62)
+    monkeypatch.setattr(binned_cache, "_ORDERED_SHARE", 1.0)
     every_bin = np.full(n_features, n_bins, np.int32)
     cells = histograms.compact_cells(every_bin, n_bins)[1]
     assert list(histograms._block_cut(np.empty((1, n_features, n_bins, 3), np.int64),
                                       every_bin, cells)) == [
-        block, group or (1 << 17) // (n_bins * 24), int(vector), int(compact)]
+        block, group or histograms._group_bytes() // (n_bins * 24), int(vector), int(compact)]
     node_to_build = np.full(n_level, -1, dtype=np.int32)
     built = np.arange(0, n_level, 2)
     node_to_build[built] = np.arange(built.size)[::-1] + 1   # rows of a larger array
@@ -73,6 +77,8 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
     backend.build_histograms(X_binned, stats, positions, 3, node_to_build, built.size + 2,
                              n_bins, out=out)
     np.testing.assert_array_equal(out, expected)
+    copies = [k for k in backend.binned._entry(X_binned)["buffers"] if k[0] == "ordered"]
+    assert len(copies) == (ordered and order == "C")
     # the root: every row in order
     root = np.zeros(n, dtype=np.int32)
     got = backend.build_histograms(X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins)
@@ -257,3 +263,47 @@ def test_moves_from_column_copies_give_the_same_models(backend, monkeypatch):
     assert (3000, 6) in made and (3000, 4) in made     # the full X and a subset
     gc.collect()
     assert set(backend.binned.entries) <= kept_before
+
+
+@pytest.mark.parametrize("max_bins", [255, 1000])
+def test_rows_copied_in_node_order_give_the_same_models(backend, monkeypatch, max_bins):
+    """The histogram passes below the root reading the built nodes' rows
+    copied in node order (forced here for any size) or scattered over X
+    and the statistics: identical boosted models (colsample_bytree: a
+    column subset; sample weights) and forests (three classes: more
+    channels), on 8- and 16-bit bins."""
+    import gputree
+    rng = np.random.RandomState(5)
+    X = rng.normal(size=(3000, 7))
+    X[:, 3] = np.round(X[:, 3] * 500)         # many distinct values: 16-bit bins
+    X[rng.rand(*X.shape) < 0.05] = np.nan
+    y = (X[:, 0] + np.nan_to_num(X[:, 1]) ** 2 > 0.5).astype(int) + (X[:, 2] > 1)
+    weight = rng.randint(0, 3, X.shape[0]).astype(float)
+
+    def fit():
+        boosted = gputree.GradientBoostingClassifier(
+            n_estimators=4, max_depth=5, colsample_bytree=0.7, max_bins=max_bins,
+            random_state=0).fit(X, y > 0, sample_weight=weight)
+        forest = gputree.RandomForestClassifier(n_estimators=3, max_depth=6, max_bins=max_bins,
+                                                random_state=0).fit(X, y)
+        return boosted.predict_proba(X), forest.predict_proba(X)
+
+    copied = []
+    ordered_rows = binned_cache.BinnedCache.ordered_rows
+
+    def recording(self, X_binned, stats, may_copy=True):
+        copy_from, copy_to = ordered_rows(self, X_binned, stats, may_copy)
+        if copy_from[0].shape[0]:
+            copied.append((X_binned.dtype, stats.shape[1]))
+        return copy_from, copy_to
+
+    monkeypatch.setattr(binned_cache.BinnedCache, "ordered_rows", recording)
+    monkeypatch.setattr(binned_cache, "_ORDERED_COPY_BYTES", 1 << 62)
+    scattered = fit()
+    assert not copied
+    monkeypatch.setattr(binned_cache, "_ORDERED_COPY_BYTES", 0)
+    monkeypatch.setattr(binned_cache, "_ORDERED_SHARE", 1.0)
+    for got, expected in zip(fit(), scattered):
+        np.testing.assert_array_equal(got, expected)
+    assert {dtype.itemsize for dtype, _ in copied} == {1 if max_bins <= 256 else 2}
+    assert len({channels for _, channels in copied}) == 2     # boosting's and the forest's

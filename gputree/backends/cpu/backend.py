@@ -124,37 +124,28 @@ class CPUBackend(Backend):
                             dtype=STAT_DTYPE)
         built = node_to_build >= 0
         built_rows = node_to_build[built].astype(np.int64)
-        moves_start, split_feature, split_sets, left_child = moves
         n_add = hist.shape[3]
-        if (built_rows.size == 1 and built[0] and level_start == 0 and split_feature.size == 0
-                and not positions.any()):
-            # the root: every row, in order (no gather)
-            rows = self._identity_rows(X_binned)
-            node_first = np.array([0, stats.shape[0]], dtype=np.int64)
-            n_add -= bin_counts is not None
-        else:
-            build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
-            build_index[built] = np.arange(built_rows.size, dtype=np.int32)
-            n, cache = positions.shape[0], self.binned
-            rows = cache.rows(X_binned, "rows")
-            if cache.is_lean(X_binned):
-                node_first = lean_gather.rows_by_node_lean(
-                    2 * n, X_binned, positions, moves_start, split_feature, split_sets,
-                    left_child, level_start, build_index, built_rows.size, rows)
-            else:
-                node_first = partition.rows_by_node(
-                    2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
-                    split_sets, left_child, level_start, build_index, built_rows.size,
-                    partition.gather_chunk(n, built_rows.size), cache.rows(X_binned, "found"),
-                    cache.rows(X_binned, "found_node"), rows)
-            rows = rows[:node_first[-1]]
-        feature_bins = _feature_bins(feature_bins, hist.shape)
+        split_feature = moves[1]
+        root = (built_rows.size == 1 and built[0] and level_start == 0
+                and split_feature.size == 0 and not positions.any())
+        if root and bin_counts is not None:
+            n_add -= 1          # the root's count channel is a copy of bin_counts
         # (the sparse rows' pass reads every channel from stats)
         sparse = (self.binned.sparse(X_binned, hist.shape[2]) if n_add <= stats.shape[1]
                   else None)
+        if root:
+            # every row, in order (no gather)
+            rows = self._identity_rows(X_binned)
+            node_first = np.array([0, stats.shape[0]], dtype=np.int64)
+            X_rows, stats_rows = X_binned, stats
+        else:
+            node_first, rows, X_rows, stats_rows = self._rows_by_node(
+                X_binned, positions, moves, stats, level_start, node_to_build, built,
+                built_rows.size, sparse is None)
+        feature_bins = _feature_bins(feature_bins, hist.shape)
         if sparse is None:
-            histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist,
-                                          n_add, feature_bins)
+            histograms.histograms_of_rows(X_rows, stats_rows, rows, node_first, built_rows,
+                                          hist, n_add, feature_bins)
         else:
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
                                            n_add, feature_bins, thread_count())
@@ -172,6 +163,38 @@ class CPUBackend(Backend):
         rows = cache.rows(X_binned, "rows")
         lean_gather.identity_rows.run(rows.shape[0], rows)
         return rows
+
+    def _rows_by_node(self, X_binned, positions, moves, stats, level_start, node_to_build,
+                      built, n_build, may_copy):
+        """Move the rows (``moves``: see move_and_build_histograms) and
+        gather the rows of the nodes to build (``built``: node_to_build >=
+        0), grouped by node: for X kept lean by counting then placing
+        (:func:`.lean_gather.rows_by_node_lean`, no buffers but "rows"),
+        else by :func:`.partition.rows_by_node`, their bins and statistics
+        copied in that order where BinnedCache.ordered_rows allows and
+        ``may_copy``. Returns (node_first int64 (n_build + 1,), rows int32
+        (m,) into X_rows and stats_rows, X_rows, stats_rows)."""
+        moves_start, split_feature, split_sets, left_child = moves
+        build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
+        build_index[built] = np.arange(n_build, dtype=np.int32)
+        n, cache = positions.shape[0], self.binned
+        rows = cache.rows(X_binned, "rows")
+        if cache.is_lean(X_binned):
+            node_first = lean_gather.rows_by_node_lean(
+                2 * n, X_binned, positions, moves_start, split_feature, split_sets,
+                left_child, level_start, build_index, n_build, rows)
+            return node_first, rows[:node_first[-1]], X_binned, stats
+        copy_from, copy_to = cache.ordered_rows(X_binned, stats, may_copy)
+        node_first, X_rows, stats_rows = partition.rows_by_node(
+            2 * n, cache.columns(X_binned), positions, moves_start, split_feature,
+            split_sets, left_child, level_start, build_index, n_build,
+            partition.gather_chunk(n, n_build), cache.rows(X_binned, "found"),
+            cache.rows(X_binned, "found_node"), rows, copy_from, copy_to)
+        m = int(node_first[-1])
+        if X_rows.shape[0]:
+            return (node_first, cache.rows(X_binned, "identity")[:m],
+                    X_rows.view(X_binned.dtype), stats_rows)
+        return node_first, rows[:m], X_binned, stats
 
     def start_row_partition(self, X_binned):
         """A :class:`.row_partition.RowPartition` in buffers kept per binned
