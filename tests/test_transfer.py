@@ -50,10 +50,11 @@ def test_nothing_to_pack():
 def test_transfer_counter_counts_copies_bytes_and_waits():
     counter = TransferCounter()
     counter.upload(100)
-    counter.upload(20)
+    counter.upload(20, blocks=3)
     counter.download(8)
     assert counter.copies() == (2, 1)
     assert counter["upload_bytes"] == 120 and counter["download_bytes"] == 8
+    assert counter["upload_blocks"] == 4
     assert counter["sync"] == 1
 
 

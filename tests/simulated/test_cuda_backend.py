@@ -109,3 +109,21 @@ def test_numba_newton_scan_equals_cpu_block_scan(n_bins, reg_alpha, min_child_we
     assert np.isfinite(cpu[0]).all()
     for got, expected in zip(cpu, sim):
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("rows, block_rows", [(1000, 64), (64, 64), (65, 64), (1, 64)])
+def test_large_uploads_go_in_blocks_of_rows_from_a_memory_map(tmp_path, monkeypatch, rows,
+                                                              block_rows):
+    """A memory-mapped uint16 array (a Dataset's codes on disk) over the
+    block size reaches the device in blocks of rows, equal to the host's."""
+    from gputree.backends.cuda import backend as cuda_backend
+    monkeypatch.setattr(cuda_backend, "UPLOAD_BLOCK_BYTES", block_rows * 7 * 2)
+    codes = np.memmap(tmp_path / "codes", dtype=np.uint16, mode="w+", shape=(rows, 7))
+    codes[:] = np.random.RandomState(rows).randint(0, 60000, size=(rows, 7))
+    device = get_backend("cuda-sim")
+    before = dict(device.transfers)
+    out = device.upload(codes)
+    assert np.array_equal(np.asarray(out), np.asarray(codes)) and out.dtype == np.uint16
+    blocks = device.transfers["upload_blocks"] - before.get("upload_blocks", 0)
+    assert device.transfers["upload"] - before.get("upload", 0) == 1
+    assert blocks == (-(-rows // block_rows) if rows > block_rows else 1)

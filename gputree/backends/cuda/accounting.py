@@ -14,11 +14,14 @@ from collections import Counter
 class TransferCounter(Counter):
     """Counts of ``upload`` (host -> device copies), ``download`` (device ->
     host copies), ``sync`` (the host waiting for the device: every download
-    does) and the bytes moved (``upload_bytes``, ``download_bytes``)."""
+    does), the bytes moved (``upload_bytes``, ``download_bytes``) and the
+    blocks of rows large uploads were made in (``upload_blocks``)."""
 
-    def upload(self, nbytes):
+    def upload(self, nbytes, blocks=1):
+        """One host -> device copy of ``nbytes``, made in ``blocks`` parts."""
         self["upload"] += 1
         self["upload_bytes"] += int(nbytes)
+        self["upload_blocks"] += int(blocks)
 
     def download(self, nbytes):
         self["download"] += 1

@@ -148,8 +148,14 @@ class CUDABackend(Backend):
         if self._on_device(array):
             return self.xp.asarray(array, dtype=dtype, order=order)
         host = np.asarray(array, dtype=dtype, order=order)
-        self.transfers.upload(host.nbytes)
-        return self.memory.track(self.xp.array(host, order=order))
+        step = _upload_rows(host)
+        self.transfers.upload(host.nbytes, blocks=-(-host.shape[0] // step) if step else 1)
+        if not step:
+            return self.memory.track(self.xp.array(host, order=order))
+        device = self.xp.empty(host.shape, dtype=host.dtype)
+        for start in range(0, host.shape[0], step):
+            _copy_rows(device[start:start + step], host[start:start + step])
+        return self.memory.track(device)
 
     def asarray(self, array, dtype=None, order="C"):
         return self.upload(array, dtype=dtype, order=order)
@@ -444,3 +450,26 @@ def _scan_bytes_per_thread(n_channels, n_bins):
     arrays = (empty_scan_outputs(np, 1, 1, n_channels, n_bins)
               + empty_scratch(np, 1, n_channels, True, n_bins))
     return sum(a.nbytes for a in arrays)
+
+
+#: host arrays of more bytes than this go to the device in blocks of rows of
+#: about this size (a Dataset's codes in a memory-mapped file are read from
+#: disk block by block, never whole in host memory)
+UPLOAD_BLOCK_BYTES = 64 << 20
+
+
+def _upload_rows(host):
+    """Rows per block of ``host``'s upload (numpy array, any dtype), or 0
+    for one copy (small, 0-d or not C-contiguous)."""
+    if host.nbytes <= UPLOAD_BLOCK_BYTES or host.ndim == 0 or not host.flags.c_contiguous:
+        return 0
+    return max(1, UPLOAD_BLOCK_BYTES // max(1, host.nbytes // host.shape[0]))
+
+
+def _copy_rows(device_rows, host_rows):
+    """Copy host rows into a C-contiguous block of device rows (cupy's
+    ``set``; a numpy array on the simulated device)."""
+    if hasattr(device_rows, "set"):
+        device_rows.set(host_rows)
+    else:
+        device_rows[...] = host_rows
