@@ -369,3 +369,24 @@ def test_category_sorts_order_by_key_then_bin_like_numpy(n, compiled_scan_parts)
         sort(k, b, n)
         np.testing.assert_array_equal(b[:n], bins[expected])
         np.testing.assert_array_equal(k[:n], keys[expected])
+
+
+@pytest.mark.parametrize("n, k", [(3, 1), (17, 8), (100, 1), (100, 32), (2000, 32), (2000, 5)])
+def test_category_selection_of_the_ends_matches_a_full_sort(n, k, compiled_scan_parts):
+    """The CPU's selection of the k entries that sort first and the k that
+    sort last (what LightGBM's search of sorted categories reads) gives
+    exactly the ends of numpy's stable order by key (NaN last), ties by
+    bin, on keys with ties, signed zeros, infinities and NaN, in random,
+    ascending and descending input order."""
+    rng = np.random.default_rng(n + k)
+    keys = rng.choice([-1.5, 0.0, -0.0, 0.25, 2.0, np.inf, -np.inf, np.nan], size=n)
+    keys[: n // 3] = rng.normal(size=n // 3)
+    bins = rng.permutation(3 * n)[:n].astype(np.int32)
+    expected = np.lexsort((bins, keys))
+    for permutation in (np.arange(n), expected, expected[::-1]):
+        k_in, b_in = np.zeros(2 * n), np.zeros(2 * n, dtype=np.int32)
+        k_in[:n], b_in[:n] = keys[permutation], bins[permutation]
+        compiled_scan_parts.select_ends(k_in, b_in, n, k)
+        ends = np.concatenate([expected[:k], expected[n - k:]])
+        np.testing.assert_array_equal(np.concatenate([b_in[:k], b_in[n - k:n]]), bins[ends])
+        np.testing.assert_array_equal(np.concatenate([k_in[:k], k_in[n - k:n]]), keys[ends])

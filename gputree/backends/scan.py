@@ -416,6 +416,67 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             for i in range(n):
                 k0[i], o0[i] = k1[i], o1[i]
 
+    @inline
+    def sift_ends(keys, order, base, root, end, smallest):
+        """Heap property of (keys, order)[base:base + end] restored below
+        ``root``: the entry sorting last at the root (``smallest``: a heap
+        of the smallest entries seen) or the one sorting first."""
+        while 2 * root + 1 < end:
+            child = 2 * root + 1
+            a, b = base + child, base + child + 1
+            if child + 1 < end and (sorts_before(keys, order, a, b) if smallest
+                                    else sorts_before(keys, order, b, a)):
+                child += 1
+            r, c = base + root, base + child
+            if not (sorts_before(keys, order, r, c) if smallest
+                    else sorts_before(keys, order, c, r)):
+                return
+            keys[r], keys[c] = keys[c], keys[r]
+            order[r], order[c] = order[c], order[r]
+            root = child
+
+    @inline
+    def heap_insert(keys, order, base, k, key, b, smallest):
+        """Entry (key, b) replaces the root of the heap of ``k`` entries at
+        ``base`` (sift_ends) when it belongs among them."""
+        if (entry_before(key, b, keys[base], order[base]) if smallest
+                else entry_before(keys[base], order[base], key, b)):
+            keys[base], order[base] = key, b
+            sift_ends(keys, order, base, 0, k, smallest)
+
+    @inline
+    def heap_drain(keys, order, base, k, smallest, out):
+        """The heap of ``k`` entries at ``base`` written to (keys,
+        order)[out:out + k] in entry_before order (the heap is consumed)."""
+        for end in range(k - 1, -1, -1):
+            key, b = keys[base], order[base]
+            keys[base], order[base] = keys[base + end], order[base + end]
+            sift_ends(keys, order, base, 0, end, smallest)
+            at = out + end if smallest else out + k - 1 - end
+            keys[at], order[at] = key, b
+
+    @jit
+    def select_ends(keys, order, n, k):
+        """(keys, order)[:k] OUT: the ``k`` entries of (keys, order)[:n]
+        that sort first (entry_before), sorted; [n - k:n] the ``k`` that
+        sort last, sorted; the entries between are not kept (2k < n). keys
+        and order hold at least 2n entries (scratch from ``n`` on): two
+        heaps of ``k`` over one pass, n log k steps at most (a merge sort
+        of every entry when only the ends are read: LightGBM's search reads
+        at most max_cat_threshold entries from each end)."""
+        low, high = n, n + k
+        for i in range(k):
+            keys[low + i], order[low + i] = keys[i], order[i]
+            keys[high + i], order[high + i] = keys[i], order[i]
+        for root in range(k // 2 - 1, -1, -1):
+            sift_ends(keys, order, low, root, k, True)
+            sift_ends(keys, order, high, root, k, False)
+        for i in range(k, n):
+            heap_insert(keys, order, low, k, keys[i], order[i], True)
+            heap_insert(keys, order, high, k, keys[i], order[i], False)
+        heap_drain(keys, order, low, k, True, 0)
+        heap_drain(keys, order, high, k, False, n - k)
+
     @jit
     def sort_entries(keys, order, n):
         """(keys, order)[:n] sorted in place by key, ties by bin
@@ -531,7 +592,12 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                 keys[n] = smoothed_ratio(A, inv, params)
                 order[n] = b
                 n += 1
-        sort_entries(keys, order, n)
+        # the search reads the n_steps entries at each end (scan_sorted_groups)
+        ends = min(int(params[PARAM_MAX_CAT_THRESHOLD]), (n + 1) // 2)
+        if vector and 2 * ends < n:
+            select_ends(keys, order, n, ends)
+        else:
+            sort_entries(keys, order, n)
         return n
 
     @jit
@@ -809,6 +875,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
 
     return SimpleNamespace(scan=scan, newton_task=newton_task, clear_task=clear_task,
                            heap_sort=heap_sort, merge_sort=merge_sort,
+                           select_ends=select_ends,
                            newton_candidate=newton_candidate,
                            newton_missing_right=newton_missing_right,
                            add_bins_upto=add_bins_upto, record_split=record_split,
