@@ -71,7 +71,9 @@ def no_splits(n_level):
 
 def counts_and_weights(totals, layout, inv):
     """Per-node (count, weight) float64 from int64 totals (host, vectorised)."""
-    if layout[LAYOUT_KIND] == KIND_NEWTON:
+    if layout[LAYOUT_KIND] == KIND_NEWTON and layout[LAYOUT_N_OUTPUTS] == 1:
+        weight = totals[:, 1] * inv[1]      # the min below over one column, without its calls
+    elif layout[LAYOUT_KIND] == KIND_NEWTON:
         h = totals[:, 1:2 * layout[LAYOUT_N_OUTPUTS]:2] * inv[1:2 * layout[LAYOUT_N_OUTPUTS]:2]
         weight = h.min(axis=1)
     elif layout[LAYOUT_WEIGHT_CHANNEL] >= 0:

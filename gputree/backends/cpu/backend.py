@@ -271,17 +271,17 @@ class CPUBackend(Backend):
             split_bin = np.full((n_nodes, n_features), ALL_CANDIDATES, dtype=np.int32)
         any_categorical = bool(is_categorical.any())
         if reuse:
-            outputs = _kept("outputs", (n_nodes, n_features, n_channels, n_bins),
-                            lambda: empty_scan_outputs(np, n_nodes, n_features, n_channels,
-                                                       n_bins))
+            outputs = _kept_rows("outputs", (n_features, n_channels, n_bins), n_nodes,
+                                 lambda rows: empty_scan_outputs(np, rows, n_features,
+                                                                 n_channels, n_bins))
             outputs[3].fill(0)          # left sums start at zero, as empty_scan_outputs'
         else:
             outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
         n_tasks = n_nodes * n_features
         n_slots = max(1, min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * thread_count()))
-        scratch = _kept("scratch", (n_slots, n_channels, any_categorical, n_bins),
-                        lambda: empty_scratch(np, n_slots, n_channels, any_categorical, n_bins,
-                                              vector=True))
+        scratch = _kept_rows("scratch", (n_channels, any_categorical, n_bins), n_slots,
+                             lambda rows: empty_scratch(np, rows, n_channels, any_categorical,
+                                                        n_bins, vector=True))
         measure = measure_of(layout)
         newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                       and int(params[PARAM_CONSTRAINTS]) == 0)
@@ -340,16 +340,21 @@ def _feature_bins(feature_bins, hist_shape):
     return np.ascontiguousarray(feature_bins, dtype=np.int32)
 
 
-#: arrays kept per thread between scans (:func:`_kept`)
+#: arrays kept per thread between scans (:func:`_kept_rows`)
 _local = threading.local()
 
 
-def _kept(kind, key, make):
-    """This thread's arrays of ``kind`` for ``key`` (their shapes), made by
-    ``make()`` when the last ones of that kind had another key: a scan's
-    scratch and outputs are not allocated, and their pages not faulted in,
-    at every level of a fit (LETOR's levels: ~1 MiB each)."""
+def _kept_rows(kind, key, n_rows, make):
+    """This thread's arrays of ``kind`` (a tuple of arrays of ``make(rows)``,
+    ``rows`` first-axis entries each), their first ``n_rows`` rows: made anew
+    only when the last ones of that kind had another ``key`` (the shapes
+    after the first axis) or fewer rows, so that a scan's scratch and
+    outputs are not allocated, and their pages not faulted in, at every
+    level or best-first step of a fit (LETOR's levels: ~1 MiB each; a
+    best-first step's scan reads a number of pool rows that changes at
+    every step)."""
     kept = _local.__dict__.setdefault("kept", {})
-    if kind not in kept or kept[kind][0] != key:
-        kept[kind] = (key, make())
-    return kept[kind][1]
+    if kind not in kept or kept[kind][0] != key or kept[kind][1] < n_rows:
+        rows = max(n_rows, 2 * kept[kind][1] if kind in kept and kept[kind][0] == key else 0)
+        kept[kind] = (key, rows, make(rows))
+    return tuple(array[:n_rows] for array in kept[kind][2])
