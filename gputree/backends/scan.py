@@ -844,8 +844,17 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                     layout, inv, params, keys, order, node, f, n_features)
             if gain == -math.inf:
                 return
+            # the left sums from the split's categories (and the missing bin
+            # when it goes left, a bin apart from theirs): the sums over its
+            # bitset's bins, exact integers, without finish's pass over every bin
+            left_known = missing_bin >= n_non_missing
+            for c in range(C):
+                L[c] = 0
             for i in range(first, last + 1):
                 add_category(bitset, f, words, order[i])
+                accumulate(L, H, order[i])
+            if ml == 1:
+                accumulate(L, H, missing_bin)
         else:
             if one >= 0:
                 gain, threshold, ml = scan_one_threshold(
