@@ -436,3 +436,47 @@ def test_feature_bins_grow_the_trees_of_every_bin(backend, monkeypatch, case):
         for field in dataclasses.fields(a):
             assert np.array_equal(getattr(a, field.name), getattr(b, field.name),
                                   equal_nan=True), field.name
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "lossguide", "forest", "missing"])
+def test_derives_in_scan_grows_the_trees_of_the_separate_subtraction(monkeypatch, kind):
+    """The CPU scan's own derive of the larger siblings (each (node,
+    feature) subtracted in place just before the scan reads it,
+    Backend.derives_in_scan) grows every tree field for field as the
+    subtraction pass before the scan: boosting level-wise and best-first
+    (whose derived parents hold rows the next level's derive reads), a
+    forest drawing features per node (it derives before choosing), missing
+    values."""
+    import dataclasses
+
+    import gputree
+    from gputree.backends.cpu.backend import CPUBackend
+
+    rng = np.random.RandomState(7)
+    n = 3000
+    X = np.column_stack([rng.randint(0, k, n) for k in (1, 3, 40, 255, 2)]
+                        + [rng.randn(n, 3)]).astype(np.float64)
+    y = X[:, 2] * 0.1 + X[:, 5] + rng.randn(n) * 0.3
+    if kind == "missing":
+        X[rng.rand(*X.shape) < 0.1] = np.nan
+    if kind == "forest":
+        make = functools.partial(gputree.RandomForestRegressor, n_estimators=3, max_depth=6,
+                                 max_features=0.5, random_state=0)
+    else:
+        extra = ({"grow_policy": "lossguide", "max_depth": None, "max_leaf_nodes": 31}
+                 if kind == "lossguide" else {"max_depth": 6})
+        make = functools.partial(gputree.GradientBoostingRegressor, n_estimators=5,
+                                 random_state=0, **extra)
+    models = {}
+    for fused in (False, True):
+        monkeypatch.setattr(CPUBackend, "derives_in_scan", fused)
+        models[fused] = make(device="cpu").fit(X, y)
+    trees = [m._trees if hasattr(m, "_trees") else [e.tree_.arrays for e in m.estimators_]
+             for m in (models[False], models[True])]
+    assert len(trees[0]) == len(trees[1]) > 0
+    for a, b in zip(*trees):
+        assert a.feature.size > 1          # the trees split: levels were derived
+        for field in dataclasses.fields(a):
+            x, y_ = getattr(a, field.name), getattr(b, field.name)
+            if isinstance(x, np.ndarray):
+                assert x.dtype == y_.dtype and np.array_equal(x, y_, equal_nan=x.dtype.kind == "f")

@@ -46,6 +46,11 @@ class Backend(abc.ABC):
     #: the only ones the split scan and node_features read (the others
     #: may hold anything)
     uses_feature_bins = False
+    #: whether find_best_splits takes ``derive`` (derived_rows, built_rows,
+    #: source): the in-place subtraction ``hist[d] -= source[b]`` of
+    #: subtract_histograms (on the cells of ``uses_feature_bins``), done by
+    #: the scan itself, a (node, feature)'s cells just before it reads them
+    derives_in_scan = False
     #: whether a fit may refill host arrays it gave the backend before (the
     #: statistics, the gradients they came from) with the next tree's (a
     #: backend that keeps what it was given, by identity, says no)

@@ -202,12 +202,12 @@ class _BestFirstGrowth(_TreeGrowth):
         self.backend.split_node_rows(self.rows, self.data.X_binned, node, split["feature"],
                                      left_set(split["bitset"], split["words"]))
 
-    def _build(self, level_start, n_build, device):
+    def _build(self, level_start, n_build, device, derive=True):
         """As the level-wise grower's, but where the backend keeps a row
         partition: the split's rows move within it, the planned child's
         histogram is built from its rows alone."""
         if self.pending is None:
-            super()._build(level_start, n_build, device)
+            super()._build(level_start, n_build, device, derive)
             return
         self._zero_reused(device)
         self._apply_partition()
@@ -215,7 +215,8 @@ class _BestFirstGrowth(_TreeGrowth):
         self.backend.build_node_histogram(self.rows, self.data.X_binned, self.stats.stats,
                                           level_start + child, hist_row, self.pool.hist,
                                           **self._cells())
-        self._derive(device)
+        if derive:
+            self._derive(device)
 
     def _record(self, table):
         """The taken splits into the node table (one record of every node)."""

@@ -173,11 +173,16 @@ class _TreeGrowth:
                 plan["allowed"].shape[0])
         n_build = int(plan["node_to_build"].max()) + 1
         device = self.backend.upload_many(plan)
-        self._build(level_start, n_build, device)
+        # node_features reads the level's histograms before the scan: derive first
+        choose = "order" in device or "draws" in device
+        fuse = self.backend.derives_in_scan and not choose and plan["built_rows"].size > 0
+        self._build(level_start, n_build, device, derive=not fuse)
         scan_params = device.get("scan_params", self.constants["params"])
         hist = self.pool.hist[:plan["allowed"].shape[0]]
         split_bin = None
-        if "order" in device or "draws" in device:
+        derive = ({"derive": (device["parent_rows"], device["built_rows"], self.pool.hist)}
+                  if fuse else {})
+        if choose:
             split_bin = self.backend.choose_node_features(
                 hist, device["allowed"], device.get("order"), self.growth.max_features,
                 device.get("draws"), self.constants["n_bins_non_missing"],
@@ -185,7 +190,7 @@ class _TreeGrowth:
         split = self.backend.find_best_splits(
             hist, self.constants["n_bins_non_missing"], self.constants["is_categorical"],
             device["allowed"], self.data.missing_bin, self.constants["layout"],
-            self.constants["inv"], scan_params, split_bin=split_bin)
+            self.constants["inv"], scan_params, split_bin=split_bin, **derive)
         return self.backend.download_many(self._found(split, device))
 
     def _scan_choices(self, candidates, rows):
@@ -203,11 +208,11 @@ class _TreeGrowth:
                                       device["left_child"])
         self.partition = {}
 
-    def _build(self, level_start, n_build, device):
+    def _build(self, level_start, n_build, device, derive=True):
         """Zero the reused pool rows, apply the recorded splits to positions
         and build the planned histograms (``device``: the plan with the
         splits, uploaded), derive the larger siblings in their parents'
-        rows."""
+        rows (unless not ``derive``: the scan does, Backend.derives_in_scan)."""
         backend, hist = self.backend, self.pool.hist
         cells = self._cells()
         self._zero_reused(device)
@@ -226,7 +231,8 @@ class _TreeGrowth:
             backend.build_histograms(self.data.X_binned, self.stats.stats, self.positions,
                                      level_start, device["node_to_build"], n_build,
                                      self.data.n_bins, out=hist, **counts, **cells)
-        self._derive(device)
+        if derive:
+            self._derive(device)
 
     def _cells(self):
         """The ``feature_bins`` keyword of the histogram primitives where the

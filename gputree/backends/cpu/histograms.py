@@ -521,6 +521,23 @@ def _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_a
                           cells, compact, cut)
 
 
+@njit(inline="always")
+def derive_cells(cells, row, source, built, f, feature_bins, n_bins):
+    """cells[row, f] INOUT -= source[built, f] (IN) on the cells of
+    :func:`_feature_cells` (int64, exact): feature f of a derived sibling,
+    in place in its parent's row (the split scan's derive, as
+    :func:`subtract_histograms`). ``cells`` and ``source``: histograms
+    (m, F, n_bins, C) seen as (m, F, n_bins * C) (a feature's bins and
+    channels one run of cells, subtracted in one vectorized loop)."""
+    n_channels = cells.shape[2] // n_bins
+    n, last = _feature_cells(feature_bins, f, n_bins)
+    for k in range(U64(n * n_channels)):
+        cells[row, f, k] -= source[built, f, k]
+    if last >= 0:
+        for k in range(U64(last * n_channels), U64((last + 1) * n_channels)):
+            cells[row, f, k] -= source[built, f, k]
+
+
 @threaded
 def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows, feature_bins,
                         part, n_parts):

@@ -12,6 +12,7 @@ from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
 from ..._threads import kernel_jit
+from .histograms import derive_cells
 from .jit import inline_helper, ir_inline, part_bounds, plain_jit
 from .threaded import threaded
 
@@ -40,16 +41,26 @@ _scan = _node_summary = None
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
-                 out_bitset, out_left, out_info, out_words, part, n_parts):
+                 out_bitset, out_left, out_info, out_words, source, built_of, part, n_parts):
     """The split scan of every (node, feature) (arguments as
     scan.make_split_scanner; the scan inlined), in parts over the scratch
     slots, slot s scanning tasks s, s + n_slots, ...; compiled per criterion
-    by split_finder."""
-    n_features = hist.shape[1]
+    by split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >=
+    0 is first derived in place, feature by feature:
+    ``hist[node, f] -= source[b, f]`` (int64 (m, F, n_bins, C) IN) on the
+    feature's cells (histograms.subtract_histograms' result, every feature
+    of the node, scanned or not)."""
+    n_features, n_bins = hist.shape[1], hist.shape[2]
     n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
+    cells = hist.reshape(hist.shape[0], n_features, n_bins * hist.shape[3])
+    source_cells = source.reshape(source.shape[0], n_features, n_bins * hist.shape[3])
     first, stop = part_bounds(n_slots, part, n_parts)
     for slot in range(first, stop):
         for t in range(slot, n_tasks, n_slots):
+            node = t // n_features
+            if built_of[node] >= 0:
+                derive_cells(cells, node, source_cells, built_of[node], t - node * n_features,
+                             n_bins_non_missing, n_bins)
             _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
                   is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
                   params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
