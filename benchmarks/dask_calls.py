@@ -7,7 +7,8 @@ synthetic rows (X and y made on the driver, 4 partitions, as
 timed on the driver (:meth:`WorkerRowsBackend.call`), by method; the fit's
 wall seconds and the CPU seconds of the driver and of the workers are
 reported, so that runs on a loaded machine can be compared by CPU time and
-per-call time as well as by wall time.
+per-call time as well as by wall time. ``--profile DIR`` records the
+workers with py-spy (when installed) during the fit.
 
     python benchmarks/dask_calls.py --rows 150000 --trees 20
 """
@@ -15,6 +16,8 @@ import argparse
 import collections
 import os
 import resource
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,10 +34,27 @@ def cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
+def record_workers(client, folder):
+    """py-spy recording every worker process (collapsed stacks, a file a
+    worker, every thread: the actor thread's kernels and waits for peers,
+    the event loop's comms), until SIGINT."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    spies = []
+    for pid in client.run(os.getpid).values():
+        spies.append(subprocess.Popen(
+            ["py-spy", "record", "--pid", str(pid), "--rate", "100", "--threads",
+             "--format", "raw", "--output", str(Path(folder) / f"worker-{pid}.txt")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(2.0)
+    return spies
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=150_000)
     parser.add_argument("--trees", type=int, default=20)
+    parser.add_argument("--profile", metavar="DIR", help="record the workers with py-spy "
+                        "during the fit (DIR/worker-<pid>.txt: collapsed stacks)")
     args = parser.parse_args()
     import numpy as np
     import gputree
@@ -67,11 +87,15 @@ def main():
         DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[:20000], dy[:20000])
         calls.clear()
         workers_before = sum(client.run(cpu_seconds).values())
+        spies = record_workers(client, args.profile) if args.profile else []
         driver_before, start = cpu_seconds(), time.perf_counter()
         model = DaskGradientBoostingClassifier(n_estimators=args.trees, **settings).fit(dX, dy)
         wall = time.perf_counter() - start
         driver = cpu_seconds() - driver_before
         workers = sum(client.run(cpu_seconds).values()) - workers_before
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+            spy.wait()
     with open("/proc/loadavg") as stream:
         load = stream.read().split()[:3]
     n = len(model._trees)

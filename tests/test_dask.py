@@ -154,16 +154,39 @@ def _whole_up_to(n_workers):
     return previous
 
 
-def test_reduce_scatter_by_feature(client, small_bin_subsample):
-    """The workers' reduce-scatter of the histograms by feature and the
-    exchange of their slices' best splits (the path of more than two
-    workers, forced here on two) grow the one-machine model."""
-    previous = client.run(_whole_up_to, 0)
+def test_all_reduce_of_whole_histograms(client, small_bin_subsample):
+    """The workers' all-reduce of the whole histograms, each scanning every
+    feature (the path of one worker, forced here on two, instead of the
+    reduce-scatter by feature and the exchange of best splits) grows the
+    one-machine model."""
+    previous = client.run(_whole_up_to, 2)
     try:
         model, local, X, dX = fit_pair("boosting-multiclass", client, 3)
     finally:
         client.run(_whole_up_to, next(iter(previous.values())))
     assert_same_model(model, local)
+
+
+def test_three_workers_reduce_scatter(small_bin_subsample, monkeypatch):
+    """Three workers (in this process: the packed histograms go by
+    reference, their buffers reused) each sum and scan a third of the
+    features and grow the one-machine models."""
+    from gputree.dask.sliced_histograms import SlicedHistograms
+    joined = []
+    real = SlicedHistograms.__init__
+
+    def counted(self, peers, index):
+        joined.append((len(peers), index))
+        real(self, peers, index)
+
+    monkeypatch.setattr(SlicedHistograms, "__init__", counted)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as three:
+        for case in ("boosting-multiclass", "boosting-regression"):
+            joined.clear()
+            model, local, X, dX = fit_pair(case, three, 7)
+            assert sorted(joined) == [(3, 0), (3, 1), (3, 2)]
+            assert_same_model(model, local)
 
 
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
