@@ -10,12 +10,11 @@ import functools
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from ..._threads import kernel_jit, parts_for, thread_count
 from ..kernel_cache import cache_numba_cpu_kernels
 from .intrinsics import add_three, add_two, prefetch_row
-from .jit import U64, part_bounds
+from .jit import U64, llvm_inline, part_bounds
 from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
@@ -27,15 +26,21 @@ cache_numba_cpu_kernels(__file__)
 #: 1.2-1.4x faster)
 _PREFETCH_AHEAD = 12
 
+#: the helpers' flags (compile-time constants where they are called): numpy
+#: booleans, which numba types as plain booleans, so that each helper is
+#: compiled once (Python's True and False would be literal types, a
+#: compile per value) and LLVM, inlining it, keeps only the branch taken
+_YES, _NO = np.bool_(True), np.bool_(False)
 
-@njit(inline="always")
+
+@llvm_inline
 def _prefetch_rows(X_binned, stats, i):
     """Prefetch row i of X_binned and of stats."""
     prefetch_row(X_binned, np.int64(i))
     prefetch_row(stats, np.int64(i))
 
 
-@njit(inline="always")
+@llvm_inline
 def _cell(cells, feature_bins, f, b, compact):
     """(feature, bin) of the cell of bin b of feature f: (0, its compact
     cell) when ``compact`` (a constant where it is called: the loops are
@@ -47,7 +52,7 @@ def _cell(cells, feature_bins, f, b, compact):
     return np.int64(f), b
 
 
-@njit(inline="always")
+@llvm_inline
 def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s, cut, cells,
               feature_bins, compact):
     """dest[s] INOUT += the histograms (features f_first .. f_stop-1,
@@ -66,7 +71,7 @@ def _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, 
                        cut[2] != 0, compact)
 
 
-@njit(inline="always")
+@llvm_inline
 def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s, cells,
                feature_bins, vector_three, compact):
     """dest[s] INOUT += the histograms (features f_first .. f_stop-1,
@@ -78,13 +83,13 @@ def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest,
     ahead are prefetched. Cells are indexed, never sliced: numba
     reference-counts every view."""
     if n_add == 3 and stats.shape[1] > 2:
-        first = _add_row_pairs(X_binned, stats, rows, True, True, first, stop, f_first,
+        first = _add_row_pairs(X_binned, stats, rows, _YES, _YES, first, stop, f_first,
                                f_stop, dest, s, cells, feature_bins, vector_three, compact)
     elif n_add == 3:        # the third channel counts rows
-        first = _add_row_pairs(X_binned, stats, rows, True, False, first, stop, f_first,
+        first = _add_row_pairs(X_binned, stats, rows, _YES, _NO, first, stop, f_first,
                                f_stop, dest, s, cells, feature_bins, vector_three, compact)
     elif n_add == 2:
-        first = _add_row_pairs(X_binned, stats, rows, False, False, first, stop, f_first,
+        first = _add_row_pairs(X_binned, stats, rows, _NO, _NO, first, stop, f_first,
                                f_stop, dest, s, cells, feature_bins, vector_three, compact)
     n_stats = min(n_add, stats.shape[1])
     for r in range(first, stop):
@@ -99,7 +104,7 @@ def _add_block(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest,
                 dest[U64(s), U64(fi), U64(k), U64(c)] += 1
 
 
-@njit(inline="always")
+@llvm_inline
 def _add_row_pairs(X_binned, stats, rows, three, counted, first, stop, f_first, f_stop, dest,
                    s, cells, feature_bins, vector_three, compact):
     """_add_block of channels 0, 1 and (``three``) 2 (boosting's gradient,
@@ -184,16 +189,16 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
                     for c in range(compact.shape[3]):
                         compact[U64(part), 0, U64(k), U64(c)] = 0
                 _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, compact,
-                          part, cut, cells, feature_bins, True)
+                          part, cut, cells, feature_bins, _YES)
                 _copy_cells(compact, part, cells, feature_bins, f_first, f_stop, dest, s)
             else:
                 _zero_cells(dest, s, f_first, f_stop, feature_bins)
                 _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s,
-                          cut, cells, feature_bins, False)
+                          cut, cells, feature_bins, _NO)
 
 
 
-@njit(inline="always")
+@llvm_inline
 def _feature_cells(feature_bins, f, n_bins):
     """(n, last): the bins of feature f that rows can be in, 0 .. n-1 and
     ``last`` (the missing bin; -1 when n covers it), from ``feature_bins``
@@ -205,7 +210,7 @@ def _feature_cells(feature_bins, f, n_bins):
     return n, (n_bins - 1 if n < n_bins else -1)
 
 
-@njit(inline="always")
+@llvm_inline
 def _zero_cells(dest, s, f_first, f_stop, feature_bins):
     """dest[s, f_first:f_stop] OUT = 0 on the cells of :func:`_feature_cells`
     (indexed, not sliced: no views)."""
@@ -219,7 +224,7 @@ def _zero_cells(dest, s, f_first, f_stop, feature_bins):
                 dest[U64(s), U64(f), U64(last), U64(c)] = 0
 
 
-@njit(inline="always")
+@llvm_inline
 def _copy_cells(compact, part, cells, feature_bins, f_first, f_stop, dest, s):
     """dest[s, f_first:f_stop] OUT = compact[part, 0]'s cells of those
     features (:func:`compact_cells`), on the cells of
