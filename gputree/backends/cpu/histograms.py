@@ -526,7 +526,7 @@ def _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_a
                           cells, compact, cut)
 
 
-@njit(inline="always")
+@llvm_inline
 def derive_cells(cells, row, source, built, f, feature_bins, n_bins):
     """cells[row, f] INOUT -= source[built, f] (IN) on the cells of
     :func:`_feature_cells` (int64, exact): feature f of a derived sibling,
