@@ -343,16 +343,23 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         return entry_before(keys[i], order[i], keys[j], order[j])
 
     @inline
-    def sift_down(keys, order, root, end):
-        """Heap property of (keys, order)[:end] restored below ``root``."""
+    def sift_ends(keys, order, base, root, end, smallest):
+        """Heap property of (keys, order)[base:base + end] restored below
+        ``root``: the entry sorting last at the root (``smallest``: a heap
+        of the smallest entries seen, or heap_sort's) or the one sorting
+        first."""
         while 2 * root + 1 < end:
             child = 2 * root + 1
-            if child + 1 < end and sorts_before(keys, order, child, child + 1):
+            a, b = base + child, base + child + 1
+            if child + 1 < end and (sorts_before(keys, order, a, b) if smallest
+                                    else sorts_before(keys, order, b, a)):
                 child += 1
-            if not sorts_before(keys, order, root, child):
+            r, c = base + root, base + child
+            if not (sorts_before(keys, order, r, c) if smallest
+                    else sorts_before(keys, order, c, r)):
                 return
-            keys[root], keys[child] = keys[child], keys[root]
-            order[root], order[child] = order[child], order[root]
+            keys[r], keys[c] = keys[c], keys[r]
+            order[r], order[c] = order[c], order[r]
             root = child
 
     @jit
@@ -360,11 +367,11 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         """(keys, order)[:n] sorted in place (entry_before): heapsort (n log
         n steps, no recursion nor memory)."""
         for root in range(n // 2 - 1, -1, -1):
-            sift_down(keys, order, root, n)
+            sift_ends(keys, order, 0, root, n, True)
         for end in range(n - 1, 0, -1):
             keys[0], keys[end] = keys[end], keys[0]
             order[0], order[end] = order[end], order[0]
-            sift_down(keys, order, 0, end)
+            sift_ends(keys, order, 0, 0, end, True)
 
     @inline
     def insertion_runs(keys, order, n):
@@ -415,25 +422,6 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         if not in_first:
             for i in range(n):
                 k0[i], o0[i] = k1[i], o1[i]
-
-    @inline
-    def sift_ends(keys, order, base, root, end, smallest):
-        """Heap property of (keys, order)[base:base + end] restored below
-        ``root``: the entry sorting last at the root (``smallest``: a heap
-        of the smallest entries seen) or the one sorting first."""
-        while 2 * root + 1 < end:
-            child = 2 * root + 1
-            a, b = base + child, base + child + 1
-            if child + 1 < end and (sorts_before(keys, order, a, b) if smallest
-                                    else sorts_before(keys, order, b, a)):
-                child += 1
-            r, c = base + root, base + child
-            if not (sorts_before(keys, order, r, c) if smallest
-                    else sorts_before(keys, order, c, r)):
-                return
-            keys[r], keys[c] = keys[c], keys[r]
-            order[r], order[c] = order[c], order[r]
-            root = child
 
     @inline
     def heap_insert(keys, order, base, k, key, b, smallest):
