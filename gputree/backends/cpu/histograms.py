@@ -527,20 +527,21 @@ def _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_a
 
 
 @llvm_inline
-def derive_cells(cells, row, source, built, f, feature_bins, n_bins):
-    """cells[row, f] INOUT -= source[built, f] (IN) on the cells of
-    :func:`_feature_cells` (int64, exact): feature f of a derived sibling,
-    in place in its parent's row (the split scan's derive, as
-    :func:`subtract_histograms`). ``cells`` and ``source``: histograms
-    (m, F, n_bins, C) seen as (m, F, n_bins * C) (a feature's bins and
-    channels one run of cells, subtracted in one vectorized loop)."""
-    n_channels = cells.shape[2] // n_bins
+def subtract_cells(out, o, a, i, b, j, f, feature_bins, n_bins):
+    """out[o, f] OUT = a[i, f] - b[j, f] (int64 IN, exact) on the cells of
+    :func:`_feature_cells`, histograms (m, F, n_bins, C) seen as (m, F,
+    n_bins * C): a feature's bins and channels one run of cells, subtracted
+    in one loop (LLVM vectorizes it: 3x faster than a loop over bins and one
+    over channels, on LETOR's features of 21 bins on average). ``out`` may
+    be ``a`` (the split scan's in-place derive of a sibling in its parent's
+    row, :attr:`CPUBackend.derives_in_scan`)."""
+    n_channels = out.shape[2] // n_bins
     n, last = _feature_cells(feature_bins, f, n_bins)
     for k in range(U64(n * n_channels)):
-        cells[row, f, k] -= source[built, f, k]
+        out[o, f, k] = a[i, f, k] - b[j, f, k]
     if last >= 0:
         for k in range(U64(last * n_channels), U64((last + 1) * n_channels)):
-            cells[row, f, k] -= source[built, f, k]
+            out[o, f, k] = a[i, f, k] - b[j, f, k]
 
 
 @threaded
@@ -549,22 +550,15 @@ def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
     (int64, exact) on the cells of :func:`_feature_cells` (``feature_bins``
     int32 (F,) IN); hist INOUT, the rest IN. In parts over (pair,
-    feature). A feature's bins and channels are one run of cells, subtracted
-    in one loop (LLVM vectorizes it: 3x faster than a loop over bins and one
-    over channels, on LETOR's features of 21 bins on average)."""
+    feature), each by :func:`subtract_cells`."""
     n_features, n_bins, n_channels = hist.shape[1], hist.shape[2], hist.shape[3]
     parent = parent_hist.reshape(parent_hist.shape[0], n_features, n_bins * n_channels)
     cells = hist.reshape(hist.shape[0], n_features, n_bins * n_channels)
     first, stop = part_bounds(parent_rows.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
         p, f = t // U64(n_features), t % U64(n_features)
-        pr, br, dr = U64(parent_rows[p]), U64(built_rows[p]), U64(derived_rows[p])
-        n, last = _feature_cells(feature_bins, f, n_bins)
-        for k in range(U64(n * n_channels)):
-            cells[dr, f, k] = parent[pr, f, k] - cells[br, f, k]
-        if last >= 0:
-            for k in range(U64(last * n_channels), U64((last + 1) * n_channels)):
-                cells[dr, f, k] = parent[pr, f, k] - cells[br, f, k]
+        subtract_cells(cells, U64(derived_rows[p]), parent, U64(parent_rows[p]), cells,
+                       U64(built_rows[p]), f, feature_bins, n_bins)
 
 
 @kernel_jit()
