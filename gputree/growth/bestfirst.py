@@ -96,7 +96,7 @@ class _BestFirstGrowth(_TreeGrowth):
             self._take(node, split, first_child)
             if self.constrained is not None:
                 self.constrained.add_children(np.array([node]), split["feature"][None],
-                                              self._values(table.totals[-1]).reshape(-1, 2))
+                                              self._values(table.totals[-2:]).reshape(-1, 2))
             self._step(table, first_child, split["child_impurity"], depth,
                        self.hist_row.pop(node))
         self._apply_partition()
@@ -114,7 +114,7 @@ class _BestFirstGrowth(_TreeGrowth):
         (None: the root), and put those whose split may be taken in the
         frontier; their float64 ``impurity`` (n_level,)."""
         growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
-        totals = table.totals[-1]        # the new nodes'
+        totals = table.totals[level_start:]        # the new nodes'
         candidates = splittable(totals, impurity, depth, growth, layout, inv)
         if candidates.size == 0:
             if parent_row is not None:

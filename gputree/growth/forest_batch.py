@@ -188,8 +188,8 @@ class _BatchGrowth(_TreeGrowth):
         totals, candidates, offset = [], [], 0
         for tree in active:
             tree.offset = offset
-            tree_totals = tree.table.totals_all()[tree.level_start:
-                                                  tree.level_start + tree.n_level]
+            tree_totals = tree.table.totals[tree.level_start:
+                                            tree.level_start + tree.n_level]
             tree.candidates = splittable(tree_totals, tree.impurity, depth, tree.growth,
                                          layout, inv)
             totals.append(tree_totals)

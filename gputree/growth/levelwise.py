@@ -97,7 +97,7 @@ class _TreeGrowth:
         table = NodeTable(root_totals[0])
         level_start, n_level, previous, n_leaves = 0, 1, None, 1
         for depth in range(growth.max_depth + 1):
-            level_totals = table.totals_all()[level_start:level_start + n_level]
+            level_totals = table.totals[level_start:level_start + n_level]
             candidates = splittable(level_totals, impurity, depth, growth, layout, inv)
             if candidates.size == 0:
                 table.record_level(*no_splits(n_level))
@@ -115,7 +115,8 @@ class _TreeGrowth:
             if self.constrained is not None:
                 self.constrained.add_children(level_start + split_nodes,
                                               found["feature"][accept],
-                                              self._values(table.totals[-1]).reshape(-1, 2))
+                                              self._values(table.totals[level_start + n_level:])
+                                              .reshape(-1, 2))
             previous = _PreviousLevel(hist_row, split_nodes)
             level_start, n_level = level_start + n_level, 2 * split_nodes.size
         # the loop always ends by a break: at max_depth no node is splittable

@@ -354,7 +354,7 @@ class _MedianGrowth:
         table = NodeTable(root_totals)
         level_start, n_level, n_leaves = 0, 1, 1
         for depth in range(growth.max_depth + 1):
-            level_totals = table.totals_all()[level_start:level_start + n_level]
+            level_totals = table.totals[level_start:level_start + n_level]
             impurity = self.node_summaries(level_start, n_level)[1]
             candidates = splittable(level_totals, impurity, depth, growth, layout, inv)
             if candidates.size == 0:

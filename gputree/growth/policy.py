@@ -22,17 +22,16 @@ class NodeTable:
     """Host-side growing arrays describing every node created so far."""
 
     def __init__(self, root_totals):
-        self.totals = [np.asarray(root_totals, dtype=STAT_DTYPE)[None, :]]
+        #: int64 (n_nodes, C): every node's totals, in node order
+        self.totals = np.asarray(root_totals, dtype=STAT_DTYPE)[None, :]
         self.depth = [np.zeros(1, dtype=np.int32)]
         self.parent = [np.full(1, -1, dtype=NODE_DTYPE)]
         self.feature, self.bitset, self.gain, self.missing_left = [], [], [], []
-        self._all = self.totals[0]      # the totals concatenated
 
     def add_children(self, parents, left_totals, depth):
-        right_totals = self._all[parents] - left_totals
+        right_totals = self.totals[parents] - left_totals
         pairs = np.stack([left_totals, right_totals], axis=1).reshape(-1, left_totals.shape[1])
-        self.totals.append(pairs)
-        self._all = np.concatenate([self._all, pairs])
+        self.totals = np.concatenate([self.totals, pairs])   # a new array: views stay valid
         self.depth.append(np.full(pairs.shape[0], depth, dtype=np.int32))
         self.parent.append(np.repeat(parents, 2).astype(NODE_DTYPE))
 
@@ -56,11 +55,11 @@ class NodeTable:
 
     def totals_all(self):
         """int64 (n_nodes, C): every node's totals (the caller's to keep)."""
-        return self._all.copy()
+        return self.totals.copy()
 
     @property
     def n_nodes(self):
-        return self._all.shape[0]
+        return self.totals.shape[0]
 
 
 def no_splits(n_level):
