@@ -93,8 +93,9 @@ class SlicedHistograms:
         acknowledgements are checked at the next send."""
         bounds, first, stop = self._own(local.shape[1])
         # packed (copied): the peers' pieces can then be added into local in place
-        if self.whole:       # every peer gets all of local
-            pieces = [pack(local)] * len(self.peers)
+        if self.whole:       # every peer gets all of local (a lone worker: nobody)
+            packed = pack(local) if len(self.peers) > 1 else None
+            pieces = [None if s == self.index else packed for s in range(len(self.peers))]
         else:
             self._settle()
             pieces = [None if s == self.index else self._pack(s, local[:, bounds[s]:bounds[s + 1]])
