@@ -16,7 +16,7 @@ import numpy as np
 
 from ..kernel_cache import cache_numba_cpu_kernels
 from .jit import U64, part_bounds
-from .partition import _moved, gather_chunk
+from .partition import _moved, chunk_offsets, gather_chunk
 from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
@@ -38,9 +38,7 @@ def rows_by_node_lean(work, X_binned, positions, moves_start, split_feature, spl
     counts = np.zeros((n_chunks, n_build + 1), dtype=np.int64)
     _move_and_count.run(work, X_binned, positions, moves_start, split_feature, *split_sets,
                         left_child, level_start, slot, chunk_rows, counts)
-    first = np.zeros(n_build + 2, dtype=np.int64)
-    np.cumsum(counts.sum(axis=0), out=first[1:])
-    offsets = np.cumsum(counts, axis=0) - counts + first[:-1]
+    first, offsets = chunk_offsets(counts)
     _place.run(work // 2, positions, level_start, slot, chunk_rows, offsets, rows)
     return first[:-1]
 

@@ -59,6 +59,17 @@ def row_bytes(X):
     return X.view(np.uint8)
 
 
+def chunk_offsets(counts):
+    """Where each chunk's rows of each group go when the rows are grouped,
+    group by group and chunk by chunk, from counts int64 (n_chunks,
+    n_groups): (first int64 (n_groups + 1,), each group's first place and
+    the end; offsets int64 (n_chunks, n_groups), each chunk's first place
+    in each group)."""
+    first = np.zeros(counts.shape[1] + 1, dtype=np.int64)
+    np.cumsum(counts.sum(axis=0), out=first[1:])
+    return first, np.cumsum(counts, axis=0) - counts + first[:-1]
+
+
 def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_sets,
                  left_child, level_start, build_index, n_build, chunk_rows, found, found_node,
                  rows, copy_from, copy_to):
@@ -97,9 +108,7 @@ def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_se
                        left_child, level_start, build_index, chunk_rows, found, found_node,
                        n_found, counts)
     # counts -> offsets: node by node, chunk by chunk
-    node_first = np.zeros(n_build + 1, dtype=np.int64)
-    np.cumsum(counts.sum(axis=0), out=node_first[1:])
-    offsets = np.cumsum(counts, axis=0) - counts + node_first[:-1]
+    node_first, offsets = chunk_offsets(counts)
     X_out, stats_out = copy_to(node_first)
     _place_listed.run(work // 2 * (1 + (X_out.shape[0] > 0)), chunk_rows, found, found_node,
                       n_found, offsets, rows, *copy_from, X_out, stats_out)
