@@ -90,14 +90,14 @@ class SlicedHistograms:
         peers' pieces to this worker's features and store the sums in the
         pool's ``rows``. The sends are not waited for (a peer needs them to
         answer the driver, who waits for every worker's answer): their
-        acknowledgements are checked at the next send."""
+        acknowledgements are checked as they come (:meth:`_send`) and at
+        the end of the round (:meth:`settle`)."""
         bounds, first, stop = self._own(local.shape[1])
         # packed (copied): the peers' pieces can then be added into local in place
         if self.whole:       # every peer gets all of local (a lone worker: nobody)
             packed = pack(local) if len(self.peers) > 1 else None
             pieces = [None if s == self.index else packed for s in range(len(self.peers))]
         else:
-            self._settle()
             pieces = [None if s == self.index else self._pack(s, local[:, bounds[s]:bounds[s + 1]])
                       for s in range(len(self.peers))]
         self._send(tag, pieces)
@@ -110,9 +110,9 @@ class SlicedHistograms:
 
     def _pack(self, peer, hist):
         """``hist`` packed for slice ``peer`` into this worker's buffer for
-        that peer: its previous contents were sent (:meth:`_settle`) and
-        added (the peer's best splits of that level, needed before this
-        level, came after it added them)."""
+        that peer: its previous contents were sent and added (the peer's
+        best splits of that level, needed before this level, came after it
+        added them), whether or not their acknowledgement has come back."""
         packed = pack(hist, self.buffers.get(peer))
         if packed.data.base is None:          # a larger buffer, kept
             self.buffers[peer] = packed.data
@@ -127,18 +127,26 @@ class SlicedHistograms:
 
     def _send(self, tag, pieces):
         """Send each peer its piece of ``pieces`` (one per slice), not
-        waiting: the previous sends' acknowledgements are checked first (a
-        peer needs the pieces to go on, and the driver waits for every
-        worker)."""
-        self._settle()
-        self.sent = [peer.receive(tag, self.index, pieces[s], separate_thread=False)
-                     for s, peer in enumerate(self.peers) if s != self.index]
+        waiting: the acknowledgements of earlier sends that have come are
+        checked (a failed one raises), the others kept for later (waiting
+        for them at every send put a trip through both workers' event loops
+        on every level's path)."""
+        self._settle(wait=False)
+        self.sent += [peer.receive(tag, self.index, pieces[s], separate_thread=False)
+                      for s, peer in enumerate(self.peers) if s != self.index]
 
-    def _settle(self):
-        """Wait for the acknowledgements of the previous sends."""
+    def settle(self):
+        """Wait for the acknowledgements of every send (a round's end)."""
+        self._settle(wait=True)
+
+    def _settle(self, wait):
+        pending = []
         for future in self.sent:
-            _result(future)
-        self.sent = []
+            if wait or future.done():
+                _result(future)
+            else:
+                pending.append(future)
+        self.sent = pending
 
     def _take(self, tag, sender):
         with self.arrived:

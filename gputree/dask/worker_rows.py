@@ -282,6 +282,7 @@ class WorkerRows:
             trees.append(tree)
         validation = (validation_score(self._gather, order_free_total, n_validation)
                       if with_validation else None)
+        self.sliced.settle()
         return (trees, score, validation) if self.sliced.index == 0 else None
 
     def _gather(self, method, *args):
