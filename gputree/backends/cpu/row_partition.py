@@ -54,6 +54,7 @@ class RowPartition:
         self.begin, self.count = [0], [order.shape[0]]
         self.split_nodes = []
         self.table = np.empty(0, dtype=np.uint8)
+        self.one_count = np.empty((1, 2), dtype=np.int64)
 
     def rows(self, node):
         """int32 view of node's rows."""
@@ -67,18 +68,20 @@ class RowPartition:
         left, the others right."""
         first, n = self.begin[node], self.count[node]
         n_chunks = parts_for(n * _WORK_PER_ROW) if n >= _PARALLEL_ROWS else 1
-        counts = np.empty((n_chunks, 2), dtype=np.int64)
+        counts = self.one_count if n_chunks == 1 else np.empty((n_chunks, 2), dtype=np.int64)
         arguments = (X_columns, self.order, first, first + n, np.int64(feature), *split_sets,
                      self.left, self.right, counts)
+        n_table = _table_bins(split_sets)
+        if n_table > n * _TABLE_SHARE:
+            n_table = 0
+        elif n_table > self.table.shape[0]:
+            self.table = np.empty(max(n_table, 2 * self.table.shape[0]), dtype=np.uint8)
         if n_chunks == 1:
-            n_table = _table_bins(split_sets)
-            if n_table > n * _TABLE_SHARE:
-                n_table = 0
-            elif n_table > self.table.shape[0]:
-                self.table = np.empty(max(n_table, 2 * self.table.shape[0]), dtype=np.uint8)
             _split_range.run(0, *arguments, self.table, n_table)
         else:
-            _split_chunks.run(n * _WORK_PER_ROW, *arguments)
+            if n_table:
+                _fill_table.run(0, *split_sets, self.table, n_table)
+            _split_chunks.run(n * _WORK_PER_ROW, *arguments, self.table, n_table)
             _place_chunks.run(n * _WORK_PER_ROW, self.order, first, self.left, self.right,
                               counts)
         n_left = int(counts[0, 0]) if n_chunks == 1 else int(counts[:, 0].sum())
@@ -137,6 +140,24 @@ def _deal_rows(X_columns, order, start, stop, feature, split_bitset, split_words
 
 
 @ir_inline
+def _side_table(split_bitset, split_words, split_start, split_n_words, table, n_table):
+    """table uint8 OUT: the side (1: left) of bins 0 .. n_table - 2 under
+    the split (a LeftSets of one), and 0 (right) at n_table - 1, the side
+    of every bin beyond (:func:`_table_bins`)."""
+    for b in range(n_table - 1):
+        table[U64(b)] = goes_left_words(split_bitset, U64(0), b, split_words, split_start,
+                                        split_n_words)
+    table[U64(n_table - 1)] = 0
+
+
+@threaded
+def _fill_table(split_bitset, split_words, split_start, split_n_words, table, n_table,
+                part, n_parts):
+    """:func:`_side_table` as a kernel of its own (before a split in chunks)."""
+    _side_table(split_bitset, split_words, split_start, split_n_words, table, n_table)
+
+
+@ir_inline
 def _deal_rows_by_table(X_columns, order, start, stop, feature, table, n_table, left, n_left,
                         right, n_right):
     """:func:`_deal_rows` with the split's side table ``table`` uint8
@@ -165,10 +186,7 @@ def _split_range(X_columns, order, first, stop, feature, split_bitset, split_wor
     are read from ``table`` uint8 OUT, filled first with the side of bins 0
     .. n_table - 2 and 0 (right) for the bins beyond (:func:`_table_bins`)."""
     if n_table > 0:
-        for b in range(n_table - 1):
-            table[U64(b)] = goes_left_words(split_bitset, U64(0), b, split_words, split_start,
-                                            split_n_words)
-        table[U64(n_table - 1)] = 0
+        _side_table(split_bitset, split_words, split_start, split_n_words, table, n_table)
         n_left, n_right = _deal_rows_by_table(X_columns, order, first, stop, feature, table,
                                               n_table, order, first, right, 0)
     else:
@@ -183,21 +201,27 @@ def _split_range(X_columns, order, first, stop, feature, split_bitset, split_wor
 
 @ir_inline
 def _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
-                       split_start, split_n_words, left, right, counts, part, n_parts):
+                       split_start, split_n_words, left, right, counts, table, n_table, part,
+                       n_parts):
     """First pass of RowPartition.split over chunks ``part`` of ``n_parts``
     (counts.shape[0] chunks of order[first:stop]): chunk c's rows that go
     left to ``left`` from its first place on, the others to ``right``,
     without a branch on the side; counts int64 (n_chunks, 2) OUT (left,
-    right)."""
+    right). ``n_table`` > 0: sides read from the split's side table
+    ``table`` uint8 IN (:func:`_side_table`)."""
     n_chunks = counts.shape[0]
     chunk_first, chunk_stop = part_bounds(n_chunks, part, n_parts)
     n = stop - first
     for c in range(chunk_first, chunk_stop):
         start = first + n * c // n_chunks
         end = first + n * (c + 1) // n_chunks
-        n_left, n_right = _deal_rows(X_columns, order, start, end, feature, split_bitset,
-                                     split_words, split_start, split_n_words, left, start,
-                                     right, start)
+        if n_table > 0:
+            n_left, n_right = _deal_rows_by_table(X_columns, order, start, end, feature, table,
+                                                  n_table, left, start, right, start)
+        else:
+            n_left, n_right = _deal_rows(X_columns, order, start, end, feature, split_bitset,
+                                         split_words, split_start, split_n_words, left, start,
+                                         right, start)
         counts[c, 0] = n_left - start
         counts[c, 1] = n_right - start
 
@@ -233,10 +257,12 @@ def _place_chunks_part(order, first, left, right, counts, part, n_parts):
 
 @threaded
 def _split_chunks(X_columns, order, first, stop, feature, split_bitset, split_words,
-                  split_start, split_n_words, left, right, counts, part, n_parts):
+                  split_start, split_n_words, left, right, counts, table, n_table, part,
+                  n_parts):
     """:func:`_split_chunks_part` in parts on gputree's threads."""
     _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
-                       split_start, split_n_words, left, right, counts, part, n_parts)
+                       split_start, split_n_words, left, right, counts, table, n_table, part,
+                       n_parts)
 
 
 @threaded
