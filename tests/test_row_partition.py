@@ -26,10 +26,18 @@ def _random_split(rng, n_bins):
     return bitset, words, left
 
 
+def _chunked(monkeypatch, parallel_rows):
+    """Splits of at least ``parallel_rows`` rows moved in three chunks (the
+    two-pass path; its chunks as if for three threads, whatever the rows)."""
+    monkeypatch.setattr(row_partition, "_PARALLEL_ROWS", parallel_rows)
+    if parallel_rows == 1:
+        monkeypatch.setattr(row_partition, "parts_for", lambda work: 3)
+
+
 @pytest.mark.parametrize("parallel_rows", [1 << 16, 1])
 def test_splits_match_numpy(monkeypatch, parallel_rows):
     # parallel_rows 1: every split in chunks, the threaded two-pass path
-    monkeypatch.setattr(row_partition, "_PARALLEL_ROWS", parallel_rows)
+    _chunked(monkeypatch, parallel_rows)
     rng = np.random.default_rng(3)
     n, n_bins = 5000, 300
     X = rng.integers(0, n_bins, size=(n, 3)).astype(np.uint16)
@@ -64,7 +72,7 @@ def test_numerical_splits_beyond_the_bitmap_match_numpy(monkeypatch, parallel_ro
     # "bins <= t" splits of 16-bit bins (t past the bitmap: the range word),
     # the missing bin left through the extra word, or a split of bins < 256
     # alone: their sides by the set rule and by the side table alike
-    monkeypatch.setattr(row_partition, "_PARALLEL_ROWS", parallel_rows)
+    _chunked(monkeypatch, parallel_rows)
     rng = np.random.default_rng(5)
     n, n_bins = 6000, 400
     missing = n_bins - 1
