@@ -83,6 +83,7 @@ class _BestFirstGrowth(_TreeGrowth):
         self.rows = self.backend.start_row_partition(self.data.X_binned)
         self.pending = None  # (node, split): the split taken whose rows have not moved
         self.to_build = None  # (node, pool row): the histogram the next build makes
+        self.direct = self._scans_directly()
         self._step(table, 0, impurity, 0, None)
         n_leaves, budget = 1, self.growth.max_leaf_nodes or np.inf
         while len(self.waiting) and n_leaves < budget:
@@ -179,6 +180,44 @@ class _BestFirstGrowth(_TreeGrowth):
         allowed = np.zeros((max(rows.tolist()) + 1, n_features), dtype=np.uint8)
         allowed[rows] = 1
         return {"allowed": allowed}
+
+    def _scans_directly(self):
+        """Whether a step's histogram and scan may skip the level-wise
+        grower's plan (:meth:`_scan_planned`): a backend with a row
+        partition and host arrays, whose histogram pass overwrites its rows
+        and whose scan derives the larger child, and a tree with no
+        constraints and nothing drawn (every feature, the best thresholds)."""
+        backend, growth = self.backend, self.growth
+        n_features = self.data.X_binned.shape[1]
+        return (self.rows is not None and backend.xp is np and backend.derives_in_scan
+                and backend.overwrites_built_rows and self.constrained is None
+                and not growth.random_thresholds
+                and not (growth.max_features and growth.max_features < n_features))
+
+    def _scan_planned(self, level_start, level_totals, candidates, hist_row, plan):
+        """As the level-wise grower's; where :meth:`_scans_directly`, a
+        step's (not the root's) with the same calls in the same order,
+        without the packed copies, the plan's dict and the choices drawn
+        (a step of a lossguide tree on the CPU: its plan cost more than
+        its kernels)."""
+        if not self.direct or self.pending is None:
+            return super()._scan_planned(level_start, level_totals, candidates, hist_row,
+                                         plan)
+        backend, pool, constants = self.backend, self.pool, self.constants
+        rows = hist_row[candidates]
+        pool.rows_to_zero()             # not zeroed: the histogram pass overwrites them
+        allowed = self._scan_choices(candidates, rows)["allowed"]
+        self._apply_partition()
+        child, row = self.to_build
+        backend.build_node_histogram(self.rows, self.data.X_binned, self.stats.stats,
+                                     level_start + child, row, pool.hist, **self._cells())
+        derive = ({"derive": (plan["parent_rows"], plan["built_rows"], pool.hist)}
+                  if plan["built_rows"].size else {})
+        split = backend.find_best_splits(
+            pool.hist[:allowed.shape[0]], constants["n_bins_non_missing"],
+            constants["is_categorical"], allowed, self.data.missing_bin, constants["layout"],
+            constants["inv"], constants["params"], **derive)
+        return self._found(split, {"rows": rows, "totals": level_totals[candidates]})
 
     def _take(self, node, split, first_child):
         """Record the split of leaf ``node`` (children ``first_child`` and
