@@ -12,9 +12,9 @@ chunks' counts. The result is the same for any number of chunks and
 threads. A split whose left set reaches only a few bins (a categorical
 split, against its leaf's rows) is first written out as one byte per bin
 (``_side_table``): a row's side is then one load, not the branches of the
-set's rule (bitmap, words beyond, range). A range of fewer than ``_PARALLEL_ROWS`` rows is split in one
-call on one thread (handing work to another thread costs more than it
-saves there). The rows' positions are written once, when the tree is
+set's rule (bitmap, words beyond, range). A range of fewer than
+``_PARALLEL_ROWS`` rows is split in one call on one thread (handing work
+to another thread costs more than it saves there). The rows' positions are written once, when the tree is
 grown (:meth:`RowPartition.write_positions`): a split writes only its
 range.
 """
