@@ -4,10 +4,11 @@ number of chunks; the positions written at the end are every row's leaf."""
 import numpy as np
 import pytest
 
-from gputree._dtypes import BITSET_WORDS
+from gputree._dtypes import BITSET_EXTRA_WORD, BITSET_RANGE_WORD, BITSET_WORDS
 from gputree.backends.cpu import row_partition
 from gputree.backends.cpu.row_partition import RowPartition
-from gputree.backends.splitset import left_sets
+from gputree.backends.splitset import goes_left, left_sets
+from gputree.tree import LeftSets
 
 
 def _random_split(rng, n_bins):
@@ -25,10 +26,18 @@ def _random_split(rng, n_bins):
     return bitset, words, left
 
 
+def _chunked(monkeypatch, parallel_rows):
+    """Splits of at least ``parallel_rows`` rows moved in three chunks (the
+    two-pass path; its chunks as if for three threads, whatever the rows)."""
+    monkeypatch.setattr(row_partition, "_PARALLEL_ROWS", parallel_rows)
+    if parallel_rows == 1:
+        monkeypatch.setattr(row_partition, "parts_for", lambda work: 3)
+
+
 @pytest.mark.parametrize("parallel_rows", [1 << 16, 1])
 def test_splits_match_numpy(monkeypatch, parallel_rows):
     # parallel_rows 1: every split in chunks, the threaded two-pass path
-    monkeypatch.setattr(row_partition, "_PARALLEL_ROWS", parallel_rows)
+    _chunked(monkeypatch, parallel_rows)
     rng = np.random.default_rng(3)
     n, n_bins = 5000, 300
     X = rng.integers(0, n_bins, size=(n, 3)).astype(np.uint16)
@@ -56,3 +65,36 @@ def test_splits_match_numpy(monkeypatch, parallel_rows):
     for leaf in leaves:
         want[expected[leaf]] = leaf
     np.testing.assert_array_equal(positions, want)
+
+
+@pytest.mark.parametrize("parallel_rows", [1 << 16, 1])
+def test_numerical_splits_beyond_the_bitmap_match_numpy(monkeypatch, parallel_rows):
+    # "bins <= t" splits of 16-bit bins (t past the bitmap: the range word),
+    # the missing bin left through the extra word, or a split of bins < 256
+    # alone: their sides by the set rule and by the side table alike
+    _chunked(monkeypatch, parallel_rows)
+    rng = np.random.default_rng(5)
+    n, n_bins = 6000, 400
+    missing = n_bins - 1
+    X = rng.integers(0, n_bins, size=(n, 2)).astype(np.uint16)
+    partition = RowPartition(np.arange(n, dtype=np.int32), np.empty(n, np.int32),
+                             np.empty(n, np.int32))
+    node_rows = {0: np.arange(n)}
+    for node, (feature, last, missing_left) in enumerate([(0, 300, True), (1, 120, False),
+                                                         (0, 350, False), (1, 260, True)]):
+        bitset = np.zeros((1, BITSET_WORDS), dtype=np.uint32)
+        for b in range(min(last, 255) + 1):
+            bitset[0, b // 32] |= np.uint32(1 << (b % 32))
+        if last >= 256:
+            bitset[0, BITSET_RANGE_WORD] = last
+        if missing_left:
+            bitset[0, BITSET_EXTRA_WORD] = missing
+        partition.split(X, node, feature, LeftSets.of_bitset(bitset))
+        parent = node_rows[node]
+        bins = X[parent, feature]
+        left = (bins <= last) | ((bins == missing) & missing_left)
+        np.testing.assert_array_equal(goes_left(bitset[0], bins), left)
+        first_child = len(node_rows)
+        node_rows[first_child], node_rows[first_child + 1] = parent[left], parent[~left]
+        np.testing.assert_array_equal(partition.rows(first_child), parent[left])
+        np.testing.assert_array_equal(partition.rows(first_child + 1), parent[~left])

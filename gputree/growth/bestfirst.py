@@ -83,6 +83,7 @@ class _BestFirstGrowth(_TreeGrowth):
         self.rows = self.backend.start_row_partition(self.data.X_binned)
         self.pending = None  # (node, split): the split taken whose rows have not moved
         self.to_build = None  # (node, pool row): the histogram the next build makes
+        self.direct = self._scans_directly()
         self._step(table, 0, impurity, 0, None)
         n_leaves, budget = 1, self.growth.max_leaf_nodes or np.inf
         while len(self.waiting) and n_leaves < budget:
@@ -125,17 +126,17 @@ class _BestFirstGrowth(_TreeGrowth):
         found = self._scan_planned(level_start, totals, candidates, hist_row, plan)
         valid, priority = split_priority(found["gain"], totals[candidates], growth, layout, inv,
                                          self.root_totals)
-        keep = candidates[valid]
-        for i in np.flatnonzero(valid):
-            node = level_start + int(candidates[i])
-            self.waiting.push(node, priority[i], {
+        rows, kept = hist_row.tolist(), set()
+        for i in np.flatnonzero(valid).tolist():
+            child = int(candidates[i])
+            kept.add(child)
+            self.waiting.push(level_start + child, priority[i], {
                 "feature": found["feature"][i], "bitset": found["bitset"][i],
                 "words": found["words"][i], "gain": found["gain"][i],
                 "missing_left": found["missing_left"][i], "left_sums": found["left_sums"][i],
                 "child_impurity": found["child_impurity"][2 * i:2 * i + 2]})
-            self.hist_row[node] = int(hist_row[candidates[i]])
-        kept = set(keep.tolist())
-        drop = [int(row) for i, row in enumerate(hist_row) if row >= 0 and i not in kept]
+            self.hist_row[level_start + child] = rows[child]
+        drop = [row for i, row in enumerate(rows) if row >= 0 and i not in kept]
         if drop:
             self.pool.release(drop)
 
@@ -153,18 +154,70 @@ class _BestFirstGrowth(_TreeGrowth):
         count, _ = counts_and_weights(totals, self.stats.layout, self.stats.inv_scale)
         smaller = 0 if count[0] <= count[1] else 1
         larger = 1 - smaller
-        derive = bool(np.any(candidates == larger))
+        derive = larger in candidates.tolist()
         if not derive:
             self.pool.release([parent_row])
-        hist_row = np.full(2, -1, dtype=NODE_DTYPE)
-        hist_row[smaller] = self.pool.take(1)[0]
-        self.to_build = (smaller, int(hist_row[smaller]))
-        plan = {"node_to_build": hist_row.copy(), "built_rows": none, "parent_rows": none}
+        built = self.pool.take(1)
+        row = int(built[0])
+        self.to_build = (smaller, row)
+        build = [-1, -1]
+        build[smaller] = row
+        plan = {"node_to_build": np.array(build, dtype=NODE_DTYPE), "built_rows": none,
+                "parent_rows": none}
         if derive:
-            plan["built_rows"] = hist_row[[smaller]]
+            plan["built_rows"] = built
             plan["parent_rows"] = np.array([parent_row], dtype=NODE_DTYPE)
-            hist_row[larger] = parent_row
-        return hist_row, plan
+            build[larger] = parent_row
+        return np.array(build, dtype=NODE_DTYPE), plan
+
+    def _scan_choices(self, candidates, rows):
+        """As the level-wise grower's (:func:`gputree.growth.levelwise._scan_mask`);
+        where nothing is drawn (every feature tried, the best thresholds),
+        its ``allowed`` without its calls."""
+        growth, n_features = self.growth, self.data.X_binned.shape[1]
+        if growth.random_thresholds or (growth.max_features and growth.max_features < n_features):
+            return super()._scan_choices(candidates, rows)
+        allowed = np.zeros((max(rows.tolist()) + 1, n_features), dtype=np.uint8)
+        allowed[rows] = 1
+        return {"allowed": allowed}
+
+    def _scans_directly(self):
+        """Whether a step's histogram and scan may skip the level-wise
+        grower's plan (:meth:`_scan_planned`): a backend with a row
+        partition and host arrays, whose histogram pass overwrites its rows
+        and whose scan derives the larger child, and a tree with no
+        constraints and nothing drawn (every feature, the best thresholds)."""
+        backend, growth = self.backend, self.growth
+        n_features = self.data.X_binned.shape[1]
+        return (self.rows is not None and backend.xp is np and backend.derives_in_scan
+                and backend.overwrites_built_rows and self.constrained is None
+                and not growth.random_thresholds
+                and not (growth.max_features and growth.max_features < n_features))
+
+    def _scan_planned(self, level_start, level_totals, candidates, hist_row, plan):
+        """As the level-wise grower's; where :meth:`_scans_directly`, a
+        step's (not the root's) with the same calls in the same order,
+        without the packed copies, the plan's dict and the choices drawn
+        (a step of a lossguide tree on the CPU: its plan cost more than
+        its kernels)."""
+        if not self.direct or self.pending is None:
+            return super()._scan_planned(level_start, level_totals, candidates, hist_row,
+                                         plan)
+        backend, pool, constants = self.backend, self.pool, self.constants
+        rows = hist_row[candidates]
+        pool.rows_to_zero()             # not zeroed: the histogram pass overwrites them
+        allowed = self._scan_choices(candidates, rows)["allowed"]
+        self._apply_partition()
+        child, row = self.to_build
+        backend.build_node_histogram(self.rows, self.data.X_binned, self.stats.stats,
+                                     level_start + child, row, pool.hist, **self._cells())
+        derive = ({"derive": (plan["parent_rows"], plan["built_rows"], pool.hist)}
+                  if plan["built_rows"].size else {})
+        split = backend.find_best_splits(
+            pool.hist[:allowed.shape[0]], constants["n_bins_non_missing"],
+            constants["is_categorical"], allowed, self.data.missing_bin, constants["layout"],
+            constants["inv"], constants["params"], **derive)
+        return self._found(split, {"rows": rows, "totals": level_totals[candidates]})
 
     def _take(self, node, split, first_child):
         """Record the split of leaf ``node`` (children ``first_child`` and

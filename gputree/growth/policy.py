@@ -22,17 +22,37 @@ class NodeTable:
     """Host-side growing arrays describing every node created so far."""
 
     def __init__(self, root_totals):
-        #: int64 (n_nodes, C): every node's totals, in node order
-        self.totals = np.asarray(root_totals, dtype=STAT_DTYPE)[None, :]
+        root = np.asarray(root_totals, dtype=STAT_DTYPE)
+        # every node's totals in the first rows of a buffer that doubles
+        # when full (a best-first step adds two nodes: no copy of every
+        # node's totals each step); rows once written never change, so views
+        # of :attr:`totals` stay valid
+        self._buffer = np.empty((8, root.shape[0]), dtype=STAT_DTYPE)
+        self._buffer[0] = root
+        self._n_nodes = 1
         self.depth = [np.zeros(1, dtype=np.int32)]
         self.parent = [np.full(1, -1, dtype=NODE_DTYPE)]
         self.feature, self.bitset, self.gain, self.missing_left = [], [], [], []
 
+    @property
+    def totals(self):
+        """int64 (n_nodes, C): every node's totals, in node order (a view)."""
+        return self._buffer[:self._n_nodes]
+
     def add_children(self, parents, left_totals, depth):
-        right_totals = self.totals[parents] - left_totals
-        pairs = np.stack([left_totals, right_totals], axis=1).reshape(-1, left_totals.shape[1])
-        self.totals = np.concatenate([self.totals, pairs])   # a new array: views stay valid
-        self.depth.append(np.full(pairs.shape[0], depth, dtype=np.int32))
+        """Two children of each of ``parents`` (int (p,)), left then right,
+        with the left ones' totals ``left_totals`` int64 (p, C), at ``depth``."""
+        n, n_new = self._n_nodes, 2 * parents.shape[0]
+        if n + n_new > self._buffer.shape[0]:
+            buffer = np.empty((max(2 * self._buffer.shape[0], n + n_new),
+                               self._buffer.shape[1]), dtype=STAT_DTYPE)
+            buffer[:n] = self._buffer[:n]
+            self._buffer = buffer
+        new = self._buffer[n:n + n_new]
+        new[0::2] = left_totals
+        np.subtract(self._buffer[parents], left_totals, out=new[1::2])
+        self._n_nodes = n + n_new
+        self.depth.append(np.full(n_new, depth, dtype=np.int32))
         self.parent.append(np.repeat(parents, 2).astype(NODE_DTYPE))
 
     def record_level(self, feature, bitset, gain, missing_left):
@@ -59,7 +79,7 @@ class NodeTable:
 
     @property
     def n_nodes(self):
-        return self.totals.shape[0]
+        return self._n_nodes
 
 
 def no_splits(n_level):

@@ -278,7 +278,9 @@ class CPUBackend(Backend):
         feature's cells (n_bins_non_missing's, :attr:`derives_in_scan`)."""
         n_nodes, n_features, n_bins, n_channels = hist.shape
         if split_bin is None:
-            split_bin = np.full((n_nodes, n_features), ALL_CANDIDATES, dtype=np.int32)
+            # every candidate everywhere: a kept array (the kernel only reads it)
+            split_bin, = _kept_rows("all_candidates", n_features, n_nodes, lambda rows: (
+                np.full((rows, n_features), ALL_CANDIDATES, dtype=np.int32),))
         any_categorical = bool(is_categorical.any())
         if reuse:
             outputs = _kept_rows("outputs", (n_features, n_channels, n_bins), n_nodes,
@@ -298,8 +300,8 @@ class CPUBackend(Backend):
         find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
         # the bins of the (node, feature) pairs scanned (a best-first step
         # scans two of the pool's rows; the others are skipped at once)
-        scanned_bins = int(feature_allowed.sum(axis=0, dtype=np.int64)
-                           @ n_bins_non_missing.astype(np.int64))
+        scanned_bins = int(np.dot(feature_allowed.sum(axis=0, dtype=np.int64),
+                                  n_bins_non_missing))
         built_of = np.full(n_nodes, -1, dtype=NODE_DTYPE)
         source = hist
         if derive is not None:

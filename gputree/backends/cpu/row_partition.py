@@ -9,14 +9,18 @@ and XGBoost's row partitioner do: in parts over chunks of the range, a
 first pass writes each chunk's left and right rows to two scratch arrays at
 the chunk's place, a second copies them back to the range at offsets from the
 chunks' counts. The result is the same for any number of chunks and
-threads. A range of fewer than ``_PARALLEL_ROWS`` rows is split in one
-call on one thread (handing work to another thread costs more than it
-saves there). The rows' positions are written once, when the tree is
+threads. A split whose left set reaches only a few bins (a categorical
+split, against its leaf's rows) is first written out as one byte per bin
+(``_side_table``): a row's side is then one load, not the branches of the
+set's rule (bitmap, words beyond, range). A range of fewer than
+``_PARALLEL_ROWS`` rows is split in one call on one thread (handing work
+to another thread costs more than it saves there). The rows' positions are written once, when the tree is
 grown (:meth:`RowPartition.write_positions`): a split writes only its
 range.
 """
 import numpy as np
 
+from ..._dtypes import BITMAP_BINS, BITSET_EXTRA_WORD, BITSET_RANGE_WORD, BITSET_WORD_BITS
 from ..._threads import parts_for
 from ..kernel_cache import cache_numba_cpu_kernels
 from .jit import U64, goes_left_words, ir_inline, part_bounds
@@ -33,6 +37,12 @@ _WORK_PER_ROW = 4
 _PARALLEL_ROWS = 1 << 16
 
 
+#: a split's side table (one byte per bin up to its last left bin) is
+#: written when its bins are at most this share of the rows it moves (a
+#: categorical split of 2,000 categories on 22,000 rows: 43 -> 25 us)
+_TABLE_SHARE = 1 / 8
+
+
 class RowPartition:
     """Rows grouped by node for one tree: ``order`` int32 (n,) (a buffer
     kept per binned X), node ``k``'s rows (ascending) ``order[begin[k]:begin[k] +
@@ -43,6 +53,8 @@ class RowPartition:
         self.order, self.left, self.right = order, left, right
         self.begin, self.count = [0], [order.shape[0]]
         self.split_nodes = []
+        self.table = np.empty(0, dtype=np.uint8)
+        self.one_count = np.empty((1, 2), dtype=np.int64)
 
     def rows(self, node):
         """int32 view of node's rows."""
@@ -56,13 +68,20 @@ class RowPartition:
         left, the others right."""
         first, n = self.begin[node], self.count[node]
         n_chunks = parts_for(n * _WORK_PER_ROW) if n >= _PARALLEL_ROWS else 1
-        counts = np.empty((n_chunks, 2), dtype=np.int64)
+        counts = self.one_count if n_chunks == 1 else np.empty((n_chunks, 2), dtype=np.int64)
         arguments = (X_columns, self.order, first, first + n, np.int64(feature), *split_sets,
                      self.left, self.right, counts)
+        n_table = _table_bins(split_sets)
+        if n_table > n * _TABLE_SHARE:
+            n_table = 0
+        elif n_table > self.table.shape[0]:
+            self.table = np.empty(max(n_table, 2 * self.table.shape[0]), dtype=np.uint8)
         if n_chunks == 1:
-            _split_range.run(0, *arguments)
+            _split_range.run(0, *arguments, self.table, n_table)
         else:
-            _split_chunks.run(n * _WORK_PER_ROW, *arguments)
+            if n_table:
+                _fill_table.run(0, *split_sets, self.table, n_table)
+            _split_chunks.run(n * _WORK_PER_ROW, *arguments, self.table, n_table)
             _place_chunks.run(n * _WORK_PER_ROW, self.order, first, self.left, self.right,
                               counts)
         n_left = int(counts[0, 0]) if n_chunks == 1 else int(counts[:, 0].sum())
@@ -78,6 +97,16 @@ class RowPartition:
         begin = np.asarray(self.begin, dtype=np.int64)[leaves]
         count = np.asarray(self.count, dtype=np.int64)[leaves]
         _write_positions.run(positions.shape[0], self.order, leaves, begin, count, positions)
+
+
+def _table_bins(split_sets):
+    """The entries of the side table of a split (a LeftSets of one): its
+    bins up to the last that may go left, and one more for every bin
+    beyond (which goes right)."""
+    bitset = split_sets.bitset[0]
+    last = max(BITMAP_BINS - 1 + BITSET_WORD_BITS * int(split_sets.n_words[0]),
+               int(bitset[BITSET_RANGE_WORD]), int(bitset[BITSET_EXTRA_WORD]))
+    return last + 2
 
 
 @threaded
@@ -110,18 +139,60 @@ def _deal_rows(X_columns, order, start, stop, feature, split_bitset, split_words
     return n_left, n_right
 
 
+@ir_inline
+def _side_table(split_bitset, split_words, split_start, split_n_words, table, n_table):
+    """table uint8 OUT: the side (1: left) of bins 0 .. n_table - 2 under
+    the split (a LeftSets of one), and 0 (right) at n_table - 1, the side
+    of every bin beyond (:func:`_table_bins`)."""
+    for b in range(n_table - 1):
+        table[U64(b)] = goes_left_words(split_bitset, U64(0), b, split_words, split_start,
+                                        split_n_words)
+    table[U64(n_table - 1)] = 0
+
+
+@threaded
+def _fill_table(split_bitset, split_words, split_start, split_n_words, table, n_table,
+                part, n_parts):
+    """:func:`_side_table` as a kernel of its own (before a split in chunks)."""
+    _side_table(split_bitset, split_words, split_start, split_n_words, table, n_table)
+
+
+@ir_inline
+def _deal_rows_by_table(X_columns, order, start, stop, feature, table, n_table, left, n_left,
+                        right, n_right):
+    """:func:`_deal_rows` with the split's side table ``table`` uint8
+    (>= n_table,) IN: bin b's side table[min(b, n_table - 1)]."""
+    last = U64(n_table - 1)
+    for q in range(start, stop):
+        i = order[U64(q)]
+        go_left = table[min(U64(X_columns[U64(i), U64(feature)]), last)]
+        left[U64(n_left)] = i
+        right[U64(n_right)] = i
+        n_left += go_left
+        n_right += 1 - go_left
+    return n_left, n_right
+
+
 @threaded
 def _split_range(X_columns, order, first, stop, feature, split_bitset, split_words,
-                 split_start, split_n_words, left, right, counts, part, n_parts):
+                 split_start, split_n_words, left, right, counts, table, n_table, part,
+                 n_parts):
     """RowPartition.split in one chunk (run as one part): the same result
     as both passes, in place: a row going left is written to ``order`` at
     its place among the left rows (never after the row read: the place
     passes no unread row), a row going right to ``right``, from which the
     right rows are copied after the left ones (a third of the writes of the
-    two passes; ``left`` is not used)."""
-    n_left, n_right = _deal_rows(X_columns, order, first, stop, feature, split_bitset,
-                                 split_words, split_start, split_n_words, order, first, right,
-                                 0)
+    two passes; ``left`` is not used). ``n_table`` > 0: the rows' sides
+    are read from ``table`` uint8 OUT, filled first with the side of bins 0
+    .. n_table - 2 and 0 (right) for the bins beyond (:func:`_table_bins`)."""
+    if n_table > 0:
+        _side_table(split_bitset, split_words, split_start, split_n_words, table, n_table)
+        n_left, n_right = _deal_rows_by_table(X_columns, order, first, stop, feature, table,
+                                              n_table, order, first, right, 0)
+    else:
+        n_left, n_right = _deal_rows(X_columns, order, first, stop, feature, split_bitset,
+                                     split_words, split_start, split_n_words, order, first,
+                                     right, 0)
     for q in range(n_right):
         order[U64(n_left + q)] = right[U64(q)]
     counts[0, 0] = n_left - first
@@ -130,21 +201,27 @@ def _split_range(X_columns, order, first, stop, feature, split_bitset, split_wor
 
 @ir_inline
 def _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
-                       split_start, split_n_words, left, right, counts, part, n_parts):
+                       split_start, split_n_words, left, right, counts, table, n_table, part,
+                       n_parts):
     """First pass of RowPartition.split over chunks ``part`` of ``n_parts``
     (counts.shape[0] chunks of order[first:stop]): chunk c's rows that go
     left to ``left`` from its first place on, the others to ``right``,
     without a branch on the side; counts int64 (n_chunks, 2) OUT (left,
-    right)."""
+    right). ``n_table`` > 0: sides read from the split's side table
+    ``table`` uint8 IN (:func:`_side_table`)."""
     n_chunks = counts.shape[0]
     chunk_first, chunk_stop = part_bounds(n_chunks, part, n_parts)
     n = stop - first
     for c in range(chunk_first, chunk_stop):
         start = first + n * c // n_chunks
         end = first + n * (c + 1) // n_chunks
-        n_left, n_right = _deal_rows(X_columns, order, start, end, feature, split_bitset,
-                                     split_words, split_start, split_n_words, left, start,
-                                     right, start)
+        if n_table > 0:
+            n_left, n_right = _deal_rows_by_table(X_columns, order, start, end, feature, table,
+                                                  n_table, left, start, right, start)
+        else:
+            n_left, n_right = _deal_rows(X_columns, order, start, end, feature, split_bitset,
+                                         split_words, split_start, split_n_words, left, start,
+                                         right, start)
         counts[c, 0] = n_left - start
         counts[c, 1] = n_right - start
 
@@ -180,10 +257,12 @@ def _place_chunks_part(order, first, left, right, counts, part, n_parts):
 
 @threaded
 def _split_chunks(X_columns, order, first, stop, feature, split_bitset, split_words,
-                  split_start, split_n_words, left, right, counts, part, n_parts):
+                  split_start, split_n_words, left, right, counts, table, n_table, part,
+                  n_parts):
     """:func:`_split_chunks_part` in parts on gputree's threads."""
     _split_chunks_part(X_columns, order, first, stop, feature, split_bitset, split_words,
-                       split_start, split_n_words, left, right, counts, part, n_parts)
+                       split_start, split_n_words, left, right, counts, table, n_table, part,
+                       n_parts)
 
 
 @threaded
