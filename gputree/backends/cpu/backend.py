@@ -78,7 +78,10 @@ class CPUBackend(Backend):
         nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         if nbytes == 0:
             return np.zeros(shape, dtype=dtype)
-        return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+        memory = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+        if nbytes >= _HUGE_PAGE_BYTES and hasattr(memory, "madvise"):
+            memory.madvise(getattr(mmap, "MADV_HUGEPAGE", 14))
+        return np.frombuffer(memory, dtype=dtype).reshape(shape)
 
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
         X = np.asarray(X)
@@ -344,6 +347,9 @@ class CPUBackend(Backend):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
         split_scan.summaries_kernel(measure_of(layout))(totals, layout, inv, params, values, impurity)
         return values, impurity
+
+
+_HUGE_PAGE_BYTES = 2 << 20
 
 
 def _feature_bins(feature_bins, hist_shape):
