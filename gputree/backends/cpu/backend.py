@@ -72,20 +72,18 @@ class CPUBackend(Backend):
 
     def zeros(self, shape, dtype):
         """A zeroed array mapped straight from the OS (private anonymous
-        mmap): pages never written take no memory, and all of it goes back
-        to the OS when the array is dropped. (malloc serves mid-sized arrays
-        from its heap, whose pages it may keep after they are freed.) An
-        array of :data:`_HUGE_PAGE_BYTES` or more asks for transparent huge
-        pages (where the OS grants them, a page written takes 2 MiB):
-        histogram pools are read a feature's few cells a histogram row
-        apart, one 4 KiB page each, more pages than the TLB holds (LETOR's
-        sparse histogram pass: ~15% less CPU time)."""
+        mmap where the platform has it): pages never written take no memory,
+        and all of it goes back to the OS when the array is dropped. (malloc
+        serves mid-sized arrays from its heap, whose pages it may keep after
+        they are freed.) Huge pages are left to the OS's own policy: asking
+        for them (madvise) made LETOR's sparse histogram pass ~10% faster but
+        commits 2 MiB per page written and may stall a fault on memory
+        compaction, a cost for every user's memory."""
         nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         if nbytes == 0:
             return np.zeros(shape, dtype=dtype)
-        memory = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
-        if nbytes >= _HUGE_PAGE_BYTES and hasattr(memory, "madvise"):
-            memory.madvise(getattr(mmap, "MADV_HUGEPAGE", 14))
+        private = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
+        memory = mmap.mmap(-1, nbytes, **private)
         return np.frombuffer(memory, dtype=dtype).reshape(shape)
 
     def map_to_bins(self, X, thresholds, is_categorical, missing_bin):
@@ -354,10 +352,6 @@ class CPUBackend(Backend):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
         split_scan.summaries_kernel(measure_of(layout))(totals, layout, inv, params, values, impurity)
         return values, impurity
-
-
-#: arrays from this size on ask for transparent huge pages (:meth:`CPUBackend.zeros`)
-_HUGE_PAGE_BYTES = 2 << 20
 
 
 def _feature_bins(feature_bins, hist_shape):
