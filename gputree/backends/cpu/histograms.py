@@ -536,7 +536,7 @@ def subtract_cells(out, o, a, i, b, j, f, feature_bins, n_bins):
     be ``a`` (the split scan's in-place derive of a sibling in its parent's
     row, :attr:`CPUBackend.derives_in_scan`)."""
     n_channels = out.shape[2] // n_bins
-    n, last = _feature_cells(feature_bins, f, n_bins)
+    n, last = _feature_cells(feature_bins, np.int64(f), n_bins)  # its callers' type: one compile
     for k in range(U64(n * n_channels)):
         out[o, f, k] = a[i, f, k] - b[j, f, k]
     if last >= 0:

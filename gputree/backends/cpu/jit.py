@@ -8,6 +8,9 @@ from numba import njit
 
 from ..._threads import part_bounds_jit
 from ..splitset import make_splitset
+from .link_only import link_only_pipeline
+
+_LINK_ONLY = link_only_pipeline()
 
 
 def _without_reference_counting():
@@ -34,7 +37,10 @@ plain_jit = functools.partial(_without_reference_counting(), no_cpython_wrapper=
                                no_cfunc_wrapper=True)
 
 
-_force_inline = functools.partial(plain_jit, forceinline=True)
+#: forceinline helpers are compiled to IR only (.link_only): each caller
+#: inlines and optimises them, their own machine code would never run
+_force_inline = functools.partial(plain_jit, forceinline=True,
+                                  **({"pipeline_class": _LINK_ONLY} if _LINK_ONLY else {}))
 
 #: a kernel's helper inlined by LLVM, not in numba's IR: numba compiles it
 #: once per signature, where its IR inliner copies and retypes the helper's

@@ -13,7 +13,7 @@ from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
 from ..._threads import kernel_jit
 from .histograms import subtract_cells
-from .jit import inline_helper, ir_inline, part_bounds, plain_jit
+from .jit import U64, inline_helper, ir_inline, part_bounds, plain_jit
 from .threaded import threaded
 
 
@@ -59,8 +59,10 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
         for t in range(slot, n_tasks, n_slots):
             node = t // n_features
             if built_of[node] >= 0:
-                subtract_cells(cells, node, cells, node, source_cells, built_of[node],
-                               t - node * n_features, n_bins_non_missing, n_bins)
+                # unsigned like subtract_histograms' call: one compile of the helper
+                subtract_cells(cells, U64(node), cells, U64(node), source_cells,
+                               U64(built_of[node]), U64(t - node * n_features),
+                               n_bins_non_missing, n_bins)
             _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
                   is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
                   params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
