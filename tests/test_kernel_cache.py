@@ -38,6 +38,20 @@ def test_cuda_kernels_are_cached_with_the_same_stamp():
             numba_kernels._find_splits).get_source_stamp()
 
 
+def test_locators_are_found_by_the_names_of_older_and_newer_numba():
+    """numba before 0.62 (and numba-cuda 0.30) name the cache locators
+    ``_InTreeCacheLocator`` etc., later numba ``InTreeCacheLocator``: either
+    is found (without it, older numba recompiled the scan kernels in every
+    process), the public one where both exist."""
+    import types
+    older = types.SimpleNamespace(_InTreeCacheLocator=int)
+    newer = types.SimpleNamespace(InTreeCacheLocator=float, _InTreeCacheLocator=int)
+    assert kernel_cache._public_or_private(older, "InTreeCacheLocator") is int
+    assert kernel_cache._public_or_private(newer, "InTreeCacheLocator") is float
+    with pytest.raises(AttributeError):
+        kernel_cache._public_or_private(types.SimpleNamespace(), "InTreeCacheLocator")
+
+
 def test_the_stamp_follows_an_edit_of_a_file_the_kernels_compile(tmp_path, monkeypatch):
     """A locator for a kernel file in a scratch folder: touching another
     source of that folder changes the stamp."""

@@ -58,15 +58,23 @@ def cover_backend_sources(impl_class, locator_bases, kernel_file):
 
 def cache_numba_cpu_kernels(kernel_file):
     """Cover ``numba.njit(cache=True)`` kernels of ``kernel_file``; False
-    (compile in every process) where numba's caching classes differ."""
+    (compile in every process) where numba's caching classes differ (numba
+    before 0.62 names its locators with a leading underscore, as numba-cuda
+    0.30 does)."""
     try:
         from numba.core import caching
         # numba's own order: NUMBA_CACHE_DIR when set, beside the file, per user
-        bases = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
-                 caching.UserWideCacheLocator)
+        bases = tuple(_public_or_private(caching, name) for name in (
+            "UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator"))
         return cover_backend_sources(caching.CacheImpl, bases, kernel_file)
     except (ImportError, AttributeError):
         return False
+
+
+def _public_or_private(module, name):
+    """``module.name``, or ``module._name`` where the module has only that."""
+    found = getattr(module, name, None)
+    return found if found is not None else getattr(module, "_" + name)
 
 
 def cache_numba_cuda_kernels(kernel_file):
@@ -78,7 +86,8 @@ def cache_numba_cuda_kernels(kernel_file):
         return False
     try:
         from numba.cuda.core import caching
-        bases = (caching._InTreeCacheLocator, caching._UserWideCacheLocator)
+        bases = tuple(_public_or_private(caching, name)
+                      for name in ("InTreeCacheLocator", "UserWideCacheLocator"))
         return cover_backend_sources(caching.CacheImpl, bases, kernel_file)
     except (ImportError, AttributeError):
         return False
