@@ -266,9 +266,12 @@ class _TreeGrowth:
         split is valid)."""
         xp, rows, totals = self.backend.xp, device["rows"], device["totals"]
         gain, left = split.gain[rows], split.left_sums[rows]
-        valid = xp.isfinite(gain)[:, None]
-        children = xp.stack([xp.where(valid, left, totals),
-                             xp.where(valid, totals - left, totals)], axis=1)
+        # (left, right) of each candidate in one array, filled in place (a
+        # step's candidates are two: numpy's stack/where cost more than this)
+        children = xp.empty((totals.shape[0], 2, totals.shape[1]), dtype=totals.dtype)
+        children[:, 0] = left
+        xp.subtract(totals, left, out=children[:, 1])
+        xp.copyto(children, totals[:, None, :], where=~xp.isfinite(gain)[:, None, None])
         _, impurity = self.backend.node_summaries(children.reshape(-1, totals.shape[1]),
                                                   *self.criterion_inputs(),
                                                   self.stats.n_outputs, self.stats.n_classes)

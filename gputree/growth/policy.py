@@ -53,7 +53,7 @@ class NodeTable:
         np.subtract(self._buffer[parents], left_totals, out=new[1::2])
         self._n_nodes = n + n_new
         self.depth.append(np.full(n_new, depth, dtype=np.int32))
-        self.parent.append(np.repeat(parents, 2).astype(NODE_DTYPE))
+        self.parent.append(np.repeat(parents.astype(NODE_DTYPE, copy=False), 2))
 
     def record_level(self, feature, bitset, gain, missing_left):
         """The level's splits: ``bitset`` their LeftSets (host), or a

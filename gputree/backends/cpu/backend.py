@@ -287,7 +287,8 @@ class CPUBackend(Backend):
             # every candidate everywhere: a kept array (the kernel only reads it)
             split_bin, = _kept_rows("all_candidates", n_features, n_nodes, lambda rows: (
                 np.full((rows, n_features), ALL_CANDIDATES, dtype=np.int32),))
-        any_categorical = bool(is_categorical.any())
+        # count_nonzero: one C call (``any`` is a ufunc reduction, ~6x slower)
+        any_categorical = bool(np.count_nonzero(is_categorical))
         if reuse:
             outputs = _kept_rows("outputs", (n_features, n_channels, n_bins), n_nodes,
                                  lambda rows: empty_scan_outputs(np, rows, n_features,
@@ -305,10 +306,13 @@ class CPUBackend(Backend):
                       and int(params[PARAM_CONSTRAINTS]) == 0)
         find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
         # the bins of the (node, feature) pairs scanned (a best-first step
-        # scans two of the pool's rows; the others are skipped at once)
-        scanned_bins = int(np.dot(feature_allowed.sum(axis=0, dtype=np.int64),
-                                  n_bins_non_missing))
-        built_of = np.full(n_nodes, -1, dtype=NODE_DTYPE)
+        # scans two of the pool's rows; the others are skipped at once);
+        # add.reduce then dot: half the calls of sum's wrapper and np.dot
+        scanned_bins = int(np.add.reduce(feature_allowed, axis=0, dtype=np.int64)
+                           .dot(n_bins_non_missing))
+        built_of, = _kept_rows("built_of", (), n_nodes,
+                               lambda rows: (np.empty(rows, dtype=NODE_DTYPE),))
+        built_of.fill(-1)
         source = hist
         if derive is not None:
             derived_rows, built_rows, source = derive
