@@ -2,7 +2,9 @@
 during one estimator's first fit in a fresh process with an empty cache
 (``NUMBA_CACHE_DIR`` made here), with its own compile seconds (time inside
 its compile minus the compiles of the functions it called, which numba
-compiles first), its total, and each signature compiled.
+compiles first), its total, each as wall seconds and as the compiling
+thread's CPU seconds (steadier on a loaded machine), and each signature
+compiled.
 
     python benchmarks/compile_times.py tree_c gbdt_c     # estimators of first_fit.py
     python benchmarks/compile_times.py forest_r --rows 20000 --top 30
@@ -28,7 +30,8 @@ from first_fit import ESTIMATORS, data  # noqa: E402
 
 class CompileLog:
     """Every numba compile event in this process: (name, signature, own s,
-    total s); own excludes nested compiles."""
+    total s, and both as the compiling thread's CPU s); own excludes nested
+    compiles."""
 
     def __init__(self):
         from numba.core import event
@@ -37,20 +40,23 @@ class CompileLog:
 
         class Listener(event.Listener):
             def on_start(self, ev):
-                log.stack.append([time.perf_counter(), 0.0])
+                log.stack.append([time.perf_counter(), 0.0, time.thread_time(), 0.0])
 
             def on_end(self, ev):
-                started, nested = log.stack.pop()
+                started, nested, started_cpu, nested_cpu = log.stack.pop()
                 total = time.perf_counter() - started
+                total_cpu = time.thread_time() - started_cpu
                 if log.stack:
                     log.stack[-1][1] += total
+                    log.stack[-1][3] += total_cpu
                 dispatcher = ev.data.get("dispatcher")
                 function = getattr(dispatcher, "py_func", None)
                 name = (f"{getattr(function, '__module__', '?')}."
                         f"{getattr(function, '__qualname__', repr(dispatcher))}")
                 args = ev.data.get("args")
                 log.rows.append(dict(name=name, signature=str(args), own=total - nested,
-                                     total=total, outer=not log.stack))
+                                     total=total, own_cpu=total_cpu - nested_cpu,
+                                     total_cpu=total_cpu, outer=not log.stack))
 
         event.register("numba:compile", Listener())
 
@@ -71,23 +77,29 @@ def child(spec):
 def report(key, out, top):
     rows = out["rows"]
     outer = sum(r["total"] for r in rows if r["outer"])
+    outer_cpu = sum(r["total_cpu"] for r in rows if r["outer"])
     print(f"\n## {key}: fit {out['wall']:.2f} s wall, {out['cpu']:.2f} s CPU; "
-          f"{len(rows)} compiles, {outer:.2f} s compiling (outermost); "
+          f"{len(rows)} compiles, {outer:.2f} s compiling (outermost; "
+          f"{outer_cpu:.2f} s CPU); "
           f"load {os.getloadavg()[0]:.2f}")
     by_name = {}
     for r in rows:
-        entry = by_name.setdefault(r["name"], dict(own=0.0, total=0.0, signatures=[]))
+        entry = by_name.setdefault(r["name"], dict(own=0.0, total=0.0, own_cpu=0.0,
+                                                    signatures=[]))
         entry["own"] += r["own"]
+        entry["own_cpu"] += r["own_cpu"]
         entry["total"] += r["total"]
         entry["signatures"].append(r["signature"])
-    ranked = sorted(by_name.items(), key=lambda item: -item[1]["own"])
-    print(f"  {'own s':>6} {'total s':>7} {'sigs':>4}  function")
+    ranked = sorted(by_name.items(), key=lambda item: -item[1]["own_cpu"])
+    print(f"  {'own s':>6} {'total s':>7} {'own cpu':>7} {'sigs':>4}  function")
     for name, entry in ranked[:top]:
         short = name.replace("gputree.", "")
-        print(f"  {entry['own']:6.2f} {entry['total']:7.2f} {len(entry['signatures']):4d}  {short}")
+        print(f"  {entry['own']:6.2f} {entry['total']:7.2f} {entry['own_cpu']:7.2f} "
+              f"{len(entry['signatures']):4d}  {short}")
     rest = ranked[top:]
     if rest:
-        print(f"  {sum(e['own'] for _, e in rest):6.2f}    ({len(rest)} more functions)")
+        print(f"  {sum(e['own'] for _, e in rest):6.2f} {'':7} "
+              f"{sum(e['own_cpu'] for _, e in rest):7.2f}       ({len(rest)} more functions)")
     multi = [(name, e) for name, e in ranked if len(e["signatures"]) > 1]
     for name, entry in multi:
         print(f"  several signatures: {name.replace('gputree.', '')}")

@@ -65,3 +65,15 @@ def test_special_values():
 def test_log2_of_powers_of_two_is_exact():
     k = np.arange(-1074, 1024)
     assert np.array_equal(devmath.apply("log2", np.ldexp(1.0, k)), k.astype(float))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_small_arrays_by_python_equal_the_compiled_kernel(name):
+    special = np.array([0.0, 1.0, -1.0, 0.5, 2.0, 1e-300, -1e-300, 5e-324, 700.0, 710.0,
+                        -746.0, np.inf, -np.inf, np.nan, 3.0])
+    x = np.concatenate([special, _samples(name, n=1, seed=2)[:1]])
+    assert x.size <= devmath.PYTHON_MAX_SIZE
+    small = devmath.apply(name, x)
+    compiled = devmath.apply(name, np.repeat(x, devmath.PYTHON_MAX_SIZE))
+    assert np.array_equal(small.view(np.int64),
+                          compiled[::devmath.PYTHON_MAX_SIZE].view(np.int64))

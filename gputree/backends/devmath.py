@@ -169,6 +169,12 @@ def make_devmath(jit):
 
 #: host-compiled scalar functions (numba.njit), for host code and tests
 host = make_devmath(numba.njit(inline="always"))
+#: the same functions run by CPython (IEEE double, never contracted: the same
+#: bits as compiled, tests/test_devmath.py checks), for arrays too small to be
+#: worth compiling a kernel in a process (a boosting fit's initial scores)
+python = make_devmath(lambda function: function)
+#: arrays of at most this many values are computed by :data:`python`
+PYTHON_MAX_SIZE = 16
 
 
 #: codes of the functions for :func:`apply` and the kernels' ``apply_one``
@@ -218,6 +224,10 @@ def apply(name, values):
                             "but no CUDA backend has loaded to compute it.")
         return _device_apply[0](CODES[name], values)
     values = np.ascontiguousarray(values, dtype=np.float64)
+    if values.size <= PYTHON_MAX_SIZE:
+        function = getattr(python, name)
+        return np.array([function(float(v)) for v in values.reshape(-1)],
+                        dtype=np.float64).reshape(values.shape)
     out = np.empty_like(values)
     run_parts(_host_kernel(name), parts_for(4 * values.size), values.reshape(-1),
               out.reshape(-1))

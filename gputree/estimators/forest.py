@@ -20,7 +20,6 @@ from the same host streams.
 import numbers
 import warnings
 
-import numba
 import numpy as np
 import scipy.sparse
 
@@ -100,16 +99,6 @@ def _fill_counted(unit, counts, out, part, n_parts):
         for c in range(n_values):
             out[i, c] = unit[i, c] * count
         out[i, n_values] = 1 if count > 0 else 0
-
-
-@numba.njit(cache=True)
-def _times_drawn(draws, n_samples):
-    """float64 (n_samples,): how many times each row is in ``draws`` (int
-    (m,), rows drawn with replacement), as np.bincount gives."""
-    counts = np.zeros(n_samples)
-    for i in draws:
-        counts[i] += 1.0
-    return counts
 
 
 class _OutOfBag:
@@ -212,7 +201,8 @@ class _BaseForest(BaseTreeModel):
         """float64 (n,) times tree ``i`` draws each row; ones without bootstrap."""
         if n_bootstrap is None:
             return np.ones(n_samples)
-        return _times_drawn(self._drawn_rows(i, n_samples, n_bootstrap), n_samples)
+        drawn = self._drawn_rows(i, n_samples, n_bootstrap)
+        return np.bincount(drawn, minlength=n_samples).astype(np.float64)
 
     def _tree_seed(self, i):
         """The int seed tree ``i`` grows from (its ``random_state``)."""

@@ -200,6 +200,10 @@ class BinaryLogLoss(Loss):
         return _log(p / (1 - p))
 
     def pointwise(self, xp, y, raw):
+        """On the host the one-pass kernel of the gradients (the same
+        rounding; a fit compiles it anyway, and no exp and log1p kernels)."""
+        if xp is np:
+            return self._derivatives_and_pointwise(np, y, raw)[2]
         return (_log1p_exp(xp, raw) - y * raw)[:, 0]
 
     def _derivatives_and_pointwise(self, xp, y, raw, out=None):

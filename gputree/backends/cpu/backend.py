@@ -266,11 +266,14 @@ class CPUBackend(Backend):
         n_nodes, n_features, n_bins, _ = hist.shape
         split_bin = np.full((n_nodes, n_features), ALL_CANDIDATES, dtype=np.int32)
         soft, random = order is not None, draws is not None
-        split_scan.choose_node_features.run(
-            n_nodes * n_bins * (n_features if random else 1), hist,
-            order if soft else split_bin, max_features, soft,
-            draws if random else np.zeros((1, 1)), random, n_bins_non_missing, missing_bin,
-            is_categorical, layout, feature_allowed, split_bin)
+        if soft:
+            split_scan.limit_node_features.run(
+                n_nodes * n_bins, hist, order, max_features, n_bins_non_missing, missing_bin,
+                layout, feature_allowed)
+        if random:
+            split_scan.draw_node_bins.run(
+                n_nodes * n_bins * n_features, hist, draws, n_bins_non_missing, missing_bin,
+                is_categorical, layout, feature_allowed, split_bin)
         return split_bin if random else None
 
     def scan_splits(self, hist, n_bins_non_missing, is_categorical,

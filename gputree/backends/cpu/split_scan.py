@@ -110,23 +110,29 @@ _soft_limit_row, _random_bin_task, _ = make_node_features(ir_inline)
 
 
 @threaded(cache=_CACHE_SCAN)
-def choose_node_features(hist, order, max_features, soft, draws, random, n_bins_non_missing,
-                         missing_bin, is_categorical, layout, allowed, split_bin, part,
-                         n_parts):
+def limit_node_features(hist, order, max_features, n_bins_non_missing, missing_bin, layout,
+                        allowed, part, n_parts):
     """Per histogram row, in parts over the rows: the soft limit of
-    ``max_features`` (when ``soft``) then the random thresholds (when
-    ``random``) of :mod:`gputree.backends.node_features` (arguments as
-    there; ``order`` and ``draws`` are not read when their flag is off)."""
+    ``max_features`` of :mod:`gputree.backends.node_features` (arguments as
+    there). A kernel of its own: random forests run it alone, so they
+    compile nothing of the random thresholds."""
+    first, stop = part_bounds(hist.shape[0], part, n_parts)
+    for r in range(first, stop):
+        _soft_limit_row(np.int64(r), hist, order, max_features, n_bins_non_missing,
+                        missing_bin, layout, allowed)
+
+
+@threaded(cache=_CACHE_SCAN)
+def draw_node_bins(hist, draws, n_bins_non_missing, missing_bin, is_categorical, layout,
+                   allowed, split_bin, part, n_parts):
+    """Per histogram row, in parts over the rows: the random thresholds of
+    :mod:`gputree.backends.node_features` (arguments as there)."""
     first, stop = part_bounds(hist.shape[0], part, n_parts)
     for r in range(first, stop):
         row = np.int64(r)
-        if soft:
-            _soft_limit_row(row, hist, order, max_features, n_bins_non_missing, missing_bin,
-                            layout, allowed)
-        if random:
-            for f in range(hist.shape[1]):
-                _random_bin_task(row, f, hist, draws, n_bins_non_missing, missing_bin,
-                                 is_categorical, layout, allowed, split_bin)
+        for f in range(hist.shape[1]):
+            _random_bin_task(row, f, hist, draws, n_bins_non_missing, missing_bin,
+                             is_categorical, layout, allowed, split_bin)
 
 
 @functools.lru_cache(maxsize=None)
