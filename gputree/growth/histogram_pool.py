@@ -73,32 +73,30 @@ class HistogramPool:
         """``n`` free rows, marked in use: int32 (n,), ascending. Rows that
         held a histogram before are zeroed by the caller, who gets them from
         :meth:`rows_to_zero`."""
-        if n == 1:
-            return self._take_one()
-        free = np.flatnonzero(~self.in_use)
-        if free.size < n:
-            _check_histogram_memory(self.backend, n - free.size, self.row_shape)
-            self._grow(self.in_use.size + n - free.size)
-            free = np.flatnonzero(~self.in_use)
-        rows = free[:n].astype(NODE_DTYPE)
+        rows = self._free_rows(n)
         self.to_zero.append(rows[rows < self.n_touched])
         self.in_use[rows] = True
         if n:
             self.n_touched = max(self.n_touched, int(rows[-1]) + 1)
         return rows
 
-    def _take_one(self):
-        """take(1) without its numpy calls (a best-first step takes one row)."""
-        row = int(self.in_use.argmin()) if self.in_use.size else 0
-        if row >= self.in_use.size or self.in_use[row]:
-            _check_histogram_memory(self.backend, 1, self.row_shape)
-            row = self.in_use.size
-            self._grow(row + 1)
-        if row < self.n_touched:
-            self.to_zero.append(np.array([row], dtype=NODE_DTYPE))
-        self.in_use[row] = True
-        self.n_touched = max(self.n_touched, row + 1)
-        return np.array([row], dtype=NODE_DTYPE)
+    def _free_rows(self, n):
+        """int32 (n,): the ``n`` lowest free rows, the pool grown where it
+        has fewer (one row, a best-first step's, found by argmin: fewer
+        numpy calls than the general search)."""
+        if n == 1:
+            row = int(self.in_use.argmin()) if self.in_use.size else 0
+            if row >= self.in_use.size or self.in_use[row]:
+                _check_histogram_memory(self.backend, 1, self.row_shape)
+                row = self.in_use.size
+                self._grow(row + 1)
+            return np.array([row], dtype=NODE_DTYPE)
+        free = np.flatnonzero(~self.in_use)
+        if free.size < n:
+            _check_histogram_memory(self.backend, n - free.size, self.row_shape)
+            self._grow(self.in_use.size + n - free.size)
+            free = np.flatnonzero(~self.in_use)
+        return free[:n].astype(NODE_DTYPE)
 
     def rows_to_zero(self):
         """int32 rows handed out by :meth:`take` since the last call that
