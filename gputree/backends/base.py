@@ -223,6 +223,15 @@ class Backend(abc.ABC):
         :meth:`move_and_build_histograms`."""
         return None
 
+    def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
+                         count_channel, n_outputs, inv):
+        """The compiled steps of a best-first tree on a row partition, with
+        the Newton criterion and nothing drawn or constrained (an object as
+        :class:`gputree.backends.cpu.bestfirst_step.BestFirstSteps`, whose
+        docstring says the arguments), or None (the default): the grower
+        takes each step with the primitives."""
+        return None
+
     def split_node_rows(self, partition, X_binned, node, feature, split_sets):
         """Move the rows of ``node`` in ``partition`` (:meth:`start_row_partition`)
         to its children, the next two node ids: to the first the rows whose

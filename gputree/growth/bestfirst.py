@@ -30,6 +30,7 @@ import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends.splitset import left_set, left_sets
+from ..criteria import KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_KIND, LAYOUT_N_OUTPUTS
 from .levelwise import _TreeGrowth, start_tree
 from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
 
@@ -85,6 +86,22 @@ class _BestFirstGrowth(_TreeGrowth):
         self.to_build = None  # (node, pool row): the histogram the next build makes
         self.direct = self._scans_directly()
         self._step(table, 0, impurity, 0, None)
+        steps = self._compiled_steps()
+        if steps is None:
+            self._grow(table)
+        else:
+            table = self._grow_compiled(steps)
+        if self.rows is not None:
+            self.backend.partition_positions(self.rows, self.positions)
+        tree = finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
+        if self.constrained is not None:
+            self.constrained.clip_values(tree.value)
+        return tree, self.positions
+
+    def _grow(self, table):
+        """Split the waiting leaves, best first, one step at a time with
+        the primitives (after the root's step); record the splits in
+        ``table``."""
         n_leaves, budget = 1, self.growth.max_leaf_nodes or np.inf
         while len(self.waiting) and n_leaves < budget:
             node, split = self.waiting.pop()
@@ -101,13 +118,58 @@ class _BestFirstGrowth(_TreeGrowth):
             self._step(table, first_child, split["child_impurity"], depth,
                        self.hist_row.pop(node))
         self._apply_partition()
-        if self.rows is not None:
-            self.backend.partition_positions(self.rows, self.positions)
         self._record(table)
-        tree = finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
-        if self.constrained is not None:
-            self.constrained.clip_values(tree.value)
-        return tree, self.positions
+
+    def _compiled_steps(self):
+        """The backend's compiled steps for this tree
+        (:meth:`gputree.backends.base.Backend.best_first_steps`) where the
+        step is direct (:meth:`_scans_directly`) and the criterion Newton's
+        (a node's priority its gain; its impurity unused), else None."""
+        layout, growth = self.stats.layout, self.growth
+        if not self.direct or layout[LAYOUT_KIND] != KIND_NEWTON:
+            return None
+        limits = (growth.min_samples_split, 2 * growth.min_samples_leaf,
+                  2 * growth.min_weight_leaf, growth.min_split_gain)
+        return self.backend.best_first_steps(
+            self.root_totals.shape[0], self.data.X_binned.shape[1], self.n_words, limits,
+            growth.max_leaf_nodes, growth.max_depth, int(layout[LAYOUT_COUNT_CHANNEL]),
+            int(layout[LAYOUT_N_OUTPUTS]), self.stats.inv_scale)
+
+    def _grow_compiled(self, steps):
+        """As :meth:`_grow`, each step one call of ``steps`` (the backend's
+        :meth:`~gputree.backends.base.Backend.best_first_steps`) between
+        the row split, the histogram pass and the scan: the same calls in
+        the same order, the same tree. Returns the tree's NodeTable."""
+        backend, pool, data, constants = self.backend, self.pool, self.data, self.constants
+        X, stats, cells = data.X_binned, self.stats.stats, self._cells()
+        scan_args = (constants["n_bins_non_missing"], constants["is_categorical"])
+        criterion = (data.missing_bin, constants["layout"], constants["inv"],
+                     constants["params"])
+        if len(self.waiting):
+            priority = -self.waiting.heap[0][0]
+            node, split = self.waiting.pop()
+            steps.start(self.root_totals, split, priority, self.hist_row.pop(node))
+        else:
+            steps.start(self.root_totals, None, 0.0, -1)
+        while True:
+            node, n_scan, built_node, built_row, n_rows, derived = steps.step(pool).tolist()
+            if node < 0:
+                break
+            backend.split_node_rows(self.rows, X, node, int(steps.best_feature[node]),
+                                    left_set(steps.best_bitset[node], steps.best_words[node]))
+            if n_scan:
+                backend.build_node_histogram(self.rows, X, stats, built_node, built_row,
+                                             pool.hist, **cells)
+                derive = ({"derive": (steps.derived, steps.built, pool.hist)}
+                          if derived >= 0 else {})
+                steps.outputs = backend.scan_splits(
+                    pool.hist[:n_rows], *scan_args, steps.allowed[:n_rows], *criterion,
+                    reuse=True, **derive)
+        pool.reserve(0, steps.touched)
+        totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
+        table = NodeTable.of_nodes(totals, depth, parent)
+        table.record_level(feature, left_sets(bitset, words), gain, missing_left)
+        return table
 
     def _step(self, table, level_start, impurity, depth, parent_row):
         """Scan the new nodes ``level_start`` (and ``+ 1``, but for the

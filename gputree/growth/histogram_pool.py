@@ -98,6 +98,15 @@ class HistogramPool:
             free = np.flatnonzero(~self.in_use)
         return free[:n].astype(NODE_DTYPE)
 
+    def reserve(self, n_rows, touched=0):
+        """At least ``n_rows`` rows (the pool grown as :meth:`take` grows
+        it), where a caller hands rows out itself by :attr:`in_use`: rows
+        below ``touched`` have been handed out."""
+        self.n_touched = max(self.n_touched, touched)
+        if self.in_use.size < n_rows:
+            _check_histogram_memory(self.backend, n_rows - self.in_use.size, self.row_shape)
+            self._grow(n_rows)
+
     def rows_to_zero(self):
         """int32 rows handed out by :meth:`take` since the last call that
         held a histogram before (they must be zeroed before building)."""

@@ -27,8 +27,8 @@ from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
-from . import (binning, histograms, lean_gather, partition, predict, ranking, sparse_rows,
-               split_scan)
+from . import (bestfirst_step, binning, histograms, lean_gather, partition, predict, ranking,
+               sparse_rows, split_scan)
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
 
@@ -218,6 +218,11 @@ class CPUBackend(Backend):
             order[:] = cache.rows(X_binned, "identity")
         return RowPartition(order, cache.rows(X_binned, "split_left"),
                             cache.rows(X_binned, "split_right"))
+
+    def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
+                         count_channel, n_outputs, inv):
+        return bestfirst_step.BestFirstSteps(n_channels, n_features, n_words, limits, budget,
+                                             max_depth, count_channel, n_outputs, inv)
 
     def split_node_rows(self, partition, X_binned, node, feature, split_sets):
         partition.split(self.binned.columns(X_binned), node, feature, split_sets)

@@ -1,0 +1,254 @@
+"""The CPU best-first step: one compiled call per split taken by a tree
+grown best first (:mod:`gputree.growth.bestfirst`) on the CPU's row
+partition, with the Newton criterion and nothing drawn or constrained.
+
+The call takes, of the nodes just scanned, each one's best split (the
+largest gain over its features, the first on ties, as
+``scan.best_split_per_node``) and keeps those that may split in the
+frontier (a finite gain above ``min_split_gain``; their priority the gain);
+then it takes the next split: the waiting leaf of the highest priority
+(equal: the lowest node id), whose two children it appends to the node
+arrays (totals, depth, parent), decides which children may split (depth,
+sizes: :func:`gputree.growth.policy.splittable`'s rules for the Newton
+criterion), which child's histogram is built (the one with fewer rows) and
+whether the other's is derived in the parent's pool row, and hands out and
+releases the pool's rows (its ``in_use`` flags) as the general step
+does. Python then runs only the row split, the histogram pass and the scan
+between two calls. The trees are the general step's, node for node.
+"""
+import numpy as np
+
+from ..._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from ..._threads import kernel_jit
+from ..kernel_cache import cache_numba_cpu_kernels
+from .jit import ir_inline
+
+cache_numba_cpu_kernels(__file__)
+
+# the step's scalars (int64 ``state``) ...
+_N_NODES, _N_LEAVES, _BUDGET, _MAX_DEPTH, _N_SCANNED, _RELEASE, _TOUCHED = range(7)
+_COUNT_CHANNEL, _N_OUTPUTS = 7, 8
+# ... its float64 ``limits`` ...
+_MIN_SPLIT, _MIN_LEAF2, _MIN_WEIGHT2, _MIN_GAIN = range(4)
+# ... and what it tells its caller (int64 ``out``)
+NODE, N_SCAN, BUILT_NODE, BUILT_ROW, SCAN_ROWS, DERIVED = range(6)
+
+
+@kernel_jit()
+def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows, scan_nodes,
+          totals, depth, parent, taken, waiting, priority, hist_row, best_feature, best_bitset,
+          best_words, best_gain, best_missing_left, best_left, in_use, allowed, derived, built,
+          out):
+    """One best-first step. IN: the last scan's outputs (gain float64 (m,
+    F), missing_left uint8 (m, F), bitset uint32 (m, F, BITSET_WORDS), left
+    int64 (m, F, C), words uint32 (m, F, W')) for the ``state[_N_SCANNED]``
+    nodes ``scan_nodes`` in pool rows ``scan_rows`` (int64 (2,) IN/OUT),
+    ``limits`` float64 (4,), ``inv`` float64 (C,). IN/OUT: ``state`` int64
+    (9,); the node arrays (capacity N): totals int64 (N, C), depth int32,
+    parent int32, taken / waiting uint8, priority float64, hist_row int64
+    (N,), each scanned node's best split (best_feature int32, best_bitset
+    uint32 (N, BITSET_WORDS), best_words uint32 (N, W), best_gain float64,
+    best_missing_left uint8, best_left int64 (N, C)); the pool's in_use
+    bool (R,) (a free row there: the caller's), allowed uint8 (R, F) (the
+    rows to scan next; zeros elsewhere). OUT: derived, built int32 (1,)
+    (the derived row and the row it is derived from), ``out`` int64 (6,):
+    the node split (-1: the tree is grown), the nodes to scan next (0: none),
+    the node built, its row, the rows the scan reads, the derived row or -1."""
+    for i in range(state[_N_SCANNED]):
+        row, node = scan_rows[i], scan_nodes[i]
+        best = 0
+        if not np.isnan(gain[row, 0]):
+            for f in range(1, gain.shape[1]):
+                if np.isnan(gain[row, f]):
+                    best = f
+                    break
+                if gain[row, f] > gain[row, best]:
+                    best = f
+        g = gain[row, best]
+        best_feature[node], best_gain[node] = best, g
+        best_missing_left[node] = missing_left[row, best]
+        for k in range(bitset.shape[2]):
+            best_bitset[node, k] = bitset[row, best, k]
+        for k in range(best_words.shape[1]):
+            best_words[node, k] = words[row, best, k]
+        for k in range(left.shape[2]):
+            best_left[node, k] = left[row, best, k]
+        if np.isfinite(g) and g > limits[_MIN_GAIN]:
+            waiting[node], priority[node], hist_row[node] = 1, g, row
+        else:
+            in_use[row] = False
+        allowed[row, :] = 0
+    state[_N_SCANNED] = 0
+    if state[_RELEASE] >= 0:
+        in_use[state[_RELEASE]] = False
+        state[_RELEASE] = -1
+    out[NODE], out[N_SCAN], out[DERIVED] = -1, 0, -1
+    n_nodes = state[_N_NODES]
+    if state[_N_LEAVES] >= state[_BUDGET]:
+        return
+    node = -1
+    for k in range(n_nodes):
+        if waiting[k] and (node < 0 or priority[k] > priority[node]):
+            node = k
+    if node < 0:
+        return
+    waiting[node], taken[node] = 0, 1
+    state[_N_LEAVES] += 1
+    out[NODE] = node
+    child = n_nodes
+    state[_N_NODES] = n_nodes + 2
+    for k in range(totals.shape[1]):
+        totals[child, k] = best_left[node, k]
+        totals[child + 1, k] = totals[node, k] - best_left[node, k]
+    d = depth[node] + 1
+    depth[child], depth[child + 1] = d, d
+    parent[child], parent[child + 1] = node, node
+    parent_row = hist_row[node]
+    hist_row[node] = -1
+    count0, may0 = _may_split(totals, child, d, state, limits, inv)
+    count1, may1 = _may_split(totals, child + 1, d, state, limits, inv)
+    if not (may0 or may1):
+        in_use[parent_row] = False
+        return
+    smaller = 0 if count0 <= count1 else 1
+    derive = may1 if smaller == 0 else may0
+    if not derive:
+        in_use[parent_row] = False
+    row = 0
+    while in_use[row]:
+        row += 1
+    in_use[row] = True
+    state[_TOUCHED] = max(state[_TOUCHED], row + 1)
+    out[BUILT_NODE], out[BUILT_ROW] = child + smaller, row
+    hist_row[child + smaller] = row
+    if derive:
+        hist_row[child + 1 - smaller] = parent_row
+        derived[0], built[0] = parent_row, row
+        out[DERIVED] = parent_row
+    if not (may1 if smaller else may0):
+        state[_RELEASE] = row
+    n_scan, last = 0, 0
+    for c in range(2):
+        if may1 if c else may0:
+            r = hist_row[child + c]
+            scan_rows[n_scan], scan_nodes[n_scan] = r, child + c
+            n_scan += 1
+            last = max(last, r + 1)
+            allowed[r, :] = 1
+    state[_N_SCANNED] = n_scan
+    out[N_SCAN], out[SCAN_ROWS] = n_scan, last
+
+
+@ir_inline
+def _may_split(totals, node, d, state, limits, inv):
+    """(count, whether ``node`` may split) by the Newton criterion's rules
+    of :func:`gputree.growth.policy.splittable` (its count and weight as
+    :func:`gputree.growth.policy.counts_and_weights`)."""
+    weight = totals[node, 1] * inv[1]
+    for o in range(1, state[_N_OUTPUTS]):
+        weight = min(weight, totals[node, 2 * o + 1] * inv[2 * o + 1])
+    c = state[_COUNT_CHANNEL]
+    count = np.float64(totals[node, c]) if c >= 0 else weight
+    may = (d < state[_MAX_DEPTH] and count >= limits[_MIN_SPLIT]
+           and count >= limits[_MIN_LEAF2] and weight >= limits[_MIN_WEIGHT2])
+    return count, may
+
+
+class BestFirstSteps:
+    """The node arrays of one tree grown best first and its compiled step
+    (:func:`_step`); ``n_channels`` C, ``n_features`` F, ``n_words`` W (a
+    split's words beyond its bitset), ``limits`` (min_samples_split,
+    2 min_samples_leaf, 2 min_weight_leaf, min_split_gain) float64, ``budget``
+    the most leaves (0: any), ``max_depth``, the layout's count channel and
+    outputs, ``inv`` float64 (C,)."""
+
+    def __init__(self, n_channels, n_features, n_words, limits, budget, max_depth,
+                 count_channel, n_outputs, inv):
+        self.n_features = n_features
+        self.state = np.array([1, 1, budget or np.iinfo(np.int64).max, max_depth, 0, -1, 0,
+                               count_channel, n_outputs], dtype=np.int64)
+        self.limits = np.asarray(limits, dtype=FLOAT_DTYPE)
+        self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
+        self.scan_rows = np.zeros(2, dtype=np.int64)
+        self.scan_nodes = np.zeros(2, dtype=np.int64)
+        self.derived = np.zeros(1, dtype=NODE_DTYPE)
+        self.built = np.zeros(1, dtype=NODE_DTYPE)
+        self.out = np.zeros(6, dtype=np.int64)
+        self.allowed = np.zeros((0, n_features), dtype=np.uint8)
+        self._nodes(8 if not budget else 2 * budget + 1, n_channels, n_words)
+        # the first call's scan outputs: none read (no node scanned yet)
+        self.outputs = (np.zeros((0, n_features)), np.zeros((0, n_features), np.uint8),
+                        np.zeros((0, n_features, BITSET_WORDS), BITSET_DTYPE),
+                        np.zeros((0, n_features, n_channels), STAT_DTYPE), None,
+                        np.zeros((0, n_features, n_words), BITSET_DTYPE))
+
+    def _nodes(self, capacity, n_channels, n_words):
+        """The node arrays with room for ``capacity`` nodes (the first
+        ones kept)."""
+        shapes = {"totals": ((n_channels,), STAT_DTYPE), "depth": ((), np.int32),
+                  "parent": ((), NODE_DTYPE), "taken": ((), np.uint8),
+                  "waiting": ((), np.uint8), "priority": ((), FLOAT_DTYPE),
+                  "hist_row": ((), np.int64), "best_feature": ((), np.int32),
+                  "best_bitset": ((BITSET_WORDS,), BITSET_DTYPE),
+                  "best_words": ((n_words,), BITSET_DTYPE), "best_gain": ((), FLOAT_DTYPE),
+                  "best_missing_left": ((), np.uint8), "best_left": ((n_channels,), STAT_DTYPE)}
+        for name, (shape, dtype) in shapes.items():
+            array = np.zeros((capacity,) + shape, dtype=dtype)
+            old = getattr(self, name, None)
+            if old is not None:
+                array[:old.shape[0]] = old
+            setattr(self, name, array)
+
+    def start(self, root_totals, split, priority, row):
+        """The root (int64 totals (C,)) waiting to split as ``split`` (a dict
+        of its best split: feature, bitset, words, gain, missing_left,
+        left_sums) with ``priority`` in pool ``row``; or, ``split`` None, a
+        root that does not split."""
+        self.totals[0], self.parent[0] = root_totals, -1
+        if split is None:
+            return
+        self.best_feature[0], self.best_bitset[0] = split["feature"], split["bitset"]
+        self.best_words[0], self.best_gain[0] = split["words"], split["gain"]
+        self.best_missing_left[0], self.best_left[0] = split["missing_left"], split["left_sums"]
+        self.waiting[0], self.priority[0], self.hist_row[0] = 1, priority, row
+
+    def step(self, pool):
+        """The next split (:func:`_step`) after the scan whose outputs are
+        ``self.outputs``, with the rows of ``pool`` (a HistogramPool, grown
+        here where it might lack a free row): ``out`` (see :func:`_step`)."""
+        state = self.state
+        if state[_N_NODES] + 2 > self.totals.shape[0]:
+            self._nodes(2 * self.totals.shape[0], self.totals.shape[1],
+                        self.best_words.shape[1])
+        if pool.in_use.shape[0] < state[_N_LEAVES] + 1:
+            pool.reserve(int(state[_N_LEAVES]) + 1, int(state[_TOUCHED]))
+        if self.allowed.shape[0] < pool.in_use.shape[0]:
+            allowed = np.zeros((pool.in_use.shape[0], self.n_features), dtype=np.uint8)
+            allowed[:self.allowed.shape[0]] = self.allowed
+            self.allowed = allowed
+        gain, missing_left, bitset, left, _, words = self.outputs
+        _step(gain, missing_left, bitset, left, words, state, self.limits, self.inv,
+              self.scan_rows, self.scan_nodes, self.totals, self.depth, self.parent,
+              self.taken, self.waiting, self.priority, self.hist_row, self.best_feature,
+              self.best_bitset, self.best_words, self.best_gain, self.best_missing_left,
+              self.best_left, pool.in_use, self.allowed, self.derived, self.built, self.out)
+        return self.out
+
+    @property
+    def touched(self):
+        """One past the highest pool row the steps handed out."""
+        return int(self.state[_TOUCHED])
+
+    def nodes(self):
+        """The grown tree's nodes: (totals int64 (n, C), depth int32 (n,),
+        parent int32 (n,), and of the splits taken (-1 / zeros elsewhere)
+        feature int32, bitset uint32 (n, BITSET_WORDS), words uint32 (n,
+        W), gain float64, missing_left uint8 (n,))."""
+        n = int(self.state[_N_NODES])
+        taken = self.taken[:n] != 0
+        return (self.totals[:n].copy(), self.depth[:n].copy(), self.parent[:n].copy(),
+                np.where(taken, self.best_feature[:n], -1).astype(np.int32),
+                np.where(taken[:, None], self.best_bitset[:n], 0).astype(BITSET_DTYPE),
+                np.where(taken[:, None], self.best_words[:n], 0).astype(BITSET_DTYPE),
+                np.where(taken, self.best_gain[:n], 0.0),
+                np.where(taken, self.best_missing_left[:n], 0).astype(np.uint8))
