@@ -171,6 +171,12 @@ def configurations():
         "boost_lossguide_monotonic": (lambda: g.GradientBoostingRegressor(
             grow_policy="lossguide", max_leaf_nodes=12, monotonic_cst=[1, 0, -1, 0, 0, 0, 0, 0],
             interaction_cst=[[0, 1, 2], [3, 4, 5, 6, 7]], **boost), "float", (), "X"),
+        "boost_lossguide_limits": (lambda: g.GradientBoostingRegressor(
+            grow_policy="lossguide", max_leaf_nodes=24, min_samples_leaf=30,
+            min_child_weight=40.0, gamma=0.05, **dict(boost, max_depth=4)), "float", (), "many"),
+        "boost_lossguide_multiclass": (lambda: g.GradientBoostingClassifier(
+            grow_policy="lossguide", max_leaf_nodes=9, **dict(boost, max_depth=None)),
+            "three", (), "frame"),
         "rank_lossguide": (lambda: g.GradientBoostingRanker(
             grow_policy="lossguide", max_leaf_nodes=20, **boost), "relevance", ("group",), "X"),
         "tree_best_first_regressor": (lambda: g.DecisionTreeRegressor(
