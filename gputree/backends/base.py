@@ -224,7 +224,7 @@ class Backend(abc.ABC):
         return None
 
     def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
-                         count_channel, n_outputs, inv):
+                         count_channel, n_outputs, scan):
         """The compiled steps of a best-first tree on a row partition, with
         the Newton criterion and nothing drawn or constrained (an object as
         :class:`gputree.backends.cpu.bestfirst_step.BestFirstSteps`, whose

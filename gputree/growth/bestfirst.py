@@ -133,18 +133,22 @@ class _BestFirstGrowth(_TreeGrowth):
         return self.backend.best_first_steps(
             self.root_totals.shape[0], self.data.X_binned.shape[1], self.n_words, limits,
             growth.max_leaf_nodes, growth.max_depth, int(layout[LAYOUT_COUNT_CHANNEL]),
-            int(layout[LAYOUT_N_OUTPUTS]), self.stats.inv_scale)
+            int(layout[LAYOUT_N_OUTPUTS]), self._scan_constants())
+
+    def _scan_constants(self):
+        """The split scan's constants of the tree (find_best_splits' arguments but
+        the histograms and which features are scanned)."""
+        constants = self.constants
+        return (constants["n_bins_non_missing"], constants["is_categorical"],
+                self.data.missing_bin, *self.criterion_inputs())
 
     def _grow_compiled(self, steps):
         """As :meth:`_grow`, each step one call of ``steps`` (the backend's
         :meth:`~gputree.backends.base.Backend.best_first_steps`) between
         the row split, the histogram pass and the scan: the same calls in
         the same order, the same tree. Returns the tree's NodeTable."""
-        backend, pool, data, constants = self.backend, self.pool, self.data, self.constants
-        X, stats, cells = data.X_binned, self.stats.stats, self._cells()
-        scan_args = (constants["n_bins_non_missing"], constants["is_categorical"])
-        criterion = (data.missing_bin, constants["layout"], constants["inv"],
-                     constants["params"])
+        backend, pool = self.backend, self.pool
+        X, stats, cells = self.data.X_binned, self.stats.stats, self._cells()
         if len(self.waiting):
             priority = -self.waiting.heap[0][0]
             node, split = self.waiting.pop()
@@ -152,7 +156,7 @@ class _BestFirstGrowth(_TreeGrowth):
         else:
             steps.start(self.root_totals, None, 0.0, -1)
         while True:
-            node, n_scan, built_node, built_row, n_rows, derived = steps.step(pool).tolist()
+            node, n_scan, built_node, built_row, n_rows = steps.step(pool).tolist()
             if node < 0:
                 break
             backend.split_node_rows(self.rows, X, node, int(steps.best_feature[node]),
@@ -160,11 +164,7 @@ class _BestFirstGrowth(_TreeGrowth):
             if n_scan:
                 backend.build_node_histogram(self.rows, X, stats, built_node, built_row,
                                              pool.hist, **cells)
-                derive = ({"derive": (steps.derived, steps.built, pool.hist)}
-                          if derived >= 0 else {})
-                steps.outputs = backend.scan_splits(
-                    pool.hist[:n_rows], *scan_args, steps.allowed[:n_rows], *criterion,
-                    reuse=True, **derive)
+                steps.scan(pool.hist, n_rows, n_scan)
         pool.reserve(0, steps.touched)
         totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
         table = NodeTable.of_nodes(totals, depth, parent)

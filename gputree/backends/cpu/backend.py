@@ -22,8 +22,7 @@ from ..._dtypes import FEATURE_DTYPE, NODE_DTYPE, STAT_DTYPE, bin_dtype
 from ..._threads import thread_count
 from ...tree import LeftSets
 from ..base import Backend
-from ..formulas import (KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS,
-                        measure_of)
+from ..formulas import measure_of
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
@@ -220,9 +219,10 @@ class CPUBackend(Backend):
                             cache.rows(X_binned, "split_right"))
 
     def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
-                         count_channel, n_outputs, inv):
+                         count_channel, n_outputs, scan):
         return bestfirst_step.BestFirstSteps(n_channels, n_features, n_words, limits, budget,
-                                             max_depth, count_channel, n_outputs, inv)
+                                             max_depth, count_channel, n_outputs, scan,
+                                             (_scan_scratch, _scan_outputs))
 
     def split_node_rows(self, partition, X_binned, node, feature, split_sets):
         partition.split(self.binned.columns(X_binned), node, feature, split_sets)
@@ -298,21 +298,13 @@ class CPUBackend(Backend):
         # count_nonzero: one C call (``any`` is a ufunc reduction, ~6x slower)
         any_categorical = bool(np.count_nonzero(is_categorical))
         if reuse:
-            outputs = _kept_rows("outputs", (n_features, n_channels, n_bins), n_nodes,
-                                 lambda rows: empty_scan_outputs(np, rows, n_features,
-                                                                 n_channels, n_bins))
+            outputs = _scan_outputs(n_features, n_channels, n_bins, n_nodes)
             outputs[3].fill(0)          # left sums start at zero, as empty_scan_outputs'
         else:
             outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
-        n_tasks = n_nodes * n_features
-        n_slots = max(1, min(n_tasks, split_scan.SCAN_SLOTS_PER_THREAD * thread_count()))
-        scratch = _kept_rows("scratch", (n_channels, any_categorical, n_bins), n_slots,
-                             lambda rows: empty_scratch(np, rows, n_channels, any_categorical,
-                                                        n_bins, vector=True))
-        measure = measure_of(layout)
-        newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
-                      and int(params[PARAM_CONSTRAINTS]) == 0)
-        find_splits = split_scan.split_finder(measure, any_categorical, newton_one)
+        scratch = _scan_scratch(n_channels, any_categorical, n_bins,
+                                split_scan.scan_slots(n_nodes * n_features))
+        find_splits = split_scan.finder_of(layout, params, any_categorical)
         # the bins of the (node, feature) pairs scanned (a best-first step
         # scans two of the pool's rows; the others are skipped at once);
         # add.reduce then dot: half the calls of sum's wrapper and np.dot
@@ -364,6 +356,19 @@ class CPUBackend(Backend):
         values, impurity = self.empty_summaries(totals.shape[0], n_outputs, n_classes)
         split_scan.summaries_kernel(measure_of(layout))(totals, layout, inv, params, values, impurity)
         return values, impurity
+
+
+def _scan_scratch(n_channels, any_categorical, n_bins, n_slots):
+    """This thread's scratch of the split scan in ``n_slots`` slots (kept)."""
+    return _kept_rows("scratch", (n_channels, any_categorical, n_bins), n_slots,
+                      lambda rows: empty_scratch(np, rows, n_channels, any_categorical,
+                                                 n_bins, vector=True))
+
+
+def _scan_outputs(n_features, n_channels, n_bins, n_rows):
+    """This thread's scan outputs of ``n_rows`` histogram rows (kept)."""
+    return _kept_rows("outputs", (n_features, n_channels, n_bins), n_rows,
+                      lambda rows: empty_scan_outputs(np, rows, n_features, n_channels, n_bins))
 
 
 def _feature_bins(feature_bins, hist_shape):

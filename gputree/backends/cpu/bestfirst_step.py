@@ -21,6 +21,8 @@ import numpy as np
 from ..._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
 from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
+from ..node_features import ALL_CANDIDATES
+from . import split_scan
 from .jit import ir_inline
 
 cache_numba_cpu_kernels(__file__)
@@ -31,14 +33,13 @@ _COUNT_CHANNEL, _N_OUTPUTS = 7, 8
 # ... its float64 ``limits`` ...
 _MIN_SPLIT, _MIN_LEAF2, _MIN_WEIGHT2, _MIN_GAIN = range(4)
 # ... and what it tells its caller (int64 ``out``)
-NODE, N_SCAN, BUILT_NODE, BUILT_ROW, SCAN_ROWS, DERIVED = range(6)
+NODE, N_SCAN, BUILT_NODE, BUILT_ROW, SCAN_ROWS = range(5)
 
 
 @kernel_jit()
 def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows, scan_nodes,
           totals, depth, parent, taken, waiting, priority, hist_row, best_feature, best_bitset,
-          best_words, best_gain, best_missing_left, best_left, in_use, allowed, derived, built,
-          out):
+          best_words, best_gain, best_missing_left, best_left, in_use, allowed, built_of, out):
     """One best-first step. IN: the last scan's outputs (gain float64 (m,
     F), missing_left uint8 (m, F), bitset uint32 (m, F, BITSET_WORDS), left
     int64 (m, F, C), words uint32 (m, F, W')) for the ``state[_N_SCANNED]``
@@ -50,10 +51,11 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
     uint32 (N, BITSET_WORDS), best_words uint32 (N, W), best_gain float64,
     best_missing_left uint8, best_left int64 (N, C)); the pool's in_use
     bool (R,) (a free row there: the caller's), allowed uint8 (R, F) (the
-    rows to scan next; zeros elsewhere). OUT: derived, built int32 (1,)
-    (the derived row and the row it is derived from), ``out`` int64 (6,):
-    the node split (-1: the tree is grown), the nodes to scan next (0: none),
-    the node built, its row, the rows the scan reads, the derived row or -1."""
+    rows to scan next; zeros elsewhere), built_of int32 (R,) (the row a
+    row is derived from, or -1) and the scan's ``left`` (zeroed in the rows
+    to scan). OUT: ``out`` int64 (5,): the node split (-1: the tree is
+    grown), the nodes to scan next (0: none), the node built, its row, the
+    rows the scan reads."""
     for i in range(state[_N_SCANNED]):
         row, node = scan_rows[i], scan_nodes[i]
         best = 0
@@ -78,11 +80,12 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
         else:
             in_use[row] = False
         allowed[row, :] = 0
+        built_of[row] = -1
     state[_N_SCANNED] = 0
     if state[_RELEASE] >= 0:
         in_use[state[_RELEASE]] = False
         state[_RELEASE] = -1
-    out[NODE], out[N_SCAN], out[DERIVED] = -1, 0, -1
+    out[NODE], out[N_SCAN] = -1, 0
     n_nodes = state[_N_NODES]
     if state[_N_LEAVES] >= state[_BUDGET]:
         return
@@ -123,8 +126,7 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
     hist_row[child + smaller] = row
     if derive:
         hist_row[child + 1 - smaller] = parent_row
-        derived[0], built[0] = parent_row, row
-        out[DERIVED] = parent_row
+        built_of[parent_row] = row
     if not (may1 if smaller else may0):
         state[_RELEASE] = row
     n_scan, last = 0, 0
@@ -135,6 +137,7 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
             n_scan += 1
             last = max(last, r + 1)
             allowed[r, :] = 1
+            left[r, :, :] = 0
     state[_N_SCANNED] = n_scan
     out[N_SCAN], out[SCAN_ROWS] = n_scan, last
 
@@ -155,32 +158,50 @@ def _may_split(totals, node, d, state, limits, inv):
 
 
 class BestFirstSteps:
-    """The node arrays of one tree grown best first and its compiled step
-    (:func:`_step`); ``n_channels`` C, ``n_features`` F, ``n_words`` W (a
-    split's words beyond its bitset), ``limits`` (min_samples_split,
-    2 min_samples_leaf, 2 min_weight_leaf, min_split_gain) float64, ``budget``
-    the most leaves (0: any), ``max_depth``, the layout's count channel and
-    outputs, ``inv`` float64 (C,)."""
+    """The node arrays of one tree grown best first, its compiled step
+    (:func:`_step`) and scan; ``n_channels`` C, ``n_features`` F, ``n_words``
+    W (a split's words beyond its bitset), ``limits`` (min_samples_split,
+    2 min_samples_leaf, 2 min_weight_leaf, min_split_gain) float64,
+    ``budget`` the most leaves (0: any), ``max_depth``, the layout's count
+    channel and outputs, ``scan`` the scan's constants (n_bins_non_missing,
+    is_categorical, missing_bin, layout, inv, params: the backend's
+    find_best_splits' arguments), ``kept`` (scratch, outputs): the
+    backend's kept scan arrays (``scratch(C, any_categorical, n_bins,
+    n_slots)``, ``outputs(F, C, n_bins, n_rows)``)."""
 
     def __init__(self, n_channels, n_features, n_words, limits, budget, max_depth,
-                 count_channel, n_outputs, inv):
-        self.n_features = n_features
+                 count_channel, n_outputs, scan, kept):
+        self.n_features, self.n_channels = n_features, n_channels
         self.state = np.array([1, 1, budget or np.iinfo(np.int64).max, max_depth, 0, -1, 0,
                                count_channel, n_outputs], dtype=np.int64)
         self.limits = np.asarray(limits, dtype=FLOAT_DTYPE)
-        self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
         self.scan_rows = np.zeros(2, dtype=np.int64)
         self.scan_nodes = np.zeros(2, dtype=np.int64)
-        self.derived = np.zeros(1, dtype=NODE_DTYPE)
-        self.built = np.zeros(1, dtype=NODE_DTYPE)
-        self.out = np.zeros(6, dtype=np.int64)
-        self.allowed = np.zeros((0, n_features), dtype=np.uint8)
+        self.out = np.zeros(5, dtype=np.int64)
         self._nodes(8 if not budget else 2 * budget + 1, n_channels, n_words)
-        # the first call's scan outputs: none read (no node scanned yet)
-        self.outputs = (np.zeros((0, n_features)), np.zeros((0, n_features), np.uint8),
-                        np.zeros((0, n_features, BITSET_WORDS), BITSET_DTYPE),
-                        np.zeros((0, n_features, n_channels), STAT_DTYPE), None,
-                        np.zeros((0, n_features, n_words), BITSET_DTYPE))
+        n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = scan
+        self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
+        self.constants = (n_bins_non_missing, is_categorical, missing_bin, layout, inv, params)
+        self.n_bins = missing_bin + 1
+        any_categorical = bool(np.count_nonzero(is_categorical))
+        self.find_splits = split_scan.finder_of(layout, params, any_categorical)
+        # a scanned row's work: every feature's bins
+        self.row_work = int(np.sum(n_bins_non_missing)) * split_scan.SCAN_WORK_PER_BIN
+        scratch, self._outputs = kept
+        full = scratch(n_channels, any_categorical, self.n_bins,
+                       split_scan.scan_slots(np.iinfo(np.int32).max))
+        self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
+        self._rows(0)
+
+    def _rows(self, n_rows):
+        """The arrays of the pool's rows for ``n_rows`` rows (the first kept)."""
+        old = getattr(self, "allowed", np.zeros((0, self.n_features), dtype=np.uint8))
+        self.allowed = np.zeros((n_rows, self.n_features), dtype=np.uint8)
+        self.allowed[:old.shape[0]] = old
+        self.built_of = np.full(n_rows, -1, dtype=NODE_DTYPE)
+        self.split_bin = np.full((n_rows, self.n_features), ALL_CANDIDATES, dtype=np.int32)
+        self.outputs = self._outputs(self.n_features, self.n_channels, self.n_bins,
+                                     max(n_rows, 1))
 
     def _nodes(self, capacity, n_channels, n_words):
         """The node arrays with room for ``capacity`` nodes (the first
@@ -213,26 +234,36 @@ class BestFirstSteps:
         self.waiting[0], self.priority[0], self.hist_row[0] = 1, priority, row
 
     def step(self, pool):
-        """The next split (:func:`_step`) after the scan whose outputs are
-        ``self.outputs``, with the rows of ``pool`` (a HistogramPool, grown
-        here where it might lack a free row): ``out`` (see :func:`_step`)."""
+        """The next split (:func:`_step`) after the last :meth:`scan`, with
+        the rows of ``pool`` (a HistogramPool, grown here where it might
+        lack a free row): ``out`` (see :func:`_step`)."""
         state = self.state
         if state[_N_NODES] + 2 > self.totals.shape[0]:
             self._nodes(2 * self.totals.shape[0], self.totals.shape[1],
                         self.best_words.shape[1])
         if pool.in_use.shape[0] < state[_N_LEAVES] + 1:
             pool.reserve(int(state[_N_LEAVES]) + 1, int(state[_TOUCHED]))
-        if self.allowed.shape[0] < pool.in_use.shape[0]:
-            allowed = np.zeros((pool.in_use.shape[0], self.n_features), dtype=np.uint8)
-            allowed[:self.allowed.shape[0]] = self.allowed
-            self.allowed = allowed
+        if self.allowed.shape[0] != pool.in_use.shape[0]:
+            self._rows(pool.in_use.shape[0])
         gain, missing_left, bitset, left, _, words = self.outputs
         _step(gain, missing_left, bitset, left, words, state, self.limits, self.inv,
               self.scan_rows, self.scan_nodes, self.totals, self.depth, self.parent,
               self.taken, self.waiting, self.priority, self.hist_row, self.best_feature,
               self.best_bitset, self.best_words, self.best_gain, self.best_missing_left,
-              self.best_left, pool.in_use, self.allowed, self.derived, self.built, self.out)
+              self.best_left, pool.in_use, self.allowed, self.built_of, self.out)
         return self.out
+
+    def scan(self, hist, n_rows, n_scan):
+        """The split scan of the ``n_scan`` nodes the last step chose, in the
+        first ``n_rows`` rows of the pool's ``hist`` (the backend's
+        find_best_splits' scan, with this tree's arrays)."""
+        n_slots = split_scan.scan_slots(n_rows * self.n_features)
+        n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
+        self.find_splits.run(n_scan * self.row_work, hist[:n_rows], n_bins_non_missing,
+                             is_categorical, self.allowed[:n_rows], self.split_bin[:n_rows],
+                             missing_bin, layout, inv, params, *self._scratch(n_slots),
+                             *(a[:n_rows] for a in self.outputs), hist,
+                             self.built_of[:n_rows])
 
     @property
     def touched(self):

@@ -7,11 +7,12 @@ import functools
 import numpy as np
 from numba import njit
 
+from ..formulas import KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS, measure_of
 from ..kernel_cache import cache_numba_cpu_kernels, renamed_copy
 from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
-from ..._threads import kernel_jit
+from ..._threads import kernel_jit, thread_count
 from .histograms import subtract_cells
 from .jit import U64, inline_helper, ir_inline, part_bounds, plain_jit
 from .threaded import threaded
@@ -133,6 +134,21 @@ def draw_node_bins(hist, draws, n_bins_non_missing, missing_bin, is_categorical,
         for f in range(hist.shape[1]):
             _random_bin_task(row, f, hist, draws, n_bins_non_missing, missing_bin,
                              is_categorical, layout, allowed, split_bin)
+
+
+def finder_of(layout, params, any_categorical):
+    """The split scan (:func:`split_finder`) of the criterion ``layout`` /
+    ``params`` (int64 / float64 host arrays), with the categorical scan
+    where ``any_categorical``."""
+    measure = measure_of(layout)
+    newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
+                  and int(params[PARAM_CONSTRAINTS]) == 0)
+    return split_finder(measure, any_categorical, newton_one)
+
+
+def scan_slots(n_tasks):
+    """The scratch slots of a scan of ``n_tasks`` (node, feature) tasks."""
+    return max(1, min(n_tasks, SCAN_SLOTS_PER_THREAD * thread_count()))
 
 
 @functools.lru_cache(maxsize=None)
