@@ -56,6 +56,9 @@ ESTIMATORS = {
     "forest_r": ("RandomForestRegressor", dict(n_estimators=20, max_depth=10, random_state=0)),
     "gbdt_c": ("GradientBoostingClassifier", dict(n_estimators=20)),
     "gbdt_r": ("GradientBoostingRegressor", dict(n_estimators=20)),
+    "gbdt_c_lossguide": ("GradientBoostingClassifier", dict(n_estimators=20,
+                                                            grow_policy="lossguide",
+                                                            max_depth=None)),
 }
 GRID = {"max_depth": [4, 6], "learning_rate": [0.1, 0.3]}
 GRID_ROWS = 50_000

@@ -123,3 +123,16 @@ def test_multiclass_trees_equal_the_general_steps(monkeypatch):
         monkeypatch, _boost("GradientBoostingClassifier", max_leaf_nodes=9), X, classes)
     assert n_steps > 0
     _assert_same_trees(compiled, general)
+
+
+def test_a_pool_grown_during_the_tree(monkeypatch):
+    """A histogram pool that reserves no rows up front grows while the
+    steps hand its rows out (the last scan's outputs kept across)."""
+    from gputree.growth import histogram_pool
+    monkeypatch.setattr(histogram_pool, "_POOL_RESERVE_BYTES", 0)
+    X, y = _data(seed=4)
+    compiled, general, n_steps = _fit_both(
+        monkeypatch, _boost("GradientBoostingRegressor", max_leaf_nodes=60,
+                            min_samples_leaf=1), X, y)
+    assert n_steps > 0
+    _assert_same_trees(compiled, general)

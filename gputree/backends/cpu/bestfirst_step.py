@@ -200,8 +200,11 @@ class BestFirstSteps:
         self.allowed[:old.shape[0]] = old
         self.built_of = np.full(n_rows, -1, dtype=NODE_DTYPE)
         self.split_bin = np.full((n_rows, self.n_features), ALL_CANDIDATES, dtype=np.int32)
+        old = getattr(self, "outputs", ())
         self.outputs = self._outputs(self.n_features, self.n_channels, self.n_bins,
                                      max(n_rows, 1))
+        for new, last in zip(self.outputs, old):    # the last scan's, not absorbed yet
+            new[:last.shape[0]] = last
 
     def _nodes(self, capacity, n_channels, n_words):
         """The node arrays with room for ``capacity`` nodes (the first
