@@ -58,14 +58,7 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
     rows the scan reads."""
     for i in range(state[_N_SCANNED]):
         row, node = scan_rows[i], scan_nodes[i]
-        best = 0
-        if not np.isnan(gain[row, 0]):
-            for f in range(1, gain.shape[1]):
-                if np.isnan(gain[row, f]):
-                    best = f
-                    break
-                if gain[row, f] > gain[row, best]:
-                    best = f
+        best = split_scan.best_feature(gain, row)
         g = gain[row, best]
         best_feature[node], best_gain[node] = best, g
         best_missing_left[node] = missing_left[row, best]

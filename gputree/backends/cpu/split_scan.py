@@ -71,6 +71,20 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                   out_words)
 
 
+@ir_inline
+def best_feature(gain, n):
+    """The feature of the largest ``gain[n]`` (float64 (n_nodes, F)), the
+    first on ties (or the first NaN, as numpy's argmax)."""
+    best = 0
+    if not np.isnan(gain[n, 0]):
+        for f in range(1, gain.shape[1]):
+            if np.isnan(gain[n, f]):
+                return f
+            if gain[n, f] > gain[n, best]:
+                best = f
+    return best
+
+
 @kernel_jit()
 def best_per_node(gain, missing_left, bitset, left, words, feature, best_gain, best_missing_left,
                   best_bitset, best_left, best_words):
@@ -80,14 +94,7 @@ def best_per_node(gain, missing_left, bitset, left, words, feature, best_gain, b
     on ties (or the first NaN, as numpy's argmax), and that feature's
     results in the best_* arrays OUT."""
     for n in range(gain.shape[0]):
-        best = 0
-        if not np.isnan(gain[n, 0]):
-            for f in range(1, gain.shape[1]):
-                if np.isnan(gain[n, f]):
-                    best = f
-                    break
-                if gain[n, f] > gain[n, best]:
-                    best = f
+        best = best_feature(gain, n)
         feature[n] = best
         best_gain[n] = gain[n, best]
         best_missing_left[n] = missing_left[n, best]
