@@ -101,7 +101,7 @@ def killer():
     os.kill(prewarm._state["helper"].pid, signal.SIGKILL)
 if kill:
     threading.Thread(target=killer, daemon=True).start()
-estimator = gputree.GradientBoostingClassifier(n_estimators=3).fit(X, y)
+estimator = gputree.GradientBoostingClassifier(n_estimators=3, random_state=0).fit(X, y)
 helper = prewarm._state["helper"]
 if helper is not None and not kill:
     helper.wait(600)
