@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gputree.backends import prewarm, shared_compiles
+from gputree.estimators import compile_profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,6 +83,7 @@ import numpy as np
 from numba.core import event
 import gputree
 from gputree.backends import prewarm
+from gputree.estimators.compile_profiles import profile_data
 
 compiled = []
 class Count(event.Listener):
@@ -92,7 +94,7 @@ class Count(event.Listener):
     def on_end(self, ev):
         pass
 event.register("numba:compile", Count())
-X, y = prewarm.profile_data(False, rows=210_000)
+X, y = profile_data(False, rows=210_000)
 kill = os.environ.get("KILL_HELPER") == "1"
 def killer():
     while prewarm._state["helper"] is None:
@@ -138,11 +140,11 @@ def test_each_profile_uses_exactly_its_recorded_kernels(tmp_path):
     """A fresh process per profile on one cache (the first ones compile, the
     later ones load much of it): the kernels each fit uses, in order."""
     recorded = prewarm.manifest()
-    assert set(recorded) == set(prewarm.PROFILES)
+    assert set(recorded) == set(compile_profiles.PROFILES)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT),
                **{prewarm.ENV: "0"})
-    for profile in prewarm.PROFILES:
-        result = subprocess.run([sys.executable, "-m", "gputree.backends.prewarm", "--record",
+    for profile in compile_profiles.PROFILES:
+        result = subprocess.run([sys.executable, "-m", "gputree.estimators.compile_profiles", "--record",
                                  profile], env=env, capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout.strip().splitlines()[-1]) == recorded[profile], profile

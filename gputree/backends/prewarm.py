@@ -8,7 +8,7 @@ helper skips one the fit is compiling). On two cores the compiles of a first
 fit take about half as long.
 
 What a fit compiles comes from :data:`MANIFEST_FILE`, recorded from real
-fits (:func:`record`, ``python -m gputree.backends.prewarm --record``):
+fits (:func:`record`; ``python -m gputree.estimators.compile_profiles`` writes it):
 per profile (an estimator class with its recorded parameters, on a dense
 float array without missing values and without sample weights, large
 enough to run in parts) the kernels it uses, each as an address (a module's
@@ -133,11 +133,19 @@ def start_for(estimator, args, kwargs):
         return None
     helper = subprocess.Popen([sys.executable, "-m", _MODULE, profile, str(os.getpid())],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=dict(os.environ),
+                              stderr=subprocess.DEVNULL, env=_helper_environment(),
                               cwd=os.getcwd())
     _state["helper"] = helper
     atexit.register(_stop, helper)
     return helper
+
+
+def _helper_environment():
+    """This process's environment, with the folder holding this gputree
+    first on PYTHONPATH (the helper imports the same copy)."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
 
 
 def _stop(helper):
@@ -168,6 +176,8 @@ def compile_profile(profile, parent_pid=None):
             done.append(address)
         except shared_compiles.Busy:
             pass
+        except _Stop:
+            break
         except Exception:            # the fit compiles what the helper could not
             pass
         finally:
@@ -201,73 +211,17 @@ def record(fit):
     return used
 
 
-#: the recorded profiles: name -> (estimator class, parameters, regression)
-PROFILES = {
-    "tree_c": ("DecisionTreeClassifier", {}, False),
-    "tree_r": ("DecisionTreeRegressor", {}, True),
-    "forest_c": ("RandomForestClassifier", {"n_estimators": 4}, False),
-    "forest_r": ("RandomForestRegressor", {"n_estimators": 4}, True),
-    "gbdt_c": ("GradientBoostingClassifier", {"n_estimators": 4}, False),
-    "gbdt_r": ("GradientBoostingRegressor", {"n_estimators": 4}, True),
-}
+class _Stop(Exception):
+    """The helper was asked to stop (SIGTERM): an Exception, so that numba
+    removes the temporary file of a save it interrupts."""
 
 
-def profile_data(regression, rows=300_000, features=20, dtype="float32"):
-    """The data a profile is recorded on: (X, y), a fixed random draw."""
-    import numpy as np
-    rng = np.random.RandomState(0)
-    X = rng.normal(size=(rows, features)).astype(dtype)
-    signal_ = X[:, 0] + 0.5 * X[:, 1] * X[:, 2]
-    y = signal_ + rng.normal(size=rows) if regression else (signal_ > 0).astype(np.int64)
-    return X, y
-
-
-def record_profile(profile, dtype="float32"):
-    """(manifest entry, kernels used) of one profile's fit in this process."""
-    import gputree
-    name, params, regression = PROFILES[profile]
-    # the free parameters small: the fit uses the same kernels, sooner
-    estimator = getattr(gputree, name)(**dict(_RECORD_FREE, **params))
-    X, y = profile_data(regression, dtype=dtype)
-    kept = {key: value for key, value in estimator.get_params(deep=False).items()
-            if key not in FREE_PARAMETERS}
-    kernels = record(lambda: estimator.fit(X, y))
-    # binning meets X's dtype first: the fit compiles it before a helper is up
-    kernels = [entry for entry in kernels if not entry[0].startswith(_BINNING)]
-    return dict(estimator=name, params=kept, kernels=kernels)
-
-
-_BINNING = "gputree.backends.cpu.binning:"
-_RECORD_FREE = {"max_depth": 8}
-
-
-def write_manifest(profiles=tuple(PROFILES)):
-    """Record every profile (each in a fresh process, on one new cache, with
-    no helper) and write :data:`MANIFEST_FILE`."""
-    import tempfile
-    recorded = {}
-    with tempfile.TemporaryDirectory(prefix="gputree-prewarm-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, **{ENV: "0"})
-        for profile in profiles:
-            result = subprocess.run([sys.executable, "-m", _MODULE, "--record", profile],
-                                    env=env, capture_output=True, text=True, check=True)
-            recorded[profile] = json.loads(result.stdout.strip().splitlines()[-1])
-    with open(MANIFEST_FILE, "w") as handle:
-        json.dump(recorded, handle, indent=1)
-        handle.write("\n")
-    return recorded
+def _on_term(*_):
+    raise _Stop()
 
 
 def main(argv):
-    if argv and argv[0] == "--write":
-        write_manifest(tuple(argv[1:]) or tuple(PROFILES))
-        return
-    if argv and argv[0] == "--record":
-        # one profile per fresh process, so each records every kernel it uses
-        profile = argv[1]
-        print(json.dumps(record_profile(profile, *argv[2:])))
-        return
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # finish writes cleanly
+    signal.signal(signal.SIGTERM, _on_term)
     compile_profile(argv[0], int(argv[1]) if len(argv) > 1 else None)
 
 
