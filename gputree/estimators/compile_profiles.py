@@ -35,10 +35,15 @@ def profile_data(regression, rows=300_000, features=20, dtype="float32"):
 
 def record_profile(profile, dtype="float32"):
     """(manifest entry, kernels used) of one profile's fit in this process."""
-    import gputree
+    from .boosting import GradientBoostingClassifier, GradientBoostingRegressor
+    from .forest import RandomForestClassifier, RandomForestRegressor
+    from .tree import DecisionTreeClassifier, DecisionTreeRegressor
+    classes = (DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier,
+               RandomForestRegressor, GradientBoostingClassifier, GradientBoostingRegressor)
     name, params, regression = PROFILES[profile]
     # the free parameters small: the fit uses the same kernels, sooner
-    estimator = getattr(gputree, name)(**dict(_RECORD_FREE, **params))
+    cls = next(cls for cls in classes if cls.__name__ == name)
+    estimator = cls(**dict(_RECORD_FREE, **params))
     X, y = profile_data(regression, dtype=dtype)
     kept = {key: value for key, value in estimator.get_params(deep=False).items()
             if key not in prewarm.FREE_PARAMETERS}
