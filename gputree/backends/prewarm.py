@@ -18,7 +18,9 @@ helper; ``tests/test_prewarm.py`` checks that each profile's fit uses
 exactly its kernels, so the helper never compiles what the fit does not use.
 
 Off with ``GPUTREE_BACKGROUND_COMPILE=0``. Nothing starts when the cache
-holds the profile's kernels. The helper exits when it is done, when the
+holds the profile's kernels, nor on one core or a machine whose load
+average says its cores are busy (measured on 2 busy cores, the helper made
+a first fit slower). The helper exits when it is done, when the
 process that started it exits (it is stopped then) or dies (it looks
 between kernels), and a fit never waits on a helper that died (the locks
 die with it) or hangs (:data:`.shared_compiles.WAIT_S`).
@@ -41,6 +43,9 @@ FREE_PARAMETERS = ("n_estimators", "max_depth", "random_state", "learning_rate",
                    "verbose")
 #: a profile's data: at least this many values (its fits run in parts)
 LARGE_VALUES = 1 << 22
+#: no helper when the 1-minute load average is at least this many times
+#: the CPU count: its compiles would take a core the fit itself needs
+BUSY_LOAD = 1.0
 #: the helper started by this process (one at a time)
 _state = {"helper": None}
 
@@ -118,10 +123,20 @@ def _cold(kernels):
     return False
 
 
+def _spare_core():
+    """Whether a second core is there and not busy (1-minute load average)."""
+    cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    return cpus >= 2 and load < BUSY_LOAD * cpus
+
+
 def start_for(estimator, args, kwargs):
     """Start the helper for this fit when it matches a profile and the cache
     is cold. Returns the helper's Popen or None."""
-    if not enabled() or _state["helper"] is not None:
+    if not enabled() or _state["helper"] is not None or not _spare_core():
         return None
     try:
         profile = profile_of(estimator, args, kwargs)
