@@ -112,6 +112,16 @@ def watch_compilation():
     return _state["listener"]
 
 
+def _share_compiles(method, args, kwargs):
+    """Compile together with other processes on the same cache
+    (:mod:`.shared_compiles`), and for a fit, in the background where the
+    cache is cold (:mod:`.prewarm`)."""
+    from . import prewarm, shared_compiles
+    shared_compiles.cooperate()
+    if method.__name__ == "fit" and args:
+        prewarm.start_for(args[0], args[1:], kwargs)
+
+
 def announcing(method):
     """Decorator: the compiles during ``method`` (the outermost such call
     of the process; nested ones belong to it) are announced as the module
@@ -125,6 +135,7 @@ def announcing(method):
                 _state["episode"] = _Episode()
         if outermost:
             watch_compilation()
+            _share_compiles(method, args, kwargs)
         try:
             return method(*args, **kwargs)
         finally:

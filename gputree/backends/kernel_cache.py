@@ -136,3 +136,18 @@ def _keyed_class(base):
         self._save_data(name, data)
 
     return type("KeyedIndexDataCacheFile", (base,), {"save": save})
+
+
+def kernel_factory(factory):
+    """Decorator: ``factory`` (hashable arguments) cached per arguments, its
+    kernels (a dispatcher or threaded kernel) marked with the call that made
+    them, ``"module:factory(args)"``, so that another process can make the
+    same kernel (the background compile, ``prewarm``)."""
+    @functools.lru_cache(maxsize=None)
+    @functools.wraps(factory)
+    def made(*args):
+        product = factory(*args)
+        function = getattr(product, "function", None) or product.py_func
+        function._gputree_recipe = f"{factory.__module__}:{factory.__name__}{args!r}"
+        return product
+    return made

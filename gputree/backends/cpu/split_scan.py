@@ -2,13 +2,12 @@
 formulas specialised to it) on first use, so a process compiles only what
 it uses; the scan is the one the CUDA backend runs
 (:mod:`gputree.backends.scan`)."""
-import functools
 
 import numpy as np
 from numba import njit
 
 from ..formulas import KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS, measure_of
-from ..kernel_cache import cache_numba_cpu_kernels, renamed_copy
+from ..kernel_cache import cache_numba_cpu_kernels, kernel_factory, renamed_copy
 from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
@@ -158,7 +157,7 @@ def scan_slots(n_tasks):
     return max(1, min(n_tasks, SCAN_SLOTS_PER_THREAD * thread_count()))
 
 
-@functools.lru_cache(maxsize=None)
+@kernel_factory
 def split_finder(measure, categorical, newton_one):
     """find_splits of one criterion measure ((kind, impurity), from
     formulas.measure_of; with the categorical scan or without; boosting's
@@ -175,7 +174,7 @@ def split_finder(measure, categorical, newton_one):
                     cache=_CACHE_SCAN)
 
 
-@functools.lru_cache(maxsize=None)
+@kernel_factory
 def summaries_kernel(measure):
     """node_summaries of one criterion measure (its formulas specialised)."""
     summary = node_summaries_kernel_body(plain_jit, inline_helper, measure, ir_inline)
