@@ -19,6 +19,7 @@ kernels only: other numba functions in the user's process are untouched.
 Where numba's caching classes differ from what this module knows, the
 dispatcher is left as numba made it.
 """
+import contextlib
 import functools
 
 
@@ -48,23 +49,43 @@ def cached_kernel(**options):
 @functools.lru_cache(maxsize=None)
 def _lean_class(cache_class):
     """A subclass of numba's ``Cache`` class ``cache_class`` whose
-    ``load_overload`` initialises the runtime instead of refreshing the
-    target context; None where ``cache_class`` is not such a class."""
+    ``load_overload`` initialises the runtime and then loads as numba does,
+    without refreshing the target context; None where ``cache_class`` is
+    not such a class."""
     try:
         from numba.core import caching
         from numba.core.runtime import rtsys
     except ImportError:
         return None
     if not (isinstance(cache_class, type) and issubclass(cache_class, caching.Cache)
-            and hasattr(cache_class, "_load_overload")
-            and hasattr(cache_class, "_guard_against_spurious_io_errors")):
+            and hasattr(cache_class, "load_overload")):
         return None
 
     def load_overload(self, sig, target_context):
         rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
-        # None where the guard swallowed an error: numba then compiles
+        with _refresh_skipped(target_context):
+            return super(lean, self).load_overload(sig, target_context)
 
-    return type(f"Lean{cache_class.__name__}", (cache_class,),
+    lean = type(f"Lean{cache_class.__name__}", (cache_class,),
                 {"load_overload": load_overload})
+    return lean
+
+
+@contextlib.contextmanager
+def _refresh_skipped(target_context):
+    """``target_context.refresh`` a no-op within the block: numba's own
+    ``load_overload`` (and whatever wraps it) runs unchanged but for the
+    refresh. numba loads and compiles under its global compiler lock, so
+    no other thread refreshes meanwhile."""
+    if "refresh" in vars(target_context):     # already skipped (a nested load)
+        yield
+        return
+    target_context.refresh = _no_refresh
+    try:
+        yield
+    finally:
+        del target_context.refresh
+
+
+def _no_refresh():
+    """The refresh of a cache load: nothing (the module's docstring)."""
