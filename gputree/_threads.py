@@ -29,6 +29,8 @@ import numba
 import numpy as np
 from numba.np.ufunc import parallel as _parallel
 
+from ._cache_loading import lean_cache_loads
+
 #: estimator methods that run kernels: they honour n_jobs
 THREADED_METHODS = ("fit", "predict", "predict_proba", "predict_log_proba",
                     "decision_function", "apply", "decision_path", "staged_predict",
@@ -123,13 +125,15 @@ def kernel_jit(**options):
     numba knows the option (numba counts references to every array view and
     every array an inlined helper receives with atomic operations: a move
     of rows ran 20 times slower with them). Such a kernel allocates
-    nothing: its caller passes every array, scratch included."""
+    nothing: its caller passes every array, scratch included. Loaded from
+    numba's disk cache without numba's compiler set-up (_cache_loading)."""
     from numba.core.options import DefaultOptions
     if hasattr(DefaultOptions, "_nrt"):
         options.setdefault("_nrt", False)
     options.setdefault("cache", True)
     options.setdefault("error_model", "numpy")
-    return numba.njit(nogil=True, **options)
+    jit = numba.njit(nogil=True, **options)
+    return lambda function: lean_cache_loads(jit(function))
 
 
 #: :func:`part_bounds` for kernels, as uint64 (inlined where it is called)

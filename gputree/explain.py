@@ -16,6 +16,7 @@ import functools
 import numba
 import numpy as np
 
+from ._cache_loading import cached_kernel
 from ._dtypes import FLOAT_DTYPE
 from .backends.splitset import make_splitset
 from .growth.surrogates import refuse_surrogates
@@ -120,7 +121,7 @@ def _leaf_paths(trees, columns, scale):
             np.asarray(edge_left, np.uint8))
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _extend(zero, one, weight, depth, z, o):
     """TreeSHAP EXTEND: element ``depth`` gets fractions (z, o)."""
     zero[depth], one[depth] = z, o
@@ -130,7 +131,7 @@ def _extend(zero, one, weight, depth, z, o):
         weight[i] = z * weight[i] * (depth - i) / (depth + 1)
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _unwound_sum(zero, one, weight, depth, k):
     """Sum of the path weights with element ``k`` unwound (TreeSHAP)."""
     o, z = one[k], zero[k]
@@ -147,7 +148,7 @@ def _unwound_sum(zero, one, weight, depth, k):
     return total * (depth + 1)
 
 
-@numba.njit(parallel=True, cache=True)
+@cached_kernel(parallel=True)
 def _shap_kernel(X_binned, leaf_start, leaf_value, leaf_column, elem_feature, elem_zero,
                  elem_start, edge_feature, edge_bitset, edge_words, edge_word_start,
                  edge_n_words, edge_left, phi):

@@ -45,9 +45,9 @@ the throughput of one running sum).
 """
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from .._cache_loading import cached_kernel
 from .devmath import apply, make_devmath
 
 
@@ -325,7 +325,7 @@ def exponential_gains(n_labels):
     return np.ldexp(1.0, np.arange(n_labels)) - 1.0
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def ideal_dcg_inverse(starts, labels, gains, discounts, k):
     """float64 (n_queries,): 1 / (the largest DCG@k of each query: its
     labels' gains in decreasing order times the discounts, summed from the

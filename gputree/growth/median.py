@@ -34,6 +34,7 @@ median is implemented).
 import numba
 import numpy as np
 
+from .._cache_loading import cached_kernel
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends import splitset
 from ..backends.splitset import make_splitset
@@ -51,7 +52,7 @@ _random_bin = make_node_features(numba.njit(inline="always"))[2]
 TIE = 1e-12
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _prefix_abs_errors(seq, rank, sorted_y, wfix, inv_w, tree_w, tree_wy, weight_at, out):
     """out float64 (len(seq),) INOUT: += the absolute deviation of the rows
     seq[:i + 1] from their weighted median, for every i. seq int64 local row
@@ -109,7 +110,7 @@ def _prefix_abs_errors(seq, rank, sorted_y, wfix, inv_w, tree_w, tree_wy, weight
         out[i] += ((total_wy - wy_left) - median * wr) + (median * wl - wy_left)
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _feature_best_split(bins, nm, rank, sorted_y, wfix, inv_w, missing_bin, min_leaf,
                         min_wfix, one_bin):
     """Best threshold of one (node, feature): (children's absolute deviation
@@ -178,7 +179,7 @@ def _feature_best_split(bins, nm, rank, sorted_y, wfix, inv_w, missing_bin, min_
     return best, best_bin, best_ml
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _node_ranks(y, rows, starts, rank, sorted_y):
     """rank int64, sorted_y float64 (n_level_rows, O) OUT: within each node's
     segment of ``rows`` (int64, grouped by node; starts int64 (k + 1,)),
@@ -195,7 +196,7 @@ def _node_ranks(y, rows, starts, rank, sorted_y):
                 sorted_y[s + t, o] = values[order[t]]
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _node_bin_range(X, rows, f, missing_bin):
     """(lowest, highest) non-missing bin of feature f over ``rows`` (-1, -1
     when every value is missing), and whether a value is missing."""
@@ -212,14 +213,14 @@ def _node_bin_range(X, rows, f, missing_bin):
     return lo, hi, missing
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _constant(lo, hi, missing):
     """Whether a feature of node range lo, hi (_node_bin_range) is constant,
     as :mod:`gputree.backends.node_features` defines it."""
     return lo < 0 or (lo == hi and not missing)
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def soft_feature_limit(X, rows, starts, order, max_features, missing_bin, allowed):
     """scikit-learn's max_features soft limit (as
     :func:`gputree.backends.node_features` rules it, on the node's rows):
@@ -236,7 +237,7 @@ def soft_feature_limit(X, rows, starts, order, max_features, missing_bin, allowe
                 break
 
 
-@numba.njit(parallel=True, cache=True)
+@cached_kernel(parallel=True)
 def level_best_splits(X, y, wfix, inv_w, rows, starts, allowed, draws, missing_bin, min_leaf,
                       min_wfix, out_value, out_bin, out_missing_left, out_parent):
     """Every (node, feature)'s best split of one level.
@@ -288,7 +289,7 @@ def level_best_splits(X, y, wfix, inv_w, rows, starts, allowed, draws, missing_b
         out_value[j, f], out_bin[j, f], out_missing_left[j, f] = value, b, ml
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _prefix_abs_errors_all(rank, sorted_y, wfix, inv_w, out):
     """out (m,) INOUT: += prefix absolute deviations of the rows in row
     order, summed over outputs (the last entry: the whole node's)."""
@@ -302,7 +303,7 @@ def _prefix_abs_errors_all(rank, sorted_y, wfix, inv_w, out):
                            weight_at, out)
 
 
-@numba.njit(cache=True)
+@cached_kernel()
 def _split_bitsets(last_bin, missing_left, missing_bin, out):
     """out uint32 (k, BITSET_WORDS) OUT: bins 0 .. last_bin[j] go left, the
     missing bin too where missing_left[j]."""
