@@ -465,9 +465,11 @@ def test_lost_worker_aborts_the_fit(client, monkeypatch, estimator, level, victi
     module, owner, name = level
     owner = getattr(importlib.import_module(f"gputree.dask.{module}"), owner)
     calls, build = [], getattr(owner, name)
+    # one round a call, so that the third call starts the third tree
+    monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)
 
     def build_then_kill(self, *args, **kwargs):
-        if name != "call" or args[0] == "boost_round":
+        if name != "call" or args[0] == "boost_rounds":
             calls.append(1)
         if len(calls) == 3:
             worker = sorted(partitions._cluster_workers(client))[victim]
