@@ -284,11 +284,21 @@ def test_warm_start_on_the_workers(client, small_bin_subsample, monkeypatch, est
     trees on the workers) grows the one-machine warm-started model, which is
     the model of one fit of the final n_estimators; with weights, a row
     subsample (draws per round index) and, for the classifier, three
-    classes and validation rows on the workers."""
+    classes and validation rows on the workers. Two rounds a call: rounds
+    0-1, then 2-3 (the first continuing a fit whose last training score is
+    known) and 4, each round's scores as one machine's."""
     def refused(*args, **kwargs):
         raise AssertionError("y or the weights were gathered to the driver")
 
     monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 2)
+    rounds_calls, call = [], gd.worker_boosting.WorkerRowsBackend.call
+
+    def counted(self, method, *args, **kwargs):
+        if method == "boost_rounds":
+            rounds_calls.append(args[1])          # the rounds the call runs
+        return call(self, method, *args, **kwargs)
+    monkeypatch.setattr(gd.worker_boosting.WorkerRowsBackend, "call", counted)
     X, labels, target, weights = make_frame()
     classify = estimator == "classifier"
     local_class = gputree.GradientBoostingClassifier if classify else \
@@ -312,6 +322,7 @@ def test_warm_start_on_the_workers(client, small_bin_subsample, monkeypatch, est
     local.set_params(n_estimators=5).fit(X, y, sample_weight=weights, **fit)
     model.set_params(n_estimators=5).fit(dX, dy, sample_weight=dw, **dask_fit)
     assert model.n_iter_ == local.n_iter_ == 5
+    assert rounds_calls == [2, 2, 1]
     assert_same_model(model, local)
     np.testing.assert_array_equal(model.train_score_, local.train_score_)
     np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
@@ -465,9 +476,11 @@ def test_lost_worker_aborts_the_fit(client, monkeypatch, estimator, level, victi
     module, owner, name = level
     owner = getattr(importlib.import_module(f"gputree.dask.{module}"), owner)
     calls, build = [], getattr(owner, name)
+    # one round a call, so that the third call starts the third tree
+    monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)
 
     def build_then_kill(self, *args, **kwargs):
-        if name != "call" or args[0] == "boost_round":
+        if name != "call" or args[0] == "boost_rounds":
             calls.append(1)
         if len(calls) == 3:
             worker = sorted(partitions._cluster_workers(client))[victim]

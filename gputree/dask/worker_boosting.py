@@ -4,8 +4,9 @@ themselves.
 
 Every worker holds a :class:`gputree.dask.worker_rows.WorkerRows` actor with
 its rows (binned X, targets, weights, raw scores, gradients, statistics,
-positions). A round costs the driver one call per worker
-(:meth:`WorkerRows.boost_round`): the workers compute their gradients,
+positions). A round costs the driver at most one call per worker
+(:meth:`WorkerRows.boost_rounds`: several rounds a call where nothing is
+decided between them on the driver): the workers compute their gradients,
 combine the largest magnitudes that fix the fixed-point scale and the int64
 totals of their statistics among themselves, then grow each tree of the
 round together: every worker runs the one-machine grower, the workers
@@ -28,6 +29,7 @@ loss; the other configurations (``criterion="friedman_mse"``, custom
 objectives, ``extra_trees=True``) fit through :class:`gputree.dask.backend.DistributedBackend`.
 """
 import asyncio
+import collections
 
 import numpy as np
 
@@ -39,11 +41,16 @@ from .worker_rows import WorkerRows, order_free_total
 #: the random stream of boosting's rounds (gputree.estimators.boosting)
 _ROUND_STREAM = 0
 
+#: the most rounds one call to the workers runs (without early stopping or
+#: verbose output): between rounds the workers then wait for nobody, and the
+#: driver's call, its arguments and the trees' answer cost once per call
+ROUNDS_PER_CALL = 100
+
 
 class WorkerRowsBackend(DistributedBackend):
     """The :class:`WorkerRows` actors of a fit, called all at once
     (:meth:`call`); the rounds run on the workers
-    (:meth:`WorkerRows.boost_round`)."""
+    (:meth:`WorkerRows.boost_rounds`)."""
 
     def __init__(self, partitions, device, X_binned, targets, evaluation=None):
         super().__init__(partitions, device)
@@ -316,21 +323,37 @@ class WorkerResidentBoosting:
         tree, positions = super()._grow(*args)
         return tree, self._backend.to_host(positions)     # raw scores updated here
 
+    def _boost(self, train, validation, growth, early):
+        """The one-machine loop; where nothing is decided or shown between
+        rounds (no early stopping, no verbose output), the workers run up to
+        :data:`ROUNDS_PER_CALL` rounds a call (:meth:`_round`)."""
+        self._rounds_ahead = collections.deque()
+        self._rounds_per_call = 1 if early or self.verbose else ROUNDS_PER_CALL
+        try:
+            super()._boost(train, validation, growth, early)
+        finally:
+            del self._rounds_ahead, self._rounds_per_call
+
     def _round(self, it, train, validation, growth, pool, held_row_bytes):
-        """One round on the workers' rows (see the module docstring)."""
+        """One round on the workers' rows (see the module docstring): the
+        next of the rounds a call ran ahead, else a call for this round (and
+        the rounds after it where :meth:`_boost` allows)."""
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._round(it, train, validation, growth, pool, held_row_bytes)
-        loss = self._loss
-        quantile = ((getattr(loss, "alpha", 0.5), loss.name == "absolute_error")
-                    if loss.refits_leaves else None)
-        score_pending = self._scores["train"][-1] is None
-        trees, score, self._round_validation = backend.call(
-            "boost_round", it, self._seed, _ROUND_STREAM, self.subsample, backend.n_rows,
-            self.subsample >= 1 and train.unit_weights, self._groups, score_pending, train.data,
-            growth, self.colsample_bytree, self.learning_rate, backend.n_validation,
-            quantile)[0]
-        if score_pending:
+        ahead = self._rounds_ahead
+        if not ahead:
+            n_rounds = min(self._rounds_per_call, self.n_estimators - it)
+            loss = self._loss
+            quantile = ((getattr(loss, "alpha", 0.5), loss.name == "absolute_error")
+                        if loss.refits_leaves else None)
+            ahead.extend(backend.call(
+                "boost_rounds", it, n_rounds, self._seed, _ROUND_STREAM, self.subsample,
+                backend.n_rows, self.subsample >= 1 and train.unit_weights, self._groups,
+                self._scores["train"][-1] is None, train.data, growth, self.colsample_bytree,
+                self.learning_rate, backend.n_validation, quantile)[0])
+        trees, score, self._round_validation = ahead.popleft()
+        if score is not None:      # the training score of the raw scores the round started from
             self._scores["train"][-1] = -score / self._weight_total()
         self._trees.extend(trees)
 

@@ -238,6 +238,18 @@ class WorkerRows:
         self.sliced = SlicedHistograms(peers, index)
         self._exchanges = 0
 
+    def boost_rounds(self, first, n_rounds, seed, stream, subsample, n_total, unit, groups,
+                     score_pending, *rest):
+        """Rounds ``first`` .. ``first + n_rounds - 1`` (:meth:`boost_round`,
+        whose arguments follow ``n_rounds``; ``score_pending`` is the first
+        round's: each later round computes the training score it starts
+        from). Returns, on the first worker, every round's answer in order;
+        None on the others."""
+        answers = [self.boost_round(first + k, seed, stream, subsample, n_total, unit, groups,
+                                    score_pending or k > 0, *rest)
+                   for k in range(n_rounds)]
+        return answers if self.sliced.index == 0 else None
+
     def boost_round(self, it, seed, stream, subsample, n_total, unit, groups, score_pending,
                     data, growth, colsample_bytree, learning_rate, n_validation,
                     quantile=None):
