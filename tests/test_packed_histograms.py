@@ -42,6 +42,13 @@ def test_packed_histograms_add_exactly(seed):
     expected = start.copy()
     expected[:, 2:7] += piece                         # int64 wraps alike
     np.testing.assert_array_equal(total, expected)
+    # stored into other rows of another array on the way: out[rows] = start + piece
+    out = rng.integers(-5, 5, size=(9, 5, 17, 3))
+    kept = out.copy()
+    rows = np.array([7, 0, 3, 8, 1, 5])
+    add_packed(start[:, 2:7], packed, out, rows)
+    kept[rows] = start[:, 2:7] + piece
+    np.testing.assert_array_equal(out, kept)
 
 
 def test_packed_histograms_refuse_another_shape():

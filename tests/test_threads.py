@@ -307,3 +307,32 @@ def test_rows_copied_in_node_order_give_the_same_models(backend, monkeypatch, ma
         np.testing.assert_array_equal(got, expected)
     assert {dtype.itemsize for dtype, _ in copied} == {1 if max_bins <= 256 else 2}
     assert len({channels for _, channels in copied}) == 2     # boosting's and the forest's
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_pass_in_feature_slices_gives_each_slice_when_done_and_the_whole_pass(
+        backend, monkeypatch, threads):
+    """build_histograms_by_features (a pass per feature slice over rows
+    gathered once, cut for 1 or 3 threads, nodes cut into row blocks added
+    through private histograms): each slice equals the reference when its
+    ``done`` comes, in the order asked, and the whole equals the reference."""
+    rng = np.random.RandomState(threads)
+    n, n_features, n_bins = 3000, 7, 33
+    X_binned, stats, positions = _level(rng, n, n_features, n_bins, 4)
+    X_binned = np.ascontiguousarray(X_binned)
+    monkeypatch.setattr(histograms, "_plan_threads", lambda: threads)
+    monkeypatch.setattr(histograms, "parts_for", lambda work: threads)
+    monkeypatch.setattr(histograms, "_ROWS_PER_BIN", 1)
+    node_to_build = np.array([1, -1, 0, 2], np.int32)
+    expected = reference.build_histograms(X_binned, stats, positions, 3, node_to_build, 3,
+                                          n_bins)
+    bounds, seen = np.array([0, 2, 5, 7]), []
+
+    def done(s, hist):
+        seen.append(s)
+        part = slice(bounds[s], bounds[s + 1])
+        np.testing.assert_array_equal(hist[:, part], expected[:, part])
+    got = backend.build_histograms_by_features(X_binned, stats, positions, 3, node_to_build,
+                                               3, n_bins, bounds, [2, 0, 1], done)
+    assert seen == [2, 0, 1]
+    np.testing.assert_array_equal(got, expected)

@@ -215,6 +215,21 @@ class Backend(abc.ABC):
         return self.build_histograms(X_binned, stats, positions, level_start, node_to_build,
                                      n_build, n_bins, out=out)
 
+    def build_histograms_by_features(self, X_binned, stats, positions, level_start,
+                                     node_to_build, n_build, n_bins, bounds, order, done):
+        """build_histograms (a new hist int64 (n_build, F, n_bins, C)) in
+        slices of the features: slice s holds features [bounds[s],
+        bounds[s + 1]) (``bounds`` int64, ascending); ``done(s, hist)`` is
+        called as soon as slice s's histograms are complete, for the slices
+        of ``order`` in that order (so that a slice can travel while the
+        next is built; the features of later slices may not be built yet).
+        Returns hist. Here: the whole pass, then every ``done``."""
+        hist = self.build_histograms(X_binned, stats, positions, level_start, node_to_build,
+                                     n_build, n_bins)
+        for s in order:
+            done(s, hist)
+        return hist
+
     def start_row_partition(self, X_binned):
         """The rows of X_binned grouped by node for a best-first tree, all
         at the root (an object :meth:`split_node_rows` and

@@ -47,14 +47,20 @@ def pack(hist, buffer=None):
     return PackedHistograms(hist.shape, widths, data)
 
 
-def add_packed(total, packed):
+def add_packed(total, packed, out=None, rows=None):
     """total int64 (n_nodes, n_features, n_bins, n_channels) IN/OUT, any
-    strides: += the values of ``packed`` (of the same shape), exactly."""
+    strides: += the values of ``packed`` (of the same shape), exactly; or,
+    with ``out`` int64 (m, n_features, n_bins, n_channels) OUT and ``rows``
+    int64 (n_nodes,), out[rows[j]] = total[j] + packed's node j (total IN):
+    the sums stored without a pass of their own."""
     if tuple(total.shape) != packed.shape:
         raise ValueError(f"histograms of shape {packed.shape} cannot be added to "
                          f"histograms of shape {tuple(total.shape)}")
+    if out is None:
+        out, rows = total, np.arange(total.shape[0], dtype=np.int64)
     plane = packed.shape[1] * packed.shape[2]
-    _add_packed(total, packed.widths, _offsets(packed.widths, plane), packed.data,
+    _add_packed(total, out, np.asarray(rows, dtype=np.int64), packed.widths,
+                _offsets(packed.widths, plane), packed.data,
                 np.empty(packed.shape[2], dtype=np.uint64))
 
 
@@ -105,13 +111,16 @@ def _pack(hist, widths, offsets, data):
 
 
 @kernel_jit()
-def _add_packed(total, widths, offsets, data, bits):
-    """total int64 (n_nodes, F, B, C) IN/OUT += the sign-extended values of
-    the byte planes ``data`` uint8 IN (widths uint8 (n_nodes, C), offsets
-    int64 IN, as :func:`_pack`); bits uint64 (B,) scratch."""
+def _add_packed(total, out, rows, widths, offsets, data, bits):
+    """out[rows[j]] int64 (m, F, B, C) OUT = total[j] (int64 (n_nodes, F, B,
+    C) IN; ``out`` may be ``total`` with rows 0 .. n_nodes-1) + the
+    sign-extended values of the byte planes ``data`` uint8 IN (widths uint8
+    (n_nodes, C), offsets int64 IN, as :func:`_pack`); rows int64 IN; bits
+    uint64 (B,) scratch."""
     n_nodes, n_features, n_bins, n_channels = total.shape
     plane = n_features * n_bins
     for node in range(n_nodes):
+        row_out = rows[node]
         for c in range(n_channels):
             start = offsets[node * n_channels + c]
             width = widths[node, c]
@@ -127,4 +136,6 @@ def _add_packed(total, widths, offsets, data, bits):
                         bits[b] |= np.uint64(data[first + b]) << shift
                 for b in range(n_bins):
                     # the top byte's sign bit extended over the unused high bits
-                    total[node, f, b, c] += np.int64(bits[b] << unused) >> np.int64(unused)
+                    out[row_out, f, b, c] = (total[node, f, b, c]
+                                             + (np.int64(bits[b] << unused)
+                                                >> np.int64(unused)))

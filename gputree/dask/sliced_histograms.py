@@ -19,6 +19,7 @@ workers or fewer, every worker owns every feature: each sends the others its
 whole histograms and scans them all, so no exchange of best splits follows.
 """
 import concurrent.futures
+import pickle
 import threading
 
 import numpy as np
@@ -77,6 +78,7 @@ class SlicedHistograms:
     def receive(self, tag, sender, piece):
         """A peer's histograms of this worker's features for level ``tag``
         (runs on the worker's event loop: it only stores)."""
+        tag = tuple(tag) if isinstance(tag, list) else tag   # msgpack sends tuples as lists
         with self.arrived:
             self.inbox[(tag, int(sender))] = piece
             self.arrived.notify_all()
@@ -87,30 +89,41 @@ class SlicedHistograms:
             self.aborted = True
             self.arrived.notify_all()
 
-    def reduce(self, tag, rows, local):
-        """Send every peer its features of ``local`` int64 (len(rows), F,
-        n_bins, C), this worker's histograms of pool ``rows`` int32 (its
-        own features are overwritten by the sums), add the
-        peers' pieces to this worker's features and store the sums in the
-        pool's ``rows``. The sends are one-way and not waited for (a peer needs
-        them to answer the driver, who waits for every worker's answer):
-        their writes are checked as they finish (:meth:`_send`) and at the
-        end of the round (:meth:`settle`)."""
-        bounds, first, stop = self._own(local.shape[1])
-        # packed (copied): the peers' pieces can then be added into local in place
-        if self.whole:       # every peer gets all of local (a lone worker: nobody)
-            packed = pack(local) if len(self.peers) > 1 else None
-            pieces = [None if s == self.index else packed for s in range(len(self.peers))]
-        else:
-            pieces = [None if s == self.index else self._pack(s, local[:, bounds[s]:bounds[s + 1]])
-                      for s in range(len(self.peers))]
-        self._send(tag, pieces)
-        total = local[:, first:stop]
-        for sender in range(len(self.peers)):
-            if sender != self.index:
-                add_packed(total, self._take(tag, sender))
+    def reduce(self, tag, rows, n_features, build):
+        """Build this worker's histograms of pool ``rows`` int32 (all
+        ``n_features`` features) with ``build(bounds, order, done)``
+        (:meth:`Backend.build_histograms_by_features`'s last arguments, host
+        int64 (len(rows), F, n_bins, C) given to ``done``): each peer's
+        features first, sent to it as soon as they are built, so that they
+        travel while this worker builds the next slice, its own last. Then
+        the peers' pieces are added to this worker's features and the sums
+        stored in the pool's ``rows``. The sends are one-way and not waited
+        for (a peer needs them to answer the driver, who waits for every
+        worker's answer): their writes are checked as they finish
+        (:meth:`_send`) and at the end of the round (:meth:`settle`)."""
+        bounds, first, stop = self._own(n_features)
+        others = [s for s in range(len(self.peers)) if s != self.index]
+        built = []
+
+        def done(s, local):
+            built[:] = [local]
+            if self.whole:   # every peer gets all of it (a lone worker: nobody)
+                if others:
+                    packed = pack(local)
+                    self._send(tag, [None if p == self.index else packed
+                                     for p in range(len(self.peers))])
+            elif s != self.index:
+                # packed (copied): the peers' pieces can then be added into local in place
+                self._send_to(s, tag, self._pack(s, local[:, bounds[s]:bounds[s + 1]]))
+        build(bounds, [0] if self.whole else others + [self.index], done)
+        total = built[0][:, first:stop]
         self._ensure_rows(int(rows.max()) + 1, total.shape)
-        self.pool[rows] = total
+        if not others:
+            self.pool[rows] = total
+        for k, sender in enumerate(others):
+            # the first peer's piece added on the way into the pool, the others' there
+            add_packed(self.pool[rows] if k else total, self._take(tag, sender), self.pool,
+                       rows)
 
     def _pack(self, peer, hist):
         """``hist`` packed for slice ``peer`` into this worker's buffer for
@@ -124,9 +137,15 @@ class SlicedHistograms:
 
     def exchange(self, tag, value):
         """Every worker's ``value`` (node-sized), in slice order: this
-        worker's sent to every peer, the peers' received (all-gather)."""
-        self._send(tag, [value] * len(self.peers))
-        return [value if s == self.index else self._take(tag, s)
+        worker's sent to every peer, the peers' received (all-gather).
+        Sent pickled here, as bytes, which the message carries as they are
+        (distributed's serialization of a tuple of small arrays, an array a
+        frame, costs the event loop more than the pickle costs here)."""
+        if len(self.peers) == 1:
+            return [value]
+        self._send(tag, [pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)]
+                   * len(self.peers))
+        return [value if s == self.index else pickle.loads(self._take(tag, s))
                 for s in range(len(self.peers))]
 
     def _send(self, tag, pieces):
@@ -137,6 +156,11 @@ class SlicedHistograms:
         self._settle(wait=False)
         self.sent += [self._post(peer, tag, pieces[s])
                       for s, peer in enumerate(self.peers) if s != self.index]
+
+    def _send_to(self, s, tag, piece):
+        """:meth:`_send` of ``piece`` to slice ``s``'s worker only."""
+        self._settle(wait=False)
+        self.sent.append(self._post(self.peers[s], tag, piece))
 
     def _post(self, peer, tag, piece):
         """``peer.receive(tag, self.index, piece)``, the actor call that
@@ -152,7 +176,9 @@ class SlicedHistograms:
         from distributed.protocol import to_serialize
         written = concurrent.futures.Future()
         call = self.worker.rpc(peer._address)
-        args = [to_serialize(arg) for arg in (tag, self.index, piece)]
+        # the tag (a tuple of a str and an int, or an int) and the sender go
+        # as msgpack values, bytes as they are; other pieces serialized
+        args = [tag, self.index, piece if isinstance(piece, bytes) else to_serialize(piece)]
 
         async def post():
             try:

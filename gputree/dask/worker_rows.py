@@ -358,11 +358,19 @@ class WorkerRows:
         if rows.size:
             # built into rows 0..len(rows) - 1 (in the order of ``rows``), not
             # into pool rows: no histogram row that nothing is built into
-            compact = np.where(built, np.searchsorted(rows, node_to_build), -1)
-            hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
-                                            backend.asarray(compact.astype(node_to_build.dtype)),
-                                            rows.size, n_bins)
-            self.sliced.reduce(tag, rows, backend.to_host(hist))
+            compact = backend.asarray(np.where(built, np.searchsorted(rows, node_to_build),
+                                               -1).astype(node_to_build.dtype))
+            held = [None, None]       # the histograms, on the host (once)
+
+            def build(bounds, order, done):
+                def on_host(s, hist):
+                    if held[0] is not hist:
+                        held[:] = [hist, to_host(hist)]
+                    done(s, held[1])
+                backend.build_histograms_by_features(X, self.stats.stats, self.positions,
+                                                     level_start, compact, rows.size, n_bins,
+                                                     bounds, order, on_host)
+            self.sliced.reduce(tag, rows, X.shape[1], build)
         self.sliced.derive(backend, *derive)
         return self.sliced.scan(backend, *scan)
 

@@ -132,13 +132,54 @@ class CPUBackend(Backend):
         if hist is None:
             hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                             dtype=STAT_DTYPE)
+        level = self._level_rows(X_binned, positions, moves, stats, level_start, node_to_build,
+                                 hist, bin_counts is not None)
+        rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = level
+        feature_bins = _feature_bins(feature_bins, hist.shape)
+        if sparse is None:
+            histograms.histograms_of_rows(X_rows, stats_rows, rows, node_first, built_rows,
+                                          hist, n_add, feature_bins)
+        else:
+            sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
+                                           n_add, feature_bins, thread_count())
+        if n_add < hist.shape[3]:
+            histograms.copy_channel(hist, built_rows[0], n_add, bin_counts, feature_bins)
+        return hist
+
+    def build_histograms_by_features(self, X_binned, stats, positions, level_start,
+                                     node_to_build, n_build, n_bins, bounds, order, done):
+        """Backend.build_histograms_by_features: the level's rows gathered
+        once, then one pass a slice over its features (rows with sparse
+        bins: the whole pass first)."""
+        hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]), dtype=STAT_DTYPE)
+        no_move = np.empty(0, np.int32)
+        moves = (0, no_move, LeftSets.of_bitset(np.empty((0, 1), np.uint32)), no_move)
+        rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = self._level_rows(
+            X_binned, positions, moves, stats, level_start, node_to_build, hist, False)
+        feature_bins = _feature_bins(None, hist.shape)
+        if sparse is not None:
+            sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
+                                           n_add, feature_bins, thread_count())
+        for s in order:
+            if sparse is None:
+                histograms.histograms_of_rows(X_rows, stats_rows, rows, node_first, built_rows,
+                                              hist, n_add, feature_bins,
+                                              (int(bounds[s]), int(bounds[s + 1])))
+            done(s, hist)
+        return hist
+
+    def _level_rows(self, X_binned, positions, moves, stats, level_start, node_to_build, hist,
+                    with_bin_counts):
+        """The rows of a histogram pass (moved by ``moves`` first): (rows,
+        node_first, X_rows, stats_rows (:meth:`_rows_by_node`), built_rows
+        int64, n_add the channels added, the sparse rows or None)."""
         built = node_to_build >= 0
         built_rows = node_to_build[built].astype(np.int64)
         n_add = hist.shape[3]
         split_feature = moves[1]
         root = (built_rows.size == 1 and built[0] and level_start == 0
                 and split_feature.size == 0 and not positions.any())
-        if root and bin_counts is not None:
+        if root and with_bin_counts:
             n_add -= 1          # the root's count channel is a copy of bin_counts
         # (the sparse rows' pass reads every channel from stats)
         sparse = (self.binned.sparse(X_binned, hist.shape[2]) if n_add <= stats.shape[1]
@@ -152,16 +193,7 @@ class CPUBackend(Backend):
             node_first, rows, X_rows, stats_rows = self._rows_by_node(
                 X_binned, positions, moves, stats, level_start, node_to_build, built,
                 built_rows.size, sparse is None)
-        feature_bins = _feature_bins(feature_bins, hist.shape)
-        if sparse is None:
-            histograms.histograms_of_rows(X_rows, stats_rows, rows, node_first, built_rows,
-                                          hist, n_add, feature_bins)
-        else:
-            sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
-                                           n_add, feature_bins, thread_count())
-        if n_add < hist.shape[3]:
-            histograms.copy_channel(hist, built_rows[0], n_add, bin_counts, feature_bins)
-        return hist
+        return rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse
 
     def _identity_rows(self, X_binned):
         """int32 (n,) 0 .. n-1 for X_binned's rows: a buffer kept per binned

@@ -428,28 +428,34 @@ def _plan_threads():
 
 
 def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                       feature_bins):
+                       feature_bins, features=None):
     """The histograms (channels 0 .. n_add-1, the others zero; channels
     beyond stats' columns count rows, see :func:`_build_histograms`) of rows
     grouped by node (node j: rows ``rows[node_first[j]:node_first[j + 1]]``)
     into hist's rows built_rows[j] (overwritten on the cells of
     :func:`_feature_cells`, ``feature_bins`` int32 (F,)), cut by
     :func:`histogram_pieces` for numba's threads (a pass run on one
-    thread: a piece per node, :func:`_one_piece_per_node`)."""
-    n_threads, n_features = _plan_threads(), X_binned.shape[1]
+    thread: a piece per node, :func:`_one_piece_per_node`). ``features``
+    (first, stop): only those features' cells (None: every feature)."""
+    n_threads = _plan_threads()
+    first, stop = (0, X_binned.shape[1]) if features is None else features
+    n_features = stop - first
     work = rows.shape[0] * n_features
     if parts_for(work) == 1:
         _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                            feature_bins, work)
+                            feature_bins, work, first, stop)
         return
     feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
     pieces, extra, thread_pieces, thread_first = plan_pieces(
         node_first, built_rows, n_features, hist.shape[2], n_threads)
-    private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
+    pieces[:, 2:4] += first
+    # the private histograms of a slice are added on every feature: zeros beyond it
+    private = (np.empty if features is None else np.zeros)(
+        (int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     cut = _block_cut(hist, feature_bins, cells)
     compact = np.empty((n_threads if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
                        dtype=hist.dtype)
-    _build_histograms.run(rows.shape[0] * n_features, X_binned, stats, n_add, rows,
+    _build_histograms.run(work, X_binned, stats, n_add, rows,
                           pieces, thread_pieces, thread_first, hist, private, feature_bins,
                           cells, compact, cut)
     add_private(private, extra, built_rows, hist, feature_bins)
@@ -508,14 +514,15 @@ def _layout(feature_bins_bytes, hist_shape, itemsize):
 
 
 def _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                        feature_bins, work):
+                        feature_bins, work, first=0, stop=None):
     """histograms_of_rows on this thread, each node a piece (a pass that
     does not go to other threads gains nothing from pieces; cut, a node's
     blocks add into private histograms reduced afterwards)."""
     n_build, n_features = built_rows.shape[0], X_binned.shape[1]
     pieces = np.empty((n_build, 5), dtype=np.int64)
     pieces[:, 0], pieces[:, 1] = node_first[:-1], node_first[1:]
-    pieces[:, 2], pieces[:, 3], pieces[:, 4] = 0, n_features, built_rows
+    pieces[:, 2], pieces[:, 3] = first, n_features if stop is None else stop
+    pieces[:, 4] = built_rows
     feature_bins, cells, cut = _layout(feature_bins.tobytes(), hist.shape, hist.itemsize)
     compact = np.empty((1 if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
                        dtype=hist.dtype)
