@@ -4,46 +4,20 @@ backend primitives and numpy), field for field: ties of priority between
 leaves, min_samples_leaf / min_child_weight / gamma,
 max_depth with max_leaf_nodes, missing values, categorical subsets beyond
 bin 255, several outputs."""
-import dataclasses
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import gputree
+from compiled_steps import assert_same_trees, fit_both
 from gputree.backends.cpu import bestfirst_step
-from gputree.backends.cpu.backend import CPUBackend
 
 
 def _fit_both(monkeypatch, make, X, y):
     """(trees grown with the compiled step, trees grown with the general
     step, compiled steps taken)."""
-    calls = []
-    step = bestfirst_step.BestFirstSteps.step
-
-    def counted(self, pool):
-        calls.append(1)
-        return step(self, pool)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(bestfirst_step.BestFirstSteps, "step", counted)
-        compiled = make().fit(X, y)._trees
-    with monkeypatch.context() as patch:
-        patch.setattr(CPUBackend, "best_first_steps", lambda self, *args: None)
-        general = make().fit(X, y)._trees
-    return compiled, general, len(calls)
-
-
-def _assert_same_trees(compiled, general):
-    assert len(compiled) == len(general)
-    for a, b in zip(compiled, general):
-        for field in dataclasses.fields(a):
-            x, y = getattr(a, field.name), getattr(b, field.name)
-            if isinstance(x, np.ndarray):
-                assert x.dtype == y.dtype, field.name
-                np.testing.assert_array_equal(x, y, err_msg=field.name)
-            else:
-                assert x == y, field.name
+    return fit_both(monkeypatch, make, X, y, bestfirst_step.BestFirstSteps, "step",
+                    "best_first_steps")
 
 
 def _data(n=3000, seed=0):
@@ -74,7 +48,7 @@ def test_regression_trees_equal_the_general_steps(monkeypatch, params):
     compiled, general, n_steps = _fit_both(monkeypatch, _boost("GradientBoostingRegressor",
                                                                **params), X, y)
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
     if params.get("max_depth"):
         assert max(t.max_depth for t in compiled) == params["max_depth"]
 
@@ -94,7 +68,7 @@ def test_tied_priorities_split_the_older_leaf_first(monkeypatch):
     gains = compiled[0].gain[compiled[0].feature >= 0]
     assert np.unique(gains).size < gains.size          # a tie of priorities was decided
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
 
 
 def test_categorical_subsets_and_missing_values(monkeypatch):
@@ -113,7 +87,7 @@ def test_categorical_subsets_and_missing_values(monkeypatch):
     compiled, general, n_steps = _fit_both(monkeypatch, make, X, y.astype(int))
     assert n_steps > 0
     assert any((t.cat_n_words > 0).any() for t in compiled)     # subsets past bin 255
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
 
 
 def test_multiclass_trees_equal_the_general_steps(monkeypatch):
@@ -122,7 +96,7 @@ def test_multiclass_trees_equal_the_general_steps(monkeypatch):
     compiled, general, n_steps = _fit_both(
         monkeypatch, _boost("GradientBoostingClassifier", max_leaf_nodes=9), X, classes)
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
 
 
 def test_a_pool_grown_during_the_tree(monkeypatch):
@@ -135,4 +109,4 @@ def test_a_pool_grown_during_the_tree(monkeypatch):
         monkeypatch, _boost("GradientBoostingRegressor", max_leaf_nodes=60,
                             min_samples_leaf=1), X, y)
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)

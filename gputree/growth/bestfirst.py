@@ -133,14 +133,7 @@ class _BestFirstGrowth(_TreeGrowth):
         return self.backend.best_first_steps(
             self.root_totals.shape[0], self.data.X_binned.shape[1], self.n_words, limits,
             growth.max_leaf_nodes, growth.max_depth, int(layout[LAYOUT_COUNT_CHANNEL]),
-            int(layout[LAYOUT_N_OUTPUTS]), self._scan_constants())
-
-    def _scan_constants(self):
-        """The split scan's constants of the tree (find_best_splits' arguments but
-        the histograms and which features are scanned)."""
-        constants = self.constants
-        return (constants["n_bins_non_missing"], constants["is_categorical"],
-                self.data.missing_bin, *self.criterion_inputs())
+            int(layout[LAYOUT_N_OUTPUTS]), self.scan_constants())
 
     def _grow_compiled(self, steps):
         """As :meth:`_grow`, each step one call of ``steps`` (the backend's
@@ -246,15 +239,8 @@ class _BestFirstGrowth(_TreeGrowth):
     def _scans_directly(self):
         """Whether a step's histogram and scan may skip the level-wise
         grower's plan (:meth:`_scan_planned`): a backend with a row
-        partition and host arrays, whose histogram pass overwrites its rows
-        and whose scan derives the larger child, and a tree with no
-        constraints and nothing drawn (every feature, the best thresholds)."""
-        backend, growth = self.backend, self.growth
-        n_features = self.data.X_binned.shape[1]
-        return (self.rows is not None and backend.xp is np and backend.derives_in_scan
-                and backend.overwrites_built_rows and self.constrained is None
-                and not growth.random_thresholds
-                and not (growth.max_features and growth.max_features < n_features))
+        partition (and as :meth:`scans_directly`)."""
+        return self.rows is not None and self.scans_directly()
 
     def _scan_planned(self, level_start, level_totals, candidates, hist_row, plan):
         """As the level-wise grower's; where :meth:`_scans_directly`, a
