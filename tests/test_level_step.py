@@ -4,6 +4,8 @@ backend primitives and numpy), field for field: ties of gain between
 features, min_samples_leaf / min_child_weight / gamma, max_depth, missing
 values, categorical subsets beyond bin 255, several outputs, ranking, a
 histogram pool grown during the tree."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,11 +13,17 @@ import pytest
 import gputree
 from compiled_steps import assert_same_trees, fit_both
 from gputree.backends.cpu import level_step
+from gputree.backends.cpu.backend import CPUBackend
 
 
 def _fit_both(monkeypatch, make, X, y, **fit_args):
     """(trees grown with the compiled levels, trees grown with the general
-    levels, compiled levels taken)."""
+    levels, compiled levels taken); the compiled levels asked for by every
+    estimator (by default only the ranker asks)."""
+    cls = type(make())
+    growth_params = cls._growth_params
+    monkeypatch.setattr(cls, "_growth_params", lambda self: dataclasses.replace(
+        growth_params(self), compiled_levels=True))
     return fit_both(monkeypatch, make, X, y, level_step.LevelSteps, "level_step",
                     "level_steps", **fit_args)
 
@@ -111,3 +119,17 @@ def test_a_pool_grown_during_the_tree(monkeypatch):
         monkeypatch, _boost("GradientBoostingRegressor", max_depth=9, min_samples_leaf=1), X, y)
     assert n_levels > 0
     assert_same_trees(compiled, general)
+
+
+def test_only_the_ranker_asks_for_the_compiled_levels(monkeypatch):
+    """The classifier's and regressor's first fit does not compile the
+    level kernel; the ranker's fits take it."""
+    asked = []
+    monkeypatch.setattr(CPUBackend, "level_steps", lambda self, *args: asked.append(1))
+    X, y = _data(n=500)
+    _boost("GradientBoostingRegressor", max_depth=3)().fit(X, y)
+    _boost("GradientBoostingClassifier", max_depth=3)().fit(X, y > 0)
+    assert not asked
+    _boost("GradientBoostingRanker", max_depth=3)().fit(X, np.clip(np.round(y), 0, 3),
+                                                        group=[100] * 5)
+    assert asked

@@ -134,12 +134,13 @@ class _TreeGrowth:
 
     def _compiled_levels(self, root_totals):
         """The backend's compiled levels for this tree
-        (:meth:`gputree.backends.base.Backend.level_steps`) where a level
-        needs no plan of its own (:meth:`scans_directly`), the criterion is
-        Newton's and no leaf budget applies, else None."""
+        (:meth:`gputree.backends.base.Backend.level_steps`) where the growth
+        asks for them (``compiled_levels``), a level needs no plan of its own
+        (:meth:`scans_directly`), the criterion is Newton's and no leaf
+        budget applies, else None."""
         layout, growth = self.stats.layout, self.growth
-        if (not self.scans_directly() or layout[LAYOUT_KIND] != KIND_NEWTON
-                or growth.max_leaf_nodes):
+        if (not growth.compiled_levels or not self.scans_directly()
+                or layout[LAYOUT_KIND] != KIND_NEWTON or growth.max_leaf_nodes):
             return None
         limits = (growth.min_samples_split, 2 * growth.min_samples_leaf,
                   2 * growth.min_weight_leaf, growth.min_split_gain)
