@@ -5,6 +5,7 @@ compiled best-first step and level."""
 import dataclasses
 
 import numpy as np
+import pandas as pd
 
 from gputree.backends.cpu.backend import CPUBackend
 
@@ -40,3 +41,26 @@ def assert_same_trees(compiled, general):
                 np.testing.assert_array_equal(x, y, err_msg=field.name)
             else:
                 assert x == y, field.name
+
+
+def many_categories(n=5000, seed=2):
+    """(X DataFrame: a categorical feature "c" of 700 categories (left sets
+    past bin 255) and a numerical "x", both with missing values; binary y)."""
+    rng = np.random.RandomState(seed)
+    codes = rng.randint(0, 700, n).astype(float)
+    effect = rng.normal(size=700)
+    X = pd.DataFrame({"c": pd.Categorical(codes, categories=np.arange(700.0)),
+                      "x": rng.normal(size=n)})
+    X.loc[rng.rand(n) < 0.05, "c"] = np.nan
+    X.loc[rng.rand(n) < 0.05, "x"] = np.nan
+    y = (effect[codes.astype(int)] + 0.3 * X["x"].fillna(0) + rng.normal(0, 0.5, n) > 0)
+    return X, y.astype(int)
+
+
+def regression_data(n=3000, seed=0):
+    """(X float64 (n, 5) with 8% missing values, y float64 (n,))."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, 5))
+    X[rng.rand(n, 5) < 0.08] = np.nan
+    y = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(0, 0.3, n)
+    return X, y

@@ -7,11 +7,10 @@ histogram pool grown during the tree."""
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import gputree
-from compiled_steps import assert_same_trees, fit_both
+from compiled_steps import assert_same_trees, fit_both, many_categories, regression_data
 from gputree.backends.cpu import level_step
 from gputree.backends.cpu.backend import CPUBackend
 
@@ -28,14 +27,6 @@ def _fit_both(monkeypatch, make, X, y, **fit_args):
                     "level_steps", **fit_args)
 
 
-def _data(n=3000, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, 5))
-    X[rng.rand(n, 5) < 0.08] = np.nan
-    y = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(0, 0.3, n)
-    return X, y
-
-
 def _boost(estimator, **params):
     settings = dict(n_estimators=4, device="cpu", random_state=0, early_stopping=False)
     settings.update(params)
@@ -50,7 +41,7 @@ def _boost(estimator, **params):
     dict(max_depth=12, min_samples_leaf=1, subsample=0.7),
 ])
 def test_regression_trees_equal_the_general_levels(monkeypatch, params):
-    X, y = _data()
+    X, y = regression_data()
     compiled, general, n_levels = _fit_both(
         monkeypatch, _boost("GradientBoostingRegressor", **params), X, y)
     assert n_levels > 0
@@ -60,7 +51,7 @@ def test_regression_trees_equal_the_general_levels(monkeypatch, params):
 
 def test_tied_gains_take_the_first_feature(monkeypatch):
     """Two copies of a feature tie in every node: the first is taken."""
-    X, y = _data(seed=5)
+    X, y = regression_data(seed=5)
     X = np.column_stack([X[:, 0], X[:, 0], X[:, 1]])
     compiled, general, n_levels = _fit_both(
         monkeypatch, _boost("GradientBoostingRegressor", max_depth=4), X, y)
@@ -72,24 +63,17 @@ def test_tied_gains_take_the_first_feature(monkeypatch):
 def test_categorical_subsets_and_missing_values(monkeypatch):
     """A categorical feature of 700 categories (left sets past bin 255,
     words beyond the bitset) with missing values, classification."""
-    rng = np.random.RandomState(2)
-    codes = rng.randint(0, 700, 5000).astype(float)
-    effect = rng.normal(size=700)
-    X = pd.DataFrame({"c": pd.Categorical(codes, categories=np.arange(700.0)),
-                      "x": rng.normal(size=5000)})
-    X.loc[rng.rand(5000) < 0.05, "c"] = np.nan
-    X.loc[rng.rand(5000) < 0.05, "x"] = np.nan
-    y = (effect[codes.astype(int)] + 0.3 * X["x"].fillna(0) + rng.normal(0, 0.5, 5000) > 0)
+    X, y = many_categories()
     make = _boost("GradientBoostingClassifier", max_depth=5, min_data_per_group=5,
                   cat_smooth=2.0)
-    compiled, general, n_levels = _fit_both(monkeypatch, make, X, y.astype(int))
+    compiled, general, n_levels = _fit_both(monkeypatch, make, X, y)
     assert n_levels > 0
     assert any((t.cat_n_words > 0).any() for t in compiled)     # subsets past bin 255
     assert_same_trees(compiled, general)
 
 
 def test_multiclass_trees_equal_the_general_levels(monkeypatch):
-    X, y = _data(seed=3)
+    X, y = regression_data(seed=3)
     classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
     compiled, general, n_levels = _fit_both(
         monkeypatch, _boost("GradientBoostingClassifier", max_depth=4), X, classes)
@@ -114,7 +98,7 @@ def test_a_pool_grown_during_the_tree(monkeypatch):
     levels hand its rows out (the last scan's outputs kept across)."""
     from gputree.growth import histogram_pool
     monkeypatch.setattr(histogram_pool, "_POOL_RESERVE_BYTES", 0)
-    X, y = _data(seed=4)
+    X, y = regression_data(seed=4)
     compiled, general, n_levels = _fit_both(
         monkeypatch, _boost("GradientBoostingRegressor", max_depth=9, min_samples_leaf=1), X, y)
     assert n_levels > 0
@@ -126,7 +110,7 @@ def test_only_the_ranker_asks_for_the_compiled_levels(monkeypatch):
     level kernel; the ranker's fits take it."""
     asked = []
     monkeypatch.setattr(CPUBackend, "level_steps", lambda self, *args: asked.append(1))
-    X, y = _data(n=500)
+    X, y = regression_data(n=500)
     _boost("GradientBoostingRegressor", max_depth=3)().fit(X, y)
     _boost("GradientBoostingClassifier", max_depth=3)().fit(X, y > 0)
     assert not asked

@@ -31,7 +31,7 @@ import numpy as np
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends.splitset import left_set, left_sets
 from ..criteria import KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_KIND, LAYOUT_N_OUTPUTS
-from .levelwise import _TreeGrowth, start_tree
+from .levelwise import _TreeGrowth, compiled_table, start_tree
 from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
 
 
@@ -158,11 +158,7 @@ class _BestFirstGrowth(_TreeGrowth):
                 backend.build_node_histogram(self.rows, X, stats, built_node, built_row,
                                              pool.hist, **cells)
                 steps.scan(pool.hist, n_rows, n_scan)
-        pool.reserve(0, steps.touched)
-        totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
-        table = NodeTable.of_nodes(totals, depth, parent)
-        table.record_level(feature, left_sets(bitset, words), gain, missing_left)
-        return table
+        return compiled_table(steps, pool)
 
     def _step(self, table, level_start, impurity, depth, parent_row):
         """Scan the new nodes ``level_start`` (and ``+ 1``, but for the

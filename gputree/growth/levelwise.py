@@ -202,11 +202,7 @@ class _TreeGrowth:
                                               steps.node_to_build[:n_level], n_build,
                                               data.n_bins, pool.hist, **cells)
             steps.scan(pool.hist, n_rows, n_scan)
-        pool.reserve(0, steps.touched)
-        totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
-        table = NodeTable.of_nodes(totals, depth, parent)
-        table.record_level(feature, left_sets(bitset, words), gain, missing_left)
-        return table
+        return compiled_table(steps, pool)
 
     def _values(self, totals):
         """float64 (n_nodes,) output 0's value of nodes with host int64 ``totals``."""
@@ -383,6 +379,17 @@ class _TreeGrowth:
                           "split_words": sets.words, "split_start": sets.start,
                           "split_n_words": sets.n_words, "left_child": left_child}
         self.partition_start = level_start
+
+
+def compiled_table(steps, pool):
+    """The NodeTable of a tree the backend's compiled ``steps`` grew
+    (:meth:`gputree.backends.base.Backend.level_steps` or ``best_first_steps``),
+    with the rows they handed out of ``pool`` counted there."""
+    pool.reserve(0, steps.touched)
+    totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
+    table = NodeTable.of_nodes(totals, depth, parent)
+    table.record_level(feature, left_sets(bitset, words), gain, missing_left)
+    return table
 
 
 def level_splits(found, accept, split_nodes, n_level, n_words):

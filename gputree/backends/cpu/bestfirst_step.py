@@ -58,8 +58,9 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
     rows the scan reads."""
     for i in range(state[_N_SCANNED]):
         row, node = scan_rows[i], scan_nodes[i]
-        g = take_best(gain, missing_left, bitset, left, words, row, node, best_feature,
-                      best_bitset, best_words, best_gain, best_missing_left, best_left)
+        g = split_scan.take_best(gain, missing_left, bitset, left, words, row, node,
+                                 best_feature, best_bitset, best_words, best_gain,
+                                 best_missing_left, best_left)
         if np.isfinite(g) and g > limits[_MIN_GAIN]:
             waiting[node], priority[node], hist_row[node] = 1, g, row
         else:
@@ -125,25 +126,6 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
             left[r, :, :] = 0
     state[_N_SCANNED] = n_scan
     out[N_SCAN], out[SCAN_ROWS] = n_scan, last
-
-
-@ir_inline
-def take_best(gain, missing_left, bitset, left, words, row, node, best_feature, best_bitset,
-              best_words, best_gain, best_missing_left, best_left):
-    """Store the best split of the scan's ``row`` (the largest gain, the
-    first on ties: :func:`split_scan.best_feature`) as ``node``'s in the
-    best_* node arrays (OUT); returns its gain."""
-    best = split_scan.best_feature(gain, row)
-    g = gain[row, best]
-    best_feature[node], best_gain[node] = best, g
-    best_missing_left[node] = missing_left[row, best]
-    for k in range(bitset.shape[2]):
-        best_bitset[node, k] = bitset[row, best, k]
-    for k in range(best_words.shape[1]):
-        best_words[node, k] = words[row, best, k]
-    for k in range(left.shape[2]):
-        best_left[node, k] = left[row, best, k]
-    return g
 
 
 @ir_inline

@@ -3,7 +3,7 @@ level (:mod:`gputree.growth.levelwise`) on the CPU, with the Newton
 criterion, no leaf budget and nothing drawn or constrained.
 
 The call takes, of the level's nodes just scanned, each one's best split
-(as the best-first step: :func:`gputree.backends.cpu.bestfirst_step.take_best`),
+(:func:`gputree.backends.cpu.split_scan.take_best`),
 accepts those of a finite gain above ``min_split_gain``, appends their
 children to the node arrays (totals, depth, parent; the children of the
 level's splits in the order of their parents, left then right), writes the
@@ -22,7 +22,8 @@ import numpy as np
 from ..._dtypes import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
 from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
-from .bestfirst_step import _MIN_GAIN, _N_NODES, _TOUCHED, BestFirstSteps, may_split, take_best
+from .bestfirst_step import _MIN_GAIN, _N_NODES, _TOUCHED, BestFirstSteps, may_split
+from .split_scan import take_best
 
 cache_numba_cpu_kernels(__file__)
 
