@@ -4,54 +4,19 @@ backend primitives and numpy), field for field: ties of priority between
 leaves, min_samples_leaf / min_child_weight / gamma,
 max_depth with max_leaf_nodes, missing values, categorical subsets beyond
 bin 255, several outputs."""
-import dataclasses
-
 import numpy as np
-import pandas as pd
 import pytest
 
 import gputree
+from compiled_steps import assert_same_trees, fit_both, many_categories, regression_data
 from gputree.backends.cpu import bestfirst_step
-from gputree.backends.cpu.backend import CPUBackend
 
 
 def _fit_both(monkeypatch, make, X, y):
     """(trees grown with the compiled step, trees grown with the general
     step, compiled steps taken)."""
-    calls = []
-    step = bestfirst_step.BestFirstSteps.step
-
-    def counted(self, pool):
-        calls.append(1)
-        return step(self, pool)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(bestfirst_step.BestFirstSteps, "step", counted)
-        compiled = make().fit(X, y)._trees
-    with monkeypatch.context() as patch:
-        patch.setattr(CPUBackend, "best_first_steps", lambda self, *args: None)
-        general = make().fit(X, y)._trees
-    return compiled, general, len(calls)
-
-
-def _assert_same_trees(compiled, general):
-    assert len(compiled) == len(general)
-    for a, b in zip(compiled, general):
-        for field in dataclasses.fields(a):
-            x, y = getattr(a, field.name), getattr(b, field.name)
-            if isinstance(x, np.ndarray):
-                assert x.dtype == y.dtype, field.name
-                np.testing.assert_array_equal(x, y, err_msg=field.name)
-            else:
-                assert x == y, field.name
-
-
-def _data(n=3000, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, 5))
-    X[rng.rand(n, 5) < 0.08] = np.nan
-    y = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(0, 0.3, n)
-    return X, y
+    return fit_both(monkeypatch, make, X, y, bestfirst_step.BestFirstSteps, "step",
+                    "best_first_steps")
 
 
 def _boost(estimator, **params):
@@ -70,11 +35,11 @@ def _boost(estimator, **params):
     dict(max_leaf_nodes=200, min_samples_leaf=1, subsample=0.7),
 ])
 def test_regression_trees_equal_the_general_steps(monkeypatch, params):
-    X, y = _data()
+    X, y = regression_data()
     compiled, general, n_steps = _fit_both(monkeypatch, _boost("GradientBoostingRegressor",
                                                                **params), X, y)
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
     if params.get("max_depth"):
         assert max(t.max_depth for t in compiled) == params["max_depth"]
 
@@ -94,35 +59,28 @@ def test_tied_priorities_split_the_older_leaf_first(monkeypatch):
     gains = compiled[0].gain[compiled[0].feature >= 0]
     assert np.unique(gains).size < gains.size          # a tie of priorities was decided
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
 
 
 def test_categorical_subsets_and_missing_values(monkeypatch):
     """A categorical feature of 700 categories (left sets past bin 255,
     words beyond the bitset) with missing values, classification."""
-    rng = np.random.RandomState(2)
-    codes = rng.randint(0, 700, 5000).astype(float)
-    effect = rng.normal(size=700)
-    X = pd.DataFrame({"c": pd.Categorical(codes, categories=np.arange(700.0)),
-                      "x": rng.normal(size=5000)})
-    X.loc[rng.rand(5000) < 0.05, "c"] = np.nan
-    X.loc[rng.rand(5000) < 0.05, "x"] = np.nan
-    y = (effect[codes.astype(int)] + 0.3 * X["x"].fillna(0) + rng.normal(0, 0.5, 5000) > 0)
+    X, y = many_categories()
     make = _boost("GradientBoostingClassifier", max_leaf_nodes=31, min_data_per_group=5,
                   cat_smooth=2.0)
-    compiled, general, n_steps = _fit_both(monkeypatch, make, X, y.astype(int))
+    compiled, general, n_steps = _fit_both(monkeypatch, make, X, y)
     assert n_steps > 0
     assert any((t.cat_n_words > 0).any() for t in compiled)     # subsets past bin 255
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
 
 
 def test_multiclass_trees_equal_the_general_steps(monkeypatch):
-    X, y = _data(seed=3)
+    X, y = regression_data(seed=3)
     classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
     compiled, general, n_steps = _fit_both(
         monkeypatch, _boost("GradientBoostingClassifier", max_leaf_nodes=9), X, classes)
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)
 
 
 def test_a_pool_grown_during_the_tree(monkeypatch):
@@ -130,9 +88,9 @@ def test_a_pool_grown_during_the_tree(monkeypatch):
     steps hand its rows out (the last scan's outputs kept across)."""
     from gputree.growth import histogram_pool
     monkeypatch.setattr(histogram_pool, "_POOL_RESERVE_BYTES", 0)
-    X, y = _data(seed=4)
+    X, y = regression_data(seed=4)
     compiled, general, n_steps = _fit_both(
         monkeypatch, _boost("GradientBoostingRegressor", max_leaf_nodes=60,
                             min_samples_leaf=1), X, y)
     assert n_steps > 0
-    _assert_same_trees(compiled, general)
+    assert_same_trees(compiled, general)

@@ -247,6 +247,15 @@ class Backend(abc.ABC):
         takes each step with the primitives."""
         return None
 
+    def level_steps(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
+                    n_outputs, scan):
+        """The compiled levels of a level-wise tree, with the Newton
+        criterion, no leaf budget and nothing drawn or constrained (an
+        object as :class:`gputree.backends.cpu.level_step.LevelSteps`, whose
+        docstring says the arguments), or None (the default): the grower
+        plans each level with the primitives."""
+        return None
+
     def split_node_rows(self, partition, X_binned, node, feature, split_sets):
         """Move the rows of ``node`` in ``partition`` (:meth:`start_row_partition`)
         to its children, the next two node ids: to the first the rows whose

@@ -8,6 +8,8 @@ targets, so every round's gradients are one per-query pass on the fit's
 device. A validation split (``validation_fraction``) and ``subsample`` draw
 whole queries.
 """
+from dataclasses import replace
+
 import numpy as np
 
 from ..data.queries import query_layout, query_weights, relevance_labels
@@ -95,6 +97,10 @@ class GradientBoostingRanker(_OneOutputBoosting):
     _row_sample_weight = False
     #: ranking trees split and take leaves by the Newton step
     criterion = "newton"
+
+    def _growth_params(self):
+        # long fits: the backend's compiled levels pay their compile back
+        return replace(super()._growth_params(), compiled_levels=True)
 
     def __init__(self, loss="lambdarank", learning_rate=0.1, n_estimators=100, max_depth=6,
                  max_leaf_nodes=None, min_samples_leaf=20, min_child_weight=1e-3,

@@ -31,7 +31,7 @@ import numpy as np
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends.splitset import left_set, left_sets
 from ..criteria import KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_KIND, LAYOUT_N_OUTPUTS
-from .levelwise import _TreeGrowth, start_tree
+from .levelwise import _TreeGrowth, compiled_table, start_tree
 from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
 
 
@@ -133,14 +133,7 @@ class _BestFirstGrowth(_TreeGrowth):
         return self.backend.best_first_steps(
             self.root_totals.shape[0], self.data.X_binned.shape[1], self.n_words, limits,
             growth.max_leaf_nodes, growth.max_depth, int(layout[LAYOUT_COUNT_CHANNEL]),
-            int(layout[LAYOUT_N_OUTPUTS]), self._scan_constants())
-
-    def _scan_constants(self):
-        """The split scan's constants of the tree (find_best_splits' arguments but
-        the histograms and which features are scanned)."""
-        constants = self.constants
-        return (constants["n_bins_non_missing"], constants["is_categorical"],
-                self.data.missing_bin, *self.criterion_inputs())
+            int(layout[LAYOUT_N_OUTPUTS]), self.scan_constants())
 
     def _grow_compiled(self, steps):
         """As :meth:`_grow`, each step one call of ``steps`` (the backend's
@@ -165,11 +158,7 @@ class _BestFirstGrowth(_TreeGrowth):
                 backend.build_node_histogram(self.rows, X, stats, built_node, built_row,
                                              pool.hist, **cells)
                 steps.scan(pool.hist, n_rows, n_scan)
-        pool.reserve(0, steps.touched)
-        totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
-        table = NodeTable.of_nodes(totals, depth, parent)
-        table.record_level(feature, left_sets(bitset, words), gain, missing_left)
-        return table
+        return compiled_table(steps, pool)
 
     def _step(self, table, level_start, impurity, depth, parent_row):
         """Scan the new nodes ``level_start`` (and ``+ 1``, but for the
@@ -246,15 +235,8 @@ class _BestFirstGrowth(_TreeGrowth):
     def _scans_directly(self):
         """Whether a step's histogram and scan may skip the level-wise
         grower's plan (:meth:`_scan_planned`): a backend with a row
-        partition and host arrays, whose histogram pass overwrites its rows
-        and whose scan derives the larger child, and a tree with no
-        constraints and nothing drawn (every feature, the best thresholds)."""
-        backend, growth = self.backend, self.growth
-        n_features = self.data.X_binned.shape[1]
-        return (self.rows is not None and backend.xp is np and backend.derives_in_scan
-                and backend.overwrites_built_rows and self.constrained is None
-                and not growth.random_thresholds
-                and not (growth.max_features and growth.max_features < n_features))
+        partition (and as :meth:`scans_directly`)."""
+        return self.rows is not None and self.scans_directly()
 
     def _scan_planned(self, level_start, level_totals, candidates, hist_row, plan):
         """As the level-wise grower's; where :meth:`_scans_directly`, a

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._dtypes import NODE_DTYPE, extension_words
 from ..backends.splitset import left_sets
+from ..criteria import KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_KIND, LAYOUT_N_OUTPUTS
 from ..tree import LeftSets
 from .histogram_pool import HistogramPool
 from .policy import (NodeTable, accept_splits, counts_and_weights, feature_order, finish_tree,
@@ -94,6 +95,11 @@ class _TreeGrowth:
         """(TreeArrays, positions int32 (n_samples,) on the backend)."""
         growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
         root_totals, impurity = self._root()
+        steps = self._compiled_levels(root_totals[0])
+        if steps is not None:
+            table = self._grow_compiled(steps, root_totals, impurity)
+            return finish_tree(self.backend, table, self.data, self.stats,
+                               self.criterion_inputs()), self.positions
         table = NodeTable(root_totals[0])
         level_start, n_level, previous, n_leaves = 0, 1, None, 1
         for depth in range(growth.max_depth + 1):
@@ -125,6 +131,78 @@ class _TreeGrowth:
         if self.constrained is not None:
             self.constrained.clip_values(tree.value)
         return tree, self.positions
+
+    def _compiled_levels(self, root_totals):
+        """The backend's compiled levels for this tree
+        (:meth:`gputree.backends.base.Backend.level_steps`) where the growth
+        asks for them (``compiled_levels``), a level needs no plan of its own
+        (:meth:`scans_directly`), the criterion is Newton's and no leaf
+        budget applies, else None."""
+        layout, growth = self.stats.layout, self.growth
+        if (not growth.compiled_levels or not self.scans_directly()
+                or layout[LAYOUT_KIND] != KIND_NEWTON or growth.max_leaf_nodes):
+            return None
+        limits = (growth.min_samples_split, 2 * growth.min_samples_leaf,
+                  2 * growth.min_weight_leaf, growth.min_split_gain)
+        return self.backend.level_steps(
+            root_totals.shape[0], self.data.X_binned.shape[1], self.n_words, limits,
+            growth.max_depth, int(layout[LAYOUT_COUNT_CHANNEL]), int(layout[LAYOUT_N_OUTPUTS]),
+            self.scan_constants())
+
+    def scans_directly(self):
+        """Whether the histograms and the scan may skip the general plan
+        (:meth:`_scan_planned`): a backend with host arrays whose histogram
+        pass overwrites its rows and whose scan derives the larger child, and
+        a tree with no constraints and nothing drawn (every feature, the best
+        thresholds)."""
+        backend, growth = self.backend, self.growth
+        n_features = self.data.X_binned.shape[1]
+        return (backend.xp is np and backend.derives_in_scan
+                and backend.overwrites_built_rows and self.constrained is None
+                and not growth.random_thresholds
+                and not (growth.max_features and growth.max_features < n_features))
+
+    def scan_constants(self):
+        """The split scan's constants of the tree (find_best_splits' arguments but
+        the histograms and which features are scanned)."""
+        constants = self.constants
+        return (constants["n_bins_non_missing"], constants["is_categorical"],
+                self.data.missing_bin, *self.criterion_inputs())
+
+    def _grow_compiled(self, steps, root_totals, impurity):
+        """The tree's levels, each one call of ``steps`` (the backend's
+        :meth:`~gputree.backends.base.Backend.level_steps`) between the row
+        move with the histogram pass and the scan: the general levels' calls
+        in the same order, the same tree. Returns the tree's NodeTable."""
+        backend, pool, data = self.backend, self.pool, self.data
+        X, stats, cells = data.X_binned, self.stats.stats, self._cells()
+        row = -1
+        if splittable(root_totals, impurity, 0, self.growth, self.stats.layout,
+                      self.stats.inv_scale).size:
+            row = int(pool.take(1)[0])
+            pool.rows_to_zero()         # not zeroed: the histogram pass overwrites them
+        steps.start_level(root_totals[0], row, pool)
+        if row >= 0:
+            none = np.empty(0, dtype=NODE_DTYPE)
+            self._build(0, 1, {"node_to_build": np.array([row], dtype=NODE_DTYPE),
+                               "zero_rows": none}, derive=False)
+            steps.scan(pool.hist, row + 1, 1)
+        level_start, n_level = 0, 1
+        while True:
+            n_split, n_scan, n_build, n_rows = steps.level_step(pool).tolist()
+            if n_split == 0:
+                break
+            feature, bitset, words, left_child = steps.level_splits(n_level)
+            moves = (level_start, feature, left_sets(bitset, words), left_child)
+            if n_scan == 0:
+                backend.update_positions(X, self.positions, *moves)
+                break
+            level_start, n_level = level_start + n_level, 2 * n_split
+            backend.move_and_build_histograms(X, self.positions, moves, stats, level_start,
+                                              steps.node_to_build[:n_level], n_build,
+                                              data.n_bins, pool.hist, **cells)
+            steps.scan(pool.hist, n_rows, n_scan)
+        return compiled_table(steps, pool)
 
     def _values(self, totals):
         """float64 (n_nodes,) output 0's value of nodes with host int64 ``totals``."""
@@ -301,6 +379,17 @@ class _TreeGrowth:
                           "split_words": sets.words, "split_start": sets.start,
                           "split_n_words": sets.n_words, "left_child": left_child}
         self.partition_start = level_start
+
+
+def compiled_table(steps, pool):
+    """The NodeTable of a tree the backend's compiled ``steps`` grew
+    (:meth:`gputree.backends.base.Backend.level_steps` or ``best_first_steps``),
+    with the rows they handed out of ``pool`` counted there."""
+    pool.reserve(0, steps.touched)
+    totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
+    table = NodeTable.of_nodes(totals, depth, parent)
+    table.record_level(feature, left_sets(bitset, words), gain, missing_left)
+    return table
 
 
 def level_splits(found, accept, split_nodes, n_level, n_words):

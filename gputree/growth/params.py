@@ -97,6 +97,11 @@ class GrowthParams:
     constraints: object = None     # boosting: constraints.TreeConstraints
     #: boosting: LightGBM's categorical search; None: CART's exact one
     categorical: CategoricalSearch = None
+    #: level-wise growth may take the backend's compiled levels
+    #: (Backend.level_steps; the same trees, less host work a level), whose
+    #: kernel compiles once per machine in about 1.5 s more of the first fit:
+    #: asked for by the long fits of the ranker only
+    compiled_levels: bool = False
 
     def criterion_params(self):
         params = np.zeros(PARAMS_SIZE, dtype=FLOAT_DTYPE)

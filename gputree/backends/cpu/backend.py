@@ -26,8 +26,8 @@ from ..formulas import measure_of
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
-from . import (bestfirst_step, binning, histograms, lean_gather, partition, predict, ranking,
-               sparse_rows, split_scan)
+from . import (bestfirst_step, binning, histograms, lean_gather, level_step, partition,
+               predict, ranking, sparse_rows, split_scan)
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
 
@@ -255,6 +255,12 @@ class CPUBackend(Backend):
         return bestfirst_step.BestFirstSteps(n_channels, n_features, n_words, limits, budget,
                                              max_depth, count_channel, n_outputs, scan,
                                              (_scan_scratch, _scan_outputs))
+
+    def level_steps(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
+                    n_outputs, scan):
+        return level_step.LevelSteps(n_channels, n_features, n_words, limits, max_depth,
+                                     count_channel, n_outputs, scan,
+                                     (_scan_scratch, _scan_outputs))
 
     def split_node_rows(self, partition, X_binned, node, feature, split_sets):
         partition.split(self.binned.columns(X_binned), node, feature, split_sets)

@@ -58,16 +58,9 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
     rows the scan reads."""
     for i in range(state[_N_SCANNED]):
         row, node = scan_rows[i], scan_nodes[i]
-        best = split_scan.best_feature(gain, row)
-        g = gain[row, best]
-        best_feature[node], best_gain[node] = best, g
-        best_missing_left[node] = missing_left[row, best]
-        for k in range(bitset.shape[2]):
-            best_bitset[node, k] = bitset[row, best, k]
-        for k in range(best_words.shape[1]):
-            best_words[node, k] = words[row, best, k]
-        for k in range(left.shape[2]):
-            best_left[node, k] = left[row, best, k]
+        g = split_scan.take_best(gain, missing_left, bitset, left, words, row, node,
+                                 best_feature, best_bitset, best_words, best_gain,
+                                 best_missing_left, best_left)
         if np.isfinite(g) and g > limits[_MIN_GAIN]:
             waiting[node], priority[node], hist_row[node] = 1, g, row
         else:
@@ -101,8 +94,8 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
     parent[child], parent[child + 1] = node, node
     parent_row = hist_row[node]
     hist_row[node] = -1
-    count0, may0 = _may_split(totals, child, d, state, limits, inv)
-    count1, may1 = _may_split(totals, child + 1, d, state, limits, inv)
+    count0, may0 = may_split(totals, child, d, state, limits, inv)
+    count1, may1 = may_split(totals, child + 1, d, state, limits, inv)
     if not (may0 or may1):
         in_use[parent_row] = False
         return
@@ -136,7 +129,7 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
 
 
 @ir_inline
-def _may_split(totals, node, d, state, limits, inv):
+def may_split(totals, node, d, state, limits, inv):
     """(count, whether ``node`` may split) by the Newton criterion's rules
     of :func:`gputree.growth.policy.splittable` (its count and weight as
     :func:`gputree.growth.policy.counts_and_weights`)."""

@@ -85,6 +85,25 @@ def best_feature(gain, n):
     return best
 
 
+@ir_inline
+def take_best(gain, missing_left, bitset, left, words, row, node, best_features,
+              best_bitset, best_words, best_gain, best_missing_left, best_left):
+    """Store the best split of the scan's ``row`` (the largest gain, the
+    first on ties: :func:`best_feature`) as ``node``'s in the
+    best_* node arrays (OUT); returns its gain."""
+    best = best_feature(gain, row)
+    g = gain[row, best]
+    best_features[node], best_gain[node] = best, g
+    best_missing_left[node] = missing_left[row, best]
+    for k in range(bitset.shape[2]):
+        best_bitset[node, k] = bitset[row, best, k]
+    for k in range(best_words.shape[1]):
+        best_words[node, k] = words[row, best, k]
+    for k in range(left.shape[2]):
+        best_left[node, k] = left[row, best, k]
+    return g
+
+
 @kernel_jit()
 def best_per_node(gain, missing_left, bitset, left, words, feature, best_gain, best_missing_left,
                   best_bitset, best_left, best_words):
@@ -94,16 +113,8 @@ def best_per_node(gain, missing_left, bitset, left, words, feature, best_gain, b
     on ties (or the first NaN, as numpy's argmax), and that feature's
     results in the best_* arrays OUT."""
     for n in range(gain.shape[0]):
-        best = best_feature(gain, n)
-        feature[n] = best
-        best_gain[n] = gain[n, best]
-        best_missing_left[n] = missing_left[n, best]
-        for k in range(bitset.shape[2]):
-            best_bitset[n, k] = bitset[n, best, k]
-        for k in range(left.shape[2]):
-            best_left[n, k] = left[n, best, k]
-        for k in range(words.shape[2]):
-            best_words[n, k] = words[n, best, k]
+        take_best(gain, missing_left, bitset, left, words, n, n, feature, best_bitset,
+                  best_words, best_gain, best_missing_left, best_left)
 
 
 def _node_summaries(totals, layout, inv, params, values, impurity):
