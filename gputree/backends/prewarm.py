@@ -55,7 +55,8 @@ def enabled():
 
 
 def manifest():
-    """{profile name: {"estimator", "params", "kernels": [[address, signature]]}}."""
+    """{profile name: {"estimator", "params", "kernels": [[address, signature]],
+    "seconds": [each kernel's compile seconds, as recorded]}}."""
     try:
         with open(MANIFEST_FILE) as handle:
             return json.load(handle)
@@ -111,16 +112,18 @@ def profile_of(estimator, args, kwargs):
     return None
 
 
+def _cached(dispatcher, signature):
+    """Whether numba's cache index holds ``dispatcher``'s kernel for ``signature``."""
+    cache = dispatcher._cache
+    key = cache._index_key(signature, dispatcher.targetctx.codegen())
+    return key in cache._cache_file._load_index()
+
+
 def _cold(kernels):
     """Whether the cache lacks one of the last kernels of a profile (its
     prediction's: the helper compiles those first)."""
-    for address, signature in kernels[-2:]:
-        dispatcher = resolve(address)
-        cache = dispatcher._cache
-        key = cache._index_key(parse_signature(signature), dispatcher.targetctx.codegen())
-        if key not in cache._cache_file._load_index():
-            return True
-    return False
+    return not all(_cached(resolve(address), parse_signature(signature))
+                   for address, signature in kernels[-2:])
 
 
 def _spare_core():
@@ -177,17 +180,23 @@ def _stop(helper):
 
 
 def compile_profile(profile, parent_pid=None):
-    """Compile ``profile``'s kernels, last first, skipping any another process
-    holds; stop when ``parent_pid`` is gone. Returns the addresses compiled
-    or loaded."""
+    """Compile ``profile``'s kernels in :func:`helper_order`, skipping any
+    another process holds or the cache already has; stop when
+    ``parent_pid`` is gone. Returns the addresses compiled."""
     shared_compiles._state["never_wait"] = True
     shared_compiles.cooperate()
+    entry = manifest()[profile]
+    kernels = entry["kernels"]
     done = []
-    for address, signature in reversed(manifest()[profile]["kernels"]):
+    for i in helper_order(entry.get("seconds") or [1.0] * len(kernels)):
         if parent_pid is not None and os.getppid() != parent_pid:
             break
+        address, signature = kernels[i]
         try:
-            resolve(address).compile(parse_signature(signature))
+            dispatcher, sig = resolve(address), parse_signature(signature)
+            if _cached(dispatcher, sig):     # the fit's: loading it would only take its core
+                continue
+            dispatcher.compile(sig)
             done.append(address)
         except shared_compiles.Busy:
             pass
@@ -200,14 +209,54 @@ def compile_profile(profile, parent_pid=None):
     return done
 
 
+#: seconds from the fit's start until the helper compiles (its start and
+#: imports) while the fit compiles its binning, which no profile lists
+HELPER_LAG_S = 0.5
+
+
+def simulate(seconds, order, lag=HELPER_LAG_S):
+    """Seconds until a fit that compiles kernels 0, 1, ... (``seconds[i]``
+    each; waiting for one the helper is compiling, skipping one it has
+    done) and a helper that starts ``lag`` later and compiles ``order``
+    (skipping what the fit holds or has done) have every kernel compiled."""
+    owner, finish = {}, {}
+    fit_t, helper_t, queue = 0.0, lag, list(order)
+    for i, cost in enumerate(seconds):
+        # the helper takes its next kernels while it is ahead of the fit
+        while queue and helper_t <= fit_t:
+            j = queue.pop(0)
+            if j not in owner:
+                owner[j], helper_t = "helper", helper_t + seconds[j]
+                finish[j] = helper_t
+        if owner.get(i) == "helper":
+            fit_t = max(fit_t, finish[i])
+            continue
+        owner[i], fit_t = "fit", fit_t + cost
+    return fit_t
+
+
+def helper_order(seconds):
+    """The helper's order (indexes into a profile's kernels, which the fit
+    compiles first to last) with the shortest :func:`simulate` time of
+    these: last to first, or one kernel first and then the others last to
+    first (a long kernel in the middle, which the fit would otherwise wait
+    for)."""
+    backwards = list(range(len(seconds)))[::-1]
+    candidates = [backwards] + [[j] + [i for i in backwards if i != j] for j in backwards]
+    return min(candidates, key=lambda order: simulate(seconds, order))
+
+
 # ------------------------------------------------------------- recording
 
 
 def record(fit):
-    """Run ``fit()`` and return the kernels it used ([address, signature] in
-    first-use order; the cache may be warm or cold)."""
-    from numba.core import caching
-    used = []
+    """Run ``fit()`` and return (the kernels it used: [address, signature]
+    in first-use order; the compile seconds of each: the compiling thread's
+    CPU seconds, nested compiles included, 0.0 for one loaded from a warm
+    cache)."""
+    import time
+    from numba.core import caching, event
+    used, seconds, started = [], {}, []
     original = caching.Cache.load_overload
 
     def load_overload(self, sig, target_context):
@@ -218,12 +267,26 @@ def record(fit):
                 used.append(entry)
         return original(self, sig, target_context)
 
+    class Timer(event.Listener):
+        def on_start(self, ev):
+            started.append(time.thread_time())
+
+        def on_end(self, ev):
+            spent = time.thread_time() - started.pop()
+            function = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if not started and function is not None:
+                key = address_of(function)
+                seconds[key] = seconds.get(key, 0.0) + spent
+
     caching.Cache.load_overload = load_overload
+    timer = Timer()
+    event.register("numba:compile", timer)
     try:
         fit()
     finally:
         caching.Cache.load_overload = original
-    return used
+        event.unregister("numba:compile", timer)
+    return used, [round(seconds.get(address, 0.0), 2) for address, _ in used]
 
 
 class _Stop(Exception):
