@@ -180,32 +180,38 @@ def _stop(helper):
 
 
 def compile_profile(profile, parent_pid=None):
-    """Compile ``profile``'s kernels in :func:`helper_order`, skipping any
-    another process holds or the cache already has; stop when
-    ``parent_pid`` is gone. Returns the addresses compiled."""
+    """Compile ``profile``'s kernels in :func:`helper_order`; stop when
+    ``parent_pid`` is gone, or when the helper, going backwards, meets a
+    kernel the cache holds or another process is compiling (the fit, which
+    compiles first to last, has done the ones before it: resolving them
+    would import their modules, seconds of a core the fit's trees use).
+    Returns the addresses compiled."""
     shared_compiles._state["never_wait"] = True
     shared_compiles.cooperate()
     entry = manifest()[profile]
     kernels = entry["kernels"]
     done = []
-    for i in helper_order(entry.get("seconds") or [1.0] * len(kernels)):
+    order = helper_order(entry.get("seconds") or [1.0] * len(kernels))
+    for position, i in enumerate(order):
         if parent_pid is not None and os.getppid() != parent_pid:
             break
         address, signature = kernels[i]
         try:
             dispatcher, sig = resolve(address), parse_signature(signature)
-            if _cached(dispatcher, sig):     # the fit's: loading it would only take its core
+            if not _cached(dispatcher, sig):
+                dispatcher.compile(sig)
+                done.append(address)
                 continue
-            dispatcher.compile(sig)
-            done.append(address)
         except shared_compiles.Busy:
             pass
         except _Stop:
             break
         except Exception:            # the fit compiles what the helper could not
-            pass
+            continue
         finally:
             shared_compiles.release_all()
+        if position > 0:             # met the fit going backwards
+            break
     return done
 
 
