@@ -148,4 +148,46 @@ def test_each_profile_uses_exactly_its_recorded_kernels(tmp_path):
         result = subprocess.run([sys.executable, "-m", "gputree.estimators.compile_profiles", "--record",
                                  profile], env=env, capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout.strip().splitlines()[-1]) == recorded[profile], profile
+        entry = json.loads(result.stdout.strip().splitlines()[-1])
+        for key in ("estimator", "params", "kernels"):
+            assert entry[key] == recorded[profile][key], (profile, key)
+        # seconds: one per kernel, measured on an empty cache (a kernel compiles)
+        seconds = recorded[profile]["seconds"]
+        assert len(seconds) == len(entry["kernels"]) and min(seconds) > 0, profile
+
+
+def _brute_force_best(seconds):
+    """The shortest simulated time over every order of the helper (small n)."""
+    import itertools
+    return min(prewarm.simulate(seconds, list(order))
+               for order in itertools.permutations(range(len(seconds))))
+
+
+@pytest.mark.parametrize("seconds", [[1.0, 1.0, 4.0, 1.0, 1.0], [0.2, 1.5, 0.5, 4.0, 0.3, 0.6],
+                                     [1.0] * 6, [3.0, 0.5, 0.5, 0.5, 0.5]])
+def test_the_helpers_order_is_never_worse_than_last_to_first(seconds):
+    backwards = list(range(len(seconds)))[::-1]
+    order = prewarm.helper_order(seconds)
+    assert sorted(order) == list(range(len(seconds)))
+    best = prewarm.simulate(seconds, order)
+    assert best <= prewarm.simulate(seconds, backwards)
+    # two workers can do no better than half the work, nor than the fit's own lag
+    assert best >= max(seconds) and best >= (sum(seconds) + prewarm.HELPER_LAG_S) / 2 - 1e-9
+    # and for these, as short as the best of every order of the helper
+    assert best == pytest.approx(_brute_force_best(seconds))
+
+
+def test_a_long_kernel_in_the_middle_goes_to_the_helper_first():
+    """Last to first, the helper would start the long kernel when the fit is
+    about to need it, and the fit would wait for all of it."""
+    seconds = [1.0, 1.0, 4.0, 1.0, 1.0]
+    backwards = [4, 3, 2, 1, 0]
+    assert prewarm.helper_order(seconds)[0] == 2
+    assert prewarm.simulate(seconds, prewarm.helper_order(seconds)) < \
+        prewarm.simulate(seconds, backwards)
+
+
+def test_simulate_without_a_helper_task_is_the_fits_own_sum():
+    """A helper that starts after the fit is done compiles nothing."""
+    seconds = [0.5, 2.0, 1.0]
+    assert prewarm.simulate(seconds, [2, 1, 0], lag=10.0) == pytest.approx(sum(seconds))

@@ -1,11 +1,14 @@
 """Background compile of a first fit: while a fit that finds numba's cache
 cold compiles its kernels in the order it meets them, one helper process
-(this module run with ``python -m``) compiles the same fit's kernels from
-the last one backwards into the same cache, so that the two meet in the
-middle and each kernel is compiled once (:mod:`.shared_compiles`: the fit
-waits for a kernel the helper is compiling and loads it from the cache; the
-helper skips one the fit is compiling). On two cores the compiles of a first
-fit take about half as long.
+(this module run with ``python -m``) compiles the same fit's kernels into
+the same cache: first the one whose early start shortens the whole most
+(the split scan, 40% of a profile's compile seconds, which the fit would
+otherwise wait for; :func:`helper_order` from the recorded seconds), then
+from the last one backwards, so that the two meet in the middle and each
+kernel is compiled once (:mod:`.shared_compiles`: the fit waits for a
+kernel the helper is compiling and loads it from the cache; the helper
+stops where it meets the fit). On two cores the compiles of a first fit
+take a little over half as long.
 
 What a fit compiles comes from :data:`MANIFEST_FILE`, recorded from real
 fits (:func:`record`; ``python -m gputree.estimators.compile_profiles`` writes it):
@@ -55,7 +58,8 @@ def enabled():
 
 
 def manifest():
-    """{profile name: {"estimator", "params", "kernels": [[address, signature]]}}."""
+    """{profile name: {"estimator", "params", "kernels": [[address, signature]],
+    "seconds": [each kernel's compile seconds, as recorded]}}."""
     try:
         with open(MANIFEST_FILE) as handle:
             return json.load(handle)
@@ -111,16 +115,18 @@ def profile_of(estimator, args, kwargs):
     return None
 
 
+def _cached(dispatcher, signature):
+    """Whether numba's cache index holds ``dispatcher``'s kernel for ``signature``."""
+    cache = dispatcher._cache
+    key = cache._index_key(signature, dispatcher.targetctx.codegen())
+    return key in cache._cache_file._load_index()
+
+
 def _cold(kernels):
     """Whether the cache lacks one of the last kernels of a profile (its
     prediction's: the helper compiles those first)."""
-    for address, signature in kernels[-2:]:
-        dispatcher = resolve(address)
-        cache = dispatcher._cache
-        key = cache._index_key(parse_signature(signature), dispatcher.targetctx.codegen())
-        if key not in cache._cache_file._load_index():
-            return True
-    return False
+    return not all(_cached(resolve(address), parse_signature(signature))
+                   for address, signature in kernels[-2:])
 
 
 def _spare_core():
@@ -177,37 +183,89 @@ def _stop(helper):
 
 
 def compile_profile(profile, parent_pid=None):
-    """Compile ``profile``'s kernels, last first, skipping any another process
-    holds; stop when ``parent_pid`` is gone. Returns the addresses compiled
-    or loaded."""
+    """Compile ``profile``'s kernels in :func:`helper_order`; stop when
+    ``parent_pid`` is gone, or when the helper, going backwards, meets a
+    kernel the cache holds or another process is compiling (the fit, which
+    compiles first to last, has done the ones before it: resolving them
+    would import their modules, seconds of a core the fit's trees use).
+    Returns the addresses compiled."""
     shared_compiles._state["never_wait"] = True
     shared_compiles.cooperate()
+    entry = manifest()[profile]
+    kernels = entry["kernels"]
     done = []
-    for address, signature in reversed(manifest()[profile]["kernels"]):
+    order = helper_order(entry.get("seconds") or [1.0] * len(kernels))
+    for position, i in enumerate(order):
         if parent_pid is not None and os.getppid() != parent_pid:
             break
+        address, signature = kernels[i]
         try:
-            resolve(address).compile(parse_signature(signature))
-            done.append(address)
+            dispatcher, sig = resolve(address), parse_signature(signature)
+            if not _cached(dispatcher, sig):
+                dispatcher.compile(sig)
+                done.append(address)
+                continue
         except shared_compiles.Busy:
             pass
         except _Stop:
             break
         except Exception:            # the fit compiles what the helper could not
-            pass
+            continue
         finally:
             shared_compiles.release_all()
+        if position > 0:             # met the fit going backwards
+            break
     return done
+
+
+#: seconds from the fit's start until the helper compiles (its start and
+#: imports) while the fit compiles its binning, which no profile lists
+HELPER_LAG_S = 0.5
+
+
+def simulate(seconds, order, lag=HELPER_LAG_S):
+    """Seconds until a fit that compiles kernels 0, 1, ... (``seconds[i]``
+    each; waiting for one the helper is compiling, skipping one it has
+    done) and a helper that starts ``lag`` later and compiles ``order``
+    (skipping what the fit holds or has done) have every kernel compiled."""
+    owner, finish = {}, {}
+    fit_t, helper_t, queue = 0.0, lag, list(order)
+    for i, cost in enumerate(seconds):
+        # the helper takes its next kernels while it is ahead of the fit
+        while queue and helper_t <= fit_t:
+            j = queue.pop(0)
+            if j not in owner:
+                owner[j], helper_t = "helper", helper_t + seconds[j]
+                finish[j] = helper_t
+        if owner.get(i) == "helper":
+            fit_t = max(fit_t, finish[i])
+            continue
+        owner[i], fit_t = "fit", fit_t + cost
+    return fit_t
+
+
+def helper_order(seconds):
+    """The helper's order (indexes into a profile's kernels, which the fit
+    compiles first to last) with the shortest :func:`simulate` time of
+    these: last to first, or one kernel first and then the others last to
+    first (a long kernel in the middle, which the fit would otherwise wait
+    for)."""
+    backwards = list(range(len(seconds)))[::-1]
+    candidates = [backwards] + [[j] + [i for i in backwards if i != j] for j in backwards]
+    return min(candidates, key=lambda order: simulate(seconds, order))
 
 
 # ------------------------------------------------------------- recording
 
 
 def record(fit):
-    """Run ``fit()`` and return the kernels it used ([address, signature] in
-    first-use order; the cache may be warm or cold)."""
-    from numba.core import caching
-    used = []
+    """Run ``fit()`` and return (the kernels it used: [address, signature]
+    in first-use order; the compile seconds of each: the compiling thread's
+    CPU seconds, nested compiles included, 0.0 for one loaded from a warm
+    cache)."""
+    import time
+    from numba.core import caching, event
+    used, seconds, started = [], {}, []
     original = caching.Cache.load_overload
 
     def load_overload(self, sig, target_context):
@@ -218,12 +276,26 @@ def record(fit):
                 used.append(entry)
         return original(self, sig, target_context)
 
+    class Timer(event.Listener):
+        def on_start(self, ev):
+            started.append(time.thread_time())
+
+        def on_end(self, ev):
+            spent = time.thread_time() - started.pop()
+            function = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if not started and function is not None:
+                key = address_of(function)
+                seconds[key] = seconds.get(key, 0.0) + spent
+
     caching.Cache.load_overload = load_overload
+    timer = Timer()
+    event.register("numba:compile", timer)
     try:
         fit()
     finally:
         caching.Cache.load_overload = original
-    return used
+        event.unregister("numba:compile", timer)
+    return used, [round(seconds.get(address, 0.0), 2) for address, _ in used]
 
 
 class _Stop(Exception):

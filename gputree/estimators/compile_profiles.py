@@ -1,7 +1,8 @@
 """The estimator profiles whose first fit compiles in the background
 (:mod:`gputree.backends.prewarm`), and their recording: each profile's fit
-in a fresh process on one new cache, with no helper, lists the kernels it
-uses; ``python -m gputree.estimators.compile_profiles`` writes them to the
+in a fresh process on a new cache, with no helper, lists the kernels it
+uses and the seconds each took to compile (the helper's order is computed
+from them); ``python -m gputree.estimators.compile_profiles`` writes them to the
 manifest (after a change of which kernels a fit uses; ``tests/test_prewarm.py``
 fails until then).
 """
@@ -47,10 +48,11 @@ def record_profile(profile, dtype="float32"):
     X, y = profile_data(regression, dtype=dtype)
     kept = {key: value for key, value in estimator.get_params(deep=False).items()
             if key not in prewarm.FREE_PARAMETERS}
-    kernels = prewarm.record(lambda: estimator.fit(X, y))
+    kernels, seconds = prewarm.record(lambda: estimator.fit(X, y))
     # binning meets X's dtype first: the fit compiles it before a helper is up
-    kernels = [entry for entry in kernels if not entry[0].startswith(_BINNING)]
-    return dict(estimator=name, params=kept, kernels=kernels)
+    kept_kernels = [i for i, entry in enumerate(kernels) if not entry[0].startswith(_BINNING)]
+    return dict(estimator=name, params=kept, kernels=[kernels[i] for i in kept_kernels],
+                seconds=[seconds[i] for i in kept_kernels])
 
 
 _BINNING = "gputree.backends.cpu.binning:"
@@ -58,13 +60,14 @@ _RECORD_FREE = {"max_depth": 8}
 
 
 def write_manifest(profiles=tuple(PROFILES)):
-    """Record every profile (each in a fresh process, on one new cache, with
-    no helper) and write ``prewarm.MANIFEST_FILE``."""
+    """Record every profile (each in a fresh process on a new, empty cache,
+    so that each kernel's compile seconds are measured, with no helper) and
+    write ``prewarm.MANIFEST_FILE``."""
     import tempfile
     recorded = {}
-    with tempfile.TemporaryDirectory(prefix="gputree-prewarm-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, **{prewarm.ENV: "0"})
-        for profile in profiles:
+    for profile in profiles:
+        with tempfile.TemporaryDirectory(prefix="gputree-prewarm-") as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache, **{prewarm.ENV: "0"})
             result = subprocess.run([sys.executable, "-m", __spec__.name, "--record", profile],
                                     env=env, capture_output=True, text=True, check=True)
             recorded[profile] = json.loads(result.stdout.strip().splitlines()[-1])
