@@ -7,6 +7,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+import gputree
+
 from gputree.backends.cpu.backend import CPUBackend
 
 
@@ -64,3 +66,41 @@ def regression_data(n=3000, seed=0):
     X[rng.rand(n, 5) < 0.08] = np.nan
     y = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(0, 0.3, n)
     return X, y
+
+
+def check_categorical_subsets(fit_both_steps, make):
+    """Compiled and general steps (``fit_both_steps(make, X, y)``) grow the
+    same trees on :func:`many_categories`, with subsets past bin 255."""
+    X, y = many_categories()
+    compiled, general, n_calls = fit_both_steps(make, X, y)
+    assert n_calls > 0
+    assert any((t.cat_n_words > 0).any() for t in compiled)     # subsets past bin 255
+    assert_same_trees(compiled, general)
+
+
+def check_multiclass(fit_both_steps, make):
+    """Compiled and general steps grow the same trees for three classes."""
+    X, y = regression_data(seed=3)
+    classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    compiled, general, n_calls = fit_both_steps(make, X, classes)
+    assert n_calls > 0
+    assert_same_trees(compiled, general)
+
+
+def check_pool_grown_during_the_tree(fit_both_steps, make, monkeypatch):
+    """A histogram pool that reserves no rows up front grows while the
+    compiled steps hand its rows out (the last scan's outputs kept across)."""
+    from gputree.growth import histogram_pool
+    monkeypatch.setattr(histogram_pool, "_POOL_RESERVE_BYTES", 0)
+    X, y = regression_data(seed=4)
+    compiled, general, n_calls = fit_both_steps(make, X, y)
+    assert n_calls > 0
+    assert_same_trees(compiled, general)
+
+
+def boosting(estimator, **params):
+    """``make``: a callable giving a 4-round CPU boosting ``estimator``
+    (a gputree class name) with ``params``."""
+    settings = dict(n_estimators=4, device="cpu", random_state=0, early_stopping=False)
+    settings.update(params)
+    return lambda: getattr(gputree, estimator)(**settings)

@@ -2,13 +2,13 @@
 grows the trees of the general step (gputree/growth/bestfirst.py, a step of
 backend primitives and numpy), field for field: ties of priority between
 leaves, min_samples_leaf / min_child_weight / gamma,
-max_depth with max_leaf_nodes, missing values, categorical subsets beyond
-bin 255, several outputs."""
+max_depth with max_leaf_nodes, missing values; categorical subsets beyond
+bin 255, several outputs and a histogram pool grown during the tree in
+test_compiled_steps.py."""
 import numpy as np
 import pytest
 
-import gputree
-from compiled_steps import assert_same_trees, fit_both, many_categories, regression_data
+from compiled_steps import assert_same_trees, boosting, fit_both, regression_data
 from gputree.backends.cpu import bestfirst_step
 
 
@@ -20,10 +20,8 @@ def _fit_both(monkeypatch, make, X, y):
 
 
 def _boost(estimator, **params):
-    settings = dict(n_estimators=4, grow_policy="lossguide", max_depth=None, device="cpu",
-                    random_state=0, early_stopping=False)
-    settings.update(params)
-    return lambda: getattr(gputree, estimator)(**settings)
+    """Lossguide boosting (no depth limit unless ``params`` sets one)."""
+    return boosting(estimator, **dict(dict(grow_policy="lossguide", max_depth=None), **params))
 
 
 @pytest.mark.parametrize("params", [
@@ -58,39 +56,5 @@ def test_tied_priorities_split_the_older_leaf_first(monkeypatch):
     compiled, general, n_steps = _fit_both(monkeypatch, make, X, y)
     gains = compiled[0].gain[compiled[0].feature >= 0]
     assert np.unique(gains).size < gains.size          # a tie of priorities was decided
-    assert n_steps > 0
-    assert_same_trees(compiled, general)
-
-
-def test_categorical_subsets_and_missing_values(monkeypatch):
-    """A categorical feature of 700 categories (left sets past bin 255,
-    words beyond the bitset) with missing values, classification."""
-    X, y = many_categories()
-    make = _boost("GradientBoostingClassifier", max_leaf_nodes=31, min_data_per_group=5,
-                  cat_smooth=2.0)
-    compiled, general, n_steps = _fit_both(monkeypatch, make, X, y)
-    assert n_steps > 0
-    assert any((t.cat_n_words > 0).any() for t in compiled)     # subsets past bin 255
-    assert_same_trees(compiled, general)
-
-
-def test_multiclass_trees_equal_the_general_steps(monkeypatch):
-    X, y = regression_data(seed=3)
-    classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
-    compiled, general, n_steps = _fit_both(
-        monkeypatch, _boost("GradientBoostingClassifier", max_leaf_nodes=9), X, classes)
-    assert n_steps > 0
-    assert_same_trees(compiled, general)
-
-
-def test_a_pool_grown_during_the_tree(monkeypatch):
-    """A histogram pool that reserves no rows up front grows while the
-    steps hand its rows out (the last scan's outputs kept across)."""
-    from gputree.growth import histogram_pool
-    monkeypatch.setattr(histogram_pool, "_POOL_RESERVE_BYTES", 0)
-    X, y = regression_data(seed=4)
-    compiled, general, n_steps = _fit_both(
-        monkeypatch, _boost("GradientBoostingRegressor", max_leaf_nodes=60,
-                            min_samples_leaf=1), X, y)
     assert n_steps > 0
     assert_same_trees(compiled, general)

@@ -2,15 +2,14 @@
 trees of the general level (gputree/growth/levelwise.py, its plan of
 backend primitives and numpy), field for field: ties of gain between
 features, min_samples_leaf / min_child_weight / gamma, max_depth, missing
-values, categorical subsets beyond bin 255, several outputs, ranking, a
-histogram pool grown during the tree."""
+values, ranking; categorical subsets beyond bin 255, several outputs and a
+histogram pool grown during the tree in test_compiled_steps.py."""
 import dataclasses
 
 import numpy as np
 import pytest
 
-import gputree
-from compiled_steps import assert_same_trees, fit_both, many_categories, regression_data
+from compiled_steps import assert_same_trees, boosting, fit_both, regression_data
 from gputree.backends.cpu import level_step
 from gputree.backends.cpu.backend import CPUBackend
 
@@ -27,10 +26,7 @@ def _fit_both(monkeypatch, make, X, y, **fit_args):
                     "level_steps", **fit_args)
 
 
-def _boost(estimator, **params):
-    settings = dict(n_estimators=4, device="cpu", random_state=0, early_stopping=False)
-    settings.update(params)
-    return lambda: getattr(gputree, estimator)(**settings)
+_boost = boosting
 
 
 @pytest.mark.parametrize("params", [
@@ -60,27 +56,6 @@ def test_tied_gains_take_the_first_feature(monkeypatch):
     assert_same_trees(compiled, general)
 
 
-def test_categorical_subsets_and_missing_values(monkeypatch):
-    """A categorical feature of 700 categories (left sets past bin 255,
-    words beyond the bitset) with missing values, classification."""
-    X, y = many_categories()
-    make = _boost("GradientBoostingClassifier", max_depth=5, min_data_per_group=5,
-                  cat_smooth=2.0)
-    compiled, general, n_levels = _fit_both(monkeypatch, make, X, y)
-    assert n_levels > 0
-    assert any((t.cat_n_words > 0).any() for t in compiled)     # subsets past bin 255
-    assert_same_trees(compiled, general)
-
-
-def test_multiclass_trees_equal_the_general_levels(monkeypatch):
-    X, y = regression_data(seed=3)
-    classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
-    compiled, general, n_levels = _fit_both(
-        monkeypatch, _boost("GradientBoostingClassifier", max_depth=4), X, classes)
-    assert n_levels > 0
-    assert_same_trees(compiled, general)
-
-
 def test_ranking_trees_equal_the_general_levels(monkeypatch):
     rng = np.random.RandomState(6)
     sizes = rng.randint(5, 30, 120)
@@ -92,17 +67,6 @@ def test_ranking_trees_equal_the_general_levels(monkeypatch):
     assert n_levels > 0
     assert_same_trees(compiled, general)
 
-
-def test_a_pool_grown_during_the_tree(monkeypatch):
-    """A histogram pool that reserves no rows up front grows while the
-    levels hand its rows out (the last scan's outputs kept across)."""
-    from gputree.growth import histogram_pool
-    monkeypatch.setattr(histogram_pool, "_POOL_RESERVE_BYTES", 0)
-    X, y = regression_data(seed=4)
-    compiled, general, n_levels = _fit_both(
-        monkeypatch, _boost("GradientBoostingRegressor", max_depth=9, min_samples_leaf=1), X, y)
-    assert n_levels > 0
-    assert_same_trees(compiled, general)
 
 
 def test_only_the_ranker_asks_for_the_compiled_levels(monkeypatch):
