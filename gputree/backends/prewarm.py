@@ -95,7 +95,9 @@ def parse_signature(text):
 
 
 def profile_of(estimator, args, kwargs):
-    """The manifest's profile that ``estimator.fit(*args, **kwargs)`` matches, or None."""
+    """The manifest's profile that ``estimator.fit(*args, **kwargs)`` matches
+    by its estimator, parameters and data's shape and dtype, or None (the
+    checks that read every value: :func:`_data_matches`)."""
     if len(args) != 2 or set(kwargs) - {"sample_weight"} or kwargs.get("sample_weight") is not None:
         return None
     import numpy as np
@@ -109,10 +111,17 @@ def profile_of(estimator, args, kwargs):
               if key not in FREE_PARAMETERS}
     for profile, entry in manifest().items():
         if entry["estimator"] == name and entry["params"] == params:
-            if name.endswith("Classifier") and np.unique(y).size != 2:
-                return None
-            return profile if np.isfinite(X).all() else None
+            return profile
     return None
+
+
+def _data_matches(estimator, X, y):
+    """The checks of :func:`profile_of` that read every value (two classes
+    for a classifier, no missing value): made only for a cold cache."""
+    import numpy as np
+    if type(estimator).__name__.endswith("Classifier") and np.unique(y).size != 2:
+        return False
+    return bool(np.isfinite(X).all())
 
 
 def _cached(dispatcher, signature):
@@ -148,7 +157,7 @@ def start_for(estimator, args, kwargs):
         profile = profile_of(estimator, args, kwargs)
         if profile is None or not shared_compiles.cooperate():
             return None
-        if not _cold(manifest()[profile]["kernels"]):
+        if not _cold(manifest()[profile]["kernels"]) or not _data_matches(estimator, *args):
             return None
     except Exception:                    # never fail a fit for its helper
         return None
