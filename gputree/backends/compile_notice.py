@@ -113,12 +113,10 @@ def watch_compilation():
 
 
 def _share_compiles(method, args, kwargs):
-    """Compile together with other processes on the same cache
-    (:mod:`.shared_compiles`), and for a fit, in the background where the
-    cache is cold (:mod:`.prewarm`)."""
-    from . import prewarm, shared_compiles
-    shared_compiles.cooperate()
+    """For a fit, compile in the background where the cache is cold
+    (:mod:`.prewarm`)."""
     if method.__name__ == "fit" and args:
+        from . import prewarm
         prewarm.start_for(args[0], args[1:], kwargs)
 
 
