@@ -1,6 +1,6 @@
 """Background compile of a first fit: while a fit that finds numba's cache
 cold compiles its kernels in the order it meets them, one helper process
-(this module run with ``python -m``) compiles the same fit's kernels into
+(this module's :func:`main` in a new Python process) compiles the same fit's kernels into
 the same cache: first the one whose early start shortens the whole most
 (the split scan, 40% of a profile's compile seconds, which the fit would
 otherwise wait for; :func:`helper_order` from the recorded seconds), then
@@ -42,7 +42,11 @@ from .compile_manifest import (ManifestError, about, address_of, manifest, parse
                                resolve)
 
 ENV = "GPUTREE_BACKGROUND_COMPILE"
-_MODULE = "gputree.backends.prewarm"
+#: the helper's command: this gputree (the folder holding it, first on
+#: sys.path: ``python -m`` would put the working directory first, and a
+#: checkout of gputree there would be another copy, with another cache)
+_HELPER = ("import sys; sys.path.insert(0, sys.argv[1]); "
+           "from gputree.backends.prewarm import main; main(sys.argv[2:])")
 #: parameters that change no compiled kernel (checked by the recording's fits)
 FREE_PARAMETERS = ("n_estimators", "max_depth", "random_state", "learning_rate", "n_jobs",
                    "verbose")
@@ -134,21 +138,14 @@ def start_for(estimator, args, kwargs):
         return None
     except Exception:                    # never fail a fit for its helper
         return None
-    helper = subprocess.Popen([sys.executable, "-m", _MODULE, profile, str(os.getpid())],
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    helper = subprocess.Popen([sys.executable, "-c", _HELPER, package_parent, profile,
+                               str(os.getpid())],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=_helper_environment(),
-                              cwd=os.getcwd())
+                              stderr=subprocess.DEVNULL)
     _state["helper"] = helper
     atexit.register(_stop, helper)
     return helper
-
-
-def _helper_environment():
-    """This process's environment, with the folder holding this gputree
-    first on PYTHONPATH (the helper imports the same copy)."""
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
 
 
 def _stop(helper):
