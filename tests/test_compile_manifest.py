@@ -37,19 +37,16 @@ _BAD_SIGNATURES = [
 ]
 
 
-@pytest.mark.parametrize("address", _BAD_ADDRESSES)
-def test_an_address_with_code_or_no_kernel_is_refused(address, tmp_path):
+@pytest.mark.parametrize("kind, text", [("address", text) for text in _BAD_ADDRESSES]
+                         + [("signature", text) for text in _BAD_SIGNATURES])
+def test_an_entry_with_code_or_no_kernel_is_refused(kind, text, tmp_path):
+    """An address that names no kernel (or a factory's call with code in
+    it), a signature that is not a tuple of numba types: refused, and the
+    code in them never runs."""
+    parse = compile_manifest.resolve if kind == "address" else compile_manifest.parse_signature
     marker = tmp_path / "ran"
-    with pytest.raises(ManifestError, match="address"):
-        compile_manifest.resolve(address.format(marker=marker))
-    assert not marker.exists()
-
-
-@pytest.mark.parametrize("signature", _BAD_SIGNATURES)
-def test_a_signature_with_code_or_no_numba_type_is_refused(signature, tmp_path):
-    marker = tmp_path / "ran"
-    with pytest.raises(ManifestError, match="signature"):
-        compile_manifest.parse_signature(signature.format(marker=marker))
+    with pytest.raises(ManifestError, match=kind):
+        parse(text.format(marker=marker))
     assert not marker.exists()
 
 

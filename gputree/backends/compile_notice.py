@@ -112,7 +112,7 @@ def watch_compilation():
     return _state["listener"]
 
 
-def _share_compiles(method, args, kwargs):
+def _compile_in_background(method, args, kwargs):
     """For a fit, compile in the background where the cache is cold
     (:mod:`.prewarm`)."""
     if method.__name__ == "fit" and args:
@@ -133,7 +133,7 @@ def announcing(method):
                 _state["episode"] = _Episode()
         if outermost:
             watch_compilation()
-            _share_compiles(method, args, kwargs)
+            _compile_in_background(method, args, kwargs)
         try:
             return method(*args, **kwargs)
         finally:

@@ -1,14 +1,15 @@
 """Background compile of a first fit: while a fit that finds numba's cache
 cold compiles its kernels in the order it meets them, one helper process
-(this module's :func:`main` in a new Python process) compiles the same fit's kernels into
-the same cache: first the one whose early start shortens the whole most
-(the split scan, 40% of a profile's compile seconds, which the fit would
-otherwise wait for; :func:`helper_order` from the recorded seconds), then
-from the last one backwards, so that the two meet in the middle and each
-kernel is compiled once (the compile locks of :mod:`gputree._compile_cache`:
-the fit waits for a kernel the helper is compiling and loads it from the
-cache; the helper stops where it meets the fit). On two cores the compiles of a first fit
-take a little over half as long.
+(this module's :func:`main` in a new Python process) compiles the same
+fit's kernels into the same cache: first the one whose early start
+shortens the whole most (the split scan, 40% of a profile's compile
+seconds, which the fit would otherwise wait for; :func:`helper_order` from
+the recorded seconds), then from the last one backwards, so that the two
+meet in the middle and each kernel is compiled once (the compile locks of
+:mod:`gputree._compile_cache`: the fit waits for a kernel the helper is
+compiling and loads it from the cache; the helper stops where it meets the
+fit). On two cores the compiles of a first fit take a little over half as
+long.
 
 What a fit compiles comes from the manifest (:mod:`.compile_manifest`),
 recorded from real fits (:func:`record`; ``python -m
