@@ -29,7 +29,7 @@ import numba
 import numpy as np
 from numba.np.ufunc import parallel as _parallel
 
-from ._cache_loading import lean_cache_loads
+from ._compile_cache import gputree_cache
 
 #: estimator methods that run kernels: they honour n_jobs
 THREADED_METHODS = ("fit", "predict", "predict_proba", "predict_log_proba",
@@ -125,15 +125,16 @@ def kernel_jit(**options):
     numba knows the option (numba counts references to every array view and
     every array an inlined helper receives with atomic operations: a move
     of rows ran 20 times slower with them). Such a kernel allocates
-    nothing: its caller passes every array, scratch included. Loaded from
-    numba's disk cache without numba's compiler set-up (_cache_loading)."""
+    nothing: its caller passes every array, scratch included. Its disk
+    cache is gputree's (_compile_cache: loads without numba's compiler
+    set-up, one compile per kernel between processes)."""
     from numba.core.options import DefaultOptions
     if hasattr(DefaultOptions, "_nrt"):
         options.setdefault("_nrt", False)
     options.setdefault("cache", True)
     options.setdefault("error_model", "numpy")
     jit = numba.njit(nogil=True, **options)
-    return lambda function: lean_cache_loads(jit(function))
+    return lambda function: gputree_cache(jit(function))
 
 
 #: :func:`part_bounds` for kernels, as uint64 (inlined where it is called)

@@ -16,7 +16,7 @@ import functools
 import numba
 import numpy as np
 
-from ._cache_loading import cached_kernel
+from ._compile_cache import cached_kernel
 from ._dtypes import FLOAT_DTYPE
 from .backends.splitset import make_splitset
 from .growth.surrogates import refuse_surrogates

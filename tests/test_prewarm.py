@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from gputree.backends import prewarm, shared_compiles
+from gputree import _compile_cache
+from gputree.backends import prewarm
 from gputree.estimators import compile_profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(not shared_compiles.cooperate(),
+pytestmark = pytest.mark.skipif(not _compile_cache.shares_compiles(),
                                 reason="no fcntl locks here: nothing to share")
 
 
@@ -36,8 +37,8 @@ def _result(process, timeout=900):
 
 _HOLD = """
 import sys, time
-from gputree.backends import shared_compiles
-handle = shared_compiles.try_lock(sys.argv[1], 0.0)
+from gputree import _compile_cache
+handle = _compile_cache.try_lock(sys.argv[1], 0.0)
 print("held" if handle else "busy", flush=True)
 time.sleep(600)
 """
@@ -54,12 +55,12 @@ def test_a_waiter_takes_the_lock_when_its_holder_dies(tmp_path):
     path = tmp_path / "kernel.lock"
     holder = _holder(path)
     try:
-        assert shared_compiles.try_lock(str(path), 0.0) is None
+        assert _compile_cache.try_lock(str(path), 0.0) is None
         os.kill(holder.pid, signal.SIGKILL)
         start = time.monotonic()
-        handle = shared_compiles.try_lock(str(path), 30.0)
+        handle = _compile_cache.try_lock(str(path), 30.0)
         assert handle is not None and time.monotonic() - start < 10
-        shared_compiles.release(handle)
+        _compile_cache.release(handle)
     finally:
         holder.kill()
         holder.wait()
@@ -70,7 +71,7 @@ def test_a_waiter_gives_up_on_a_holder_that_hangs(tmp_path):
     holder = _holder(path)
     try:
         start = time.monotonic()
-        assert shared_compiles.try_lock(str(path), 0.5) is None
+        assert _compile_cache.try_lock(str(path), 0.5) is None
         assert 0.5 <= time.monotonic() - start < 5
     finally:
         holder.kill()
@@ -132,7 +133,7 @@ def test_a_killed_helper_does_not_hang_the_fit(tmp_path):
     start = time.monotonic()
     out = _result(_python(_FIT, tmp_path, KILL_HELPER="1"), timeout=600)
     assert out["helper_rc"] == -signal.SIGKILL
-    assert time.monotonic() - start < shared_compiles.WAIT_S + 300
+    assert time.monotonic() - start < _compile_cache.WAIT_S + 300
     again = _result(_python(_FIT, tmp_path))
     assert again["predicted"] == out["predicted"]
 

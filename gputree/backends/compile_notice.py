@@ -112,13 +112,11 @@ def watch_compilation():
     return _state["listener"]
 
 
-def _share_compiles(method, args, kwargs):
-    """Compile together with other processes on the same cache
-    (:mod:`.shared_compiles`), and for a fit, in the background where the
-    cache is cold (:mod:`.prewarm`)."""
-    from . import prewarm, shared_compiles
-    shared_compiles.cooperate()
+def _compile_in_background(method, args, kwargs):
+    """For a fit, compile in the background where the cache is cold
+    (:mod:`.prewarm`)."""
     if method.__name__ == "fit" and args:
+        from . import prewarm
         prewarm.start_for(args[0], args[1:], kwargs)
 
 
@@ -135,7 +133,7 @@ def announcing(method):
                 _state["episode"] = _Episode()
         if outermost:
             watch_compilation()
-            _share_compiles(method, args, kwargs)
+            _compile_in_background(method, args, kwargs)
         try:
             return method(*args, **kwargs)
         finally:

@@ -142,7 +142,8 @@ def kernel_factory(factory):
     """Decorator: ``factory`` (hashable arguments) cached per arguments, its
     kernels (a dispatcher or threaded kernel) marked with the call that made
     them, ``"module:factory(args)"``, so that another process can make the
-    same kernel (the background compile, ``prewarm``)."""
+    same kernel (the background compile, ``prewarm``; ``compile_manifest``
+    calls only factories marked ``makes_kernels``)."""
     @functools.lru_cache(maxsize=None)
     @functools.wraps(factory)
     def made(*args):
@@ -150,4 +151,5 @@ def kernel_factory(factory):
         function = getattr(product, "function", None) or product.py_func
         function._gputree_recipe = f"{factory.__module__}:{factory.__name__}{args!r}"
         return product
+    made.makes_kernels = True
     return made

@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._cache_loading import cached_kernel
+from .._compile_cache import cached_kernel
 from .devmath import apply, make_devmath
 
 

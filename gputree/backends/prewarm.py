@@ -1,17 +1,19 @@
 """Background compile of a first fit: while a fit that finds numba's cache
 cold compiles its kernels in the order it meets them, one helper process
-(this module run with ``python -m``) compiles the same fit's kernels into
-the same cache: first the one whose early start shortens the whole most
-(the split scan, 40% of a profile's compile seconds, which the fit would
-otherwise wait for; :func:`helper_order` from the recorded seconds), then
-from the last one backwards, so that the two meet in the middle and each
-kernel is compiled once (:mod:`.shared_compiles`: the fit waits for a
-kernel the helper is compiling and loads it from the cache; the helper
-stops where it meets the fit). On two cores the compiles of a first fit
-take a little over half as long.
+(this module's :func:`main` in a new Python process) compiles the same
+fit's kernels into the same cache: first the one whose early start
+shortens the whole most (the split scan, 40% of a profile's compile
+seconds, which the fit would otherwise wait for; :func:`helper_order` from
+the recorded seconds), then from the last one backwards, so that the two
+meet in the middle and each kernel is compiled once (the compile locks of
+:mod:`gputree._compile_cache`: the fit waits for a kernel the helper is
+compiling and loads it from the cache; the helper stops where it meets the
+fit). On two cores the compiles of a first fit take a little over half as
+long.
 
-What a fit compiles comes from :data:`MANIFEST_FILE`, recorded from real
-fits (:func:`record`; ``python -m gputree.estimators.compile_profiles`` writes it):
+What a fit compiles comes from the manifest (:mod:`.compile_manifest`),
+recorded from real fits (:func:`record`; ``python -m
+gputree.estimators.compile_profiles`` writes it):
 per profile (an estimator class with its recorded parameters, on a dense
 float array without missing values and without sample weights, large
 enough to run in parts) the kernels it uses, each as an address (a module's
@@ -26,21 +28,26 @@ average says its cores are busy (measured on 2 busy cores, the helper made
 a first fit slower). The helper exits when it is done, when the
 process that started it exits (it is stopped then) or dies (it looks
 between kernels), and a fit never waits on a helper that died (the locks
-die with it) or hangs (:data:`.shared_compiles.WAIT_S`).
+die with it) or hangs (:data:`gputree._compile_cache.WAIT_S`). A
+malformed manifest starts no helper and says so in a warning.
 """
 import atexit
-import importlib
-import json
 import os
 import signal
 import subprocess
 import sys
+import warnings
 
-from . import shared_compiles
+from .. import _compile_cache
+from .compile_manifest import (ManifestError, about, address_of, manifest, parse_signature,
+                               resolve)
 
 ENV = "GPUTREE_BACKGROUND_COMPILE"
-_MODULE = "gputree.backends.prewarm"
-MANIFEST_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prewarm_manifest.json")
+#: the helper's command: this gputree (the folder holding it, first on
+#: sys.path: ``python -m`` would put the working directory first, and a
+#: checkout of gputree there would be another copy, with another cache)
+_HELPER = ("import sys; sys.path.insert(0, sys.argv[1]); "
+           "from gputree.backends.prewarm import main; main(sys.argv[2:])")
 #: parameters that change no compiled kernel (checked by the recording's fits)
 FREE_PARAMETERS = ("n_estimators", "max_depth", "random_state", "learning_rate", "n_jobs",
                    "verbose")
@@ -55,40 +62,6 @@ _state = {"helper": None}
 
 def enabled():
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def manifest():
-    """{profile name: {"estimator", "params", "kernels": [[address, signature]],
-    "seconds": [each kernel's compile seconds, as recorded]}}."""
-    try:
-        with open(MANIFEST_FILE) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return {}
-
-
-# ------------------------------------------------------------- addresses
-
-
-def address_of(py_func):
-    """Where a kernel's Python function is found again in another process:
-    the factory call that made it (``kernel_cache.kernel_factory``) or its
-    module and name."""
-    recipe = getattr(py_func, "_gputree_recipe", None)
-    return recipe or f"{py_func.__module__}:{py_func.__qualname__}"
-
-
-def resolve(address):
-    """The numba dispatcher at ``address`` (a threaded kernel's compiled one)."""
-    module, expression = address.split(":", 1)
-    found = eval(expression, dict(vars(importlib.import_module(module))))
-    return getattr(found, "compiled", found)
-
-
-def parse_signature(text):
-    """numba argument types from their repr (``repr(tuple_of_types)``)."""
-    from numba.core import types
-    return eval(text, dict(vars(types)))
 
 
 # ------------------------------------------------------------- profiles
@@ -155,27 +128,25 @@ def start_for(estimator, args, kwargs):
         return None
     try:
         profile = profile_of(estimator, args, kwargs)
-        if profile is None or not shared_compiles.cooperate():
+        if profile is None or not _compile_cache.shares_compiles():
             return None
-        if not _cold(manifest()[profile]["kernels"]) or not _data_matches(estimator, *args):
+        with about(profile):
+            cold = _cold(manifest()[profile]["kernels"])
+        if not cold or not _data_matches(estimator, *args):
             return None
+    except ManifestError as error:       # a broken install: say so, fit without a helper
+        warnings.warn(f"gputree: no background compile: {error}", RuntimeWarning, stacklevel=4)
+        return None
     except Exception:                    # never fail a fit for its helper
         return None
-    helper = subprocess.Popen([sys.executable, "-m", _MODULE, profile, str(os.getpid())],
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    helper = subprocess.Popen([sys.executable, "-c", _HELPER, package_parent, profile,
+                               str(os.getpid())],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=_helper_environment(),
-                              cwd=os.getcwd())
+                              stderr=subprocess.DEVNULL)
     _state["helper"] = helper
     atexit.register(_stop, helper)
     return helper
-
-
-def _helper_environment():
-    """This process's environment, with the folder holding this gputree
-    first on PYTHONPATH (the helper imports the same copy)."""
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
 
 
 def _stop(helper):
@@ -198,8 +169,7 @@ def compile_profile(profile, parent_pid=None):
     compiles first to last, has done the ones before it: resolving them
     would import their modules, seconds of a core the fit's trees use).
     Returns the addresses compiled."""
-    shared_compiles._state["never_wait"] = True
-    shared_compiles.cooperate()
+    _compile_cache.never_wait()
     entry = manifest()[profile]
     kernels = entry["kernels"]
     done = []
@@ -214,14 +184,14 @@ def compile_profile(profile, parent_pid=None):
                 dispatcher.compile(sig)
                 done.append(address)
                 continue
-        except shared_compiles.Busy:
+        except _compile_cache.Busy:
             pass
         except _Stop:
             break
         except Exception:            # the fit compiles what the helper could not
             continue
         finally:
-            shared_compiles.release_all()
+            _compile_cache.release_all()
         if position > 0:             # met the fit going backwards
             break
     return done
@@ -273,17 +243,13 @@ def record(fit):
     CPU seconds, nested compiles included, 0.0 for one loaded from a warm
     cache)."""
     import time
-    from numba.core import caching, event
+    from numba.core import event
     used, seconds, started = [], {}, []
-    original = caching.Cache.load_overload
 
-    def load_overload(self, sig, target_context):
-        function = getattr(self, "_py_func", None)
-        if getattr(function, "__module__", "").startswith("gputree"):
-            entry = [address_of(function), repr(tuple(sig))]
-            if entry not in used:
-                used.append(entry)
-        return original(self, sig, target_context)
+    def on_load(function, sig):
+        entry = [address_of(function), repr(tuple(sig))]
+        if entry not in used:
+            used.append(entry)
 
     class Timer(event.Listener):
         def on_start(self, ev):
@@ -296,13 +262,12 @@ def record(fit):
                 key = address_of(function)
                 seconds[key] = seconds.get(key, 0.0) + spent
 
-    caching.Cache.load_overload = load_overload
     timer = Timer()
     event.register("numba:compile", timer)
     try:
-        fit()
+        with _compile_cache.watching_loads(on_load):
+            fit()
     finally:
-        caching.Cache.load_overload = original
         event.unregister("numba:compile", timer)
     return used, [round(seconds.get(address, 0.0), 2) for address, _ in used]
 

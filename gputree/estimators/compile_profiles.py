@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from ..backends import prewarm
+from ..backends import compile_manifest, prewarm
 
 #: the recorded profiles: name -> (estimator class, parameters, regression)
 PROFILES = {
@@ -62,7 +62,7 @@ _RECORD_FREE = {"max_depth": 8}
 def write_manifest(profiles=tuple(PROFILES)):
     """Record every profile (each in a fresh process on a new, empty cache,
     so that each kernel's compile seconds are measured, with no helper) and
-    write ``prewarm.MANIFEST_FILE``."""
+    write the manifest (``compile_manifest.MANIFEST_FILE``)."""
     import tempfile
     recorded = {}
     for profile in profiles:
@@ -71,9 +71,7 @@ def write_manifest(profiles=tuple(PROFILES)):
             result = subprocess.run([sys.executable, "-m", __spec__.name, "--record", profile],
                                     env=env, capture_output=True, text=True, check=True)
             recorded[profile] = json.loads(result.stdout.strip().splitlines()[-1])
-    with open(prewarm.MANIFEST_FILE, "w") as handle:
-        json.dump(recorded, handle, indent=1)
-        handle.write("\n")
+    compile_manifest.write_manifest(recorded)
     return recorded
 
 

@@ -34,7 +34,7 @@ median is implemented).
 import numba
 import numpy as np
 
-from .._cache_loading import cached_kernel
+from .._compile_cache import cached_kernel
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends import splitset
 from ..backends.splitset import make_splitset

@@ -11,7 +11,7 @@ from ..kernel_cache import cache_numba_cpu_kernels, kernel_factory, renamed_copy
 from ..node_features import make_node_features
 from ..scan import make_split_scanner
 from ..summaries import node_summaries_kernel_body
-from ..._cache_loading import lean_cache_loads
+from ..._compile_cache import gputree_cache
 from ..._threads import kernel_jit, thread_count
 from .histograms import subtract_cells
 from .jit import U64, inline_helper, ir_inline, part_bounds, plain_jit
@@ -192,4 +192,4 @@ def summaries_kernel(measure):
     summary = node_summaries_kernel_body(plain_jit, inline_helper, measure, ir_inline)
     name = f"_node_summaries_{measure[0]}_{measure[1]}"
     kernel = renamed_copy(_node_summaries, name, {"_node_summary": summary})
-    return lean_cache_loads(njit(cache=_CACHE_SCAN)(kernel))
+    return gputree_cache(njit(cache=_CACHE_SCAN)(kernel))
