@@ -309,13 +309,16 @@ def test_rows_copied_in_node_order_give_the_same_models(backend, monkeypatch, ma
     assert len({channels for _, channels in copied}) == 2     # boosting's and the forest's
 
 
+@pytest.mark.parametrize("into_buffer", [False, True])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_a_pass_in_feature_slices_gives_each_slice_when_done_and_the_whole_pass(
-        backend, monkeypatch, threads):
+        backend, monkeypatch, threads, into_buffer):
     """build_histograms_by_features (a pass per feature slice over rows
     gathered once, cut for 1 or 3 threads, nodes cut into row blocks added
     through private histograms): each slice equals the reference when its
-    ``done`` comes, in the order asked, and the whole equals the reference."""
+    ``done`` comes, in the order asked, and the whole equals the reference;
+    built into a larger buffer of arbitrary former contents (``out``), the
+    same, in the buffer's first rows."""
     rng = np.random.RandomState(threads)
     n, n_features, n_bins = 3000, 7, 33
     X_binned, stats, positions = _level(rng, n, n_features, n_bins, 4)
@@ -332,7 +335,12 @@ def test_a_pass_in_feature_slices_gives_each_slice_when_done_and_the_whole_pass(
         seen.append(s)
         part = slice(bounds[s], bounds[s + 1])
         np.testing.assert_array_equal(hist[:, part], expected[:, part])
+    out = None
+    if into_buffer:
+        out = rng.randint(-2**40, 2**40, size=(5,) + expected.shape[1:]).astype(np.int64)
     got = backend.build_histograms_by_features(X_binned, stats, positions, 3, node_to_build,
-                                               3, n_bins, bounds, [2, 0, 1], done)
+                                               3, n_bins, bounds, [2, 0, 1], done, out=out)
     assert seen == [2, 0, 1]
     np.testing.assert_array_equal(got, expected)
+    if into_buffer:
+        np.testing.assert_array_equal(out[:3], expected)

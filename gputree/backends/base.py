@@ -216,16 +216,24 @@ class Backend(abc.ABC):
                                      n_build, n_bins, out=out)
 
     def build_histograms_by_features(self, X_binned, stats, positions, level_start,
-                                     node_to_build, n_build, n_bins, bounds, order, done):
-        """build_histograms (a new hist int64 (n_build, F, n_bins, C)) in
-        slices of the features: slice s holds features [bounds[s],
-        bounds[s + 1]) (``bounds`` int64, ascending); ``done(s, hist)`` is
-        called as soon as slice s's histograms are complete, for the slices
-        of ``order`` in that order (so that a slice can travel while the
-        next is built; the features of later slices may not be built yet).
-        Returns hist. Here: the whole pass, then every ``done``."""
+                                     node_to_build, n_build, n_bins, bounds, order, done,
+                                     out=None):
+        """build_histograms (hist int64 (n_build, F, n_bins, C): the first
+        n_build rows of ``out`` (a buffer kept by the caller, any former
+        contents) or a new array) in slices of the features: slice s holds
+        features [bounds[s], bounds[s + 1]) (``bounds`` int64, ascending);
+        ``done(s, hist)`` is called as soon as slice s's histograms are
+        complete, for the slices of ``order`` in that order (so that a slice
+        can travel while the next is built; the features of later slices
+        may not be built yet). Returns hist. Here: the whole pass, then
+        every ``done``."""
+        hist = None
+        if out is not None:
+            hist = out[:n_build]
+            if not self.overwrites_built_rows:
+                hist[...] = 0
         hist = self.build_histograms(X_binned, stats, positions, level_start, node_to_build,
-                                     n_build, n_bins)
+                                     n_build, n_bins, out=hist)
         for s in order:
             done(s, hist)
         return hist

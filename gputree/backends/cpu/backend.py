@@ -147,17 +147,26 @@ class CPUBackend(Backend):
         return hist
 
     def build_histograms_by_features(self, X_binned, stats, positions, level_start,
-                                     node_to_build, n_build, n_bins, bounds, order, done):
+                                     node_to_build, n_build, n_bins, bounds, order, done,
+                                     out=None):
         """Backend.build_histograms_by_features: the level's rows gathered
         once, then one pass a slice over its features (rows with sparse
-        bins: the whole pass first)."""
-        hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]), dtype=STAT_DTYPE)
+        bins: the whole pass first), each overwriting its features' rows
+        (:attr:`overwrites_built_rows`: ``out`` is not zeroed; fresh pages
+        at every level cost more than the pass that fills them)."""
+        if out is None:
+            hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
+                            dtype=STAT_DTYPE)
+        else:
+            hist = out[:n_build]
         no_move = np.empty(0, np.int32)
         moves = (0, no_move, LeftSets.of_bitset(np.empty((0, 1), np.uint32)), no_move)
         rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = self._level_rows(
             X_binned, positions, moves, stats, level_start, node_to_build, hist, False)
         feature_bins = _feature_bins(None, hist.shape)
         if sparse is not None:
+            if out is not None:     # the sparse pass adds its values in place
+                hist[...] = 0
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
                                            n_add, feature_bins, thread_count())
         for s in order:
