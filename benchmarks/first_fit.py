@@ -163,7 +163,6 @@ def child_gridsearch(spec):
 
 
 def child_gbdt_1m(spec):
-    sys.path.append(str(ROOT))
     from benchmarks.compare import GPUTREE_GBDT, LIGHTGBM_GBDT
     runner = GPUTREE_GBDT if spec["library"] == "gputree" else LIGHTGBM_GBDT
     X, y = data(spec["rows"], 28, False)
@@ -304,6 +303,9 @@ PARTS = {"first": part_first, "import": part_import, "gridsearch": part_gridsear
 
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        # every child imports this checkout's gputree (not an installed copy
+        # elsewhere, whose kernels another cache folder holds)
+        sys.path.insert(0, str(ROOT))
         spec = json.loads(sys.argv[2])
         print(json.dumps(CHILDREN[spec["kind"]](spec)))
         return
