@@ -266,3 +266,39 @@ def test_boosting_on_mostly_constant_features_grows_the_trees_of_the_dense_pass(
                                                   min_samples_leaf=1, random_state=0)
         fits.append(model.fit(X, y).predict(X))
     np.testing.assert_array_equal(fits[0], fits[1])
+
+
+@pytest.mark.parametrize("outside_share", [0.1, 0.39, 0.7])
+def test_sparse_rows_from_the_backends_bin_counts_equal_a_bincount_per_column(outside_share):
+    """The sparse rows made from the CPU backend's bin counts (its
+    histogram pass) equal those of numpy's bincount of each column, and
+    both equal a brute-force reference: each feature's most frequent bin
+    (the lowest on ties), and None where more than SPARSE_SHARE of the
+    values lie outside it."""
+    from gputree.backends.cpu import sparse_rows
+    from gputree.backends.cpu.backend import CPUBackend
+    rng = np.random.RandomState(7)
+    n, n_features, n_bins = 5000, 9, 16
+    common = rng.randint(0, n_bins, size=n_features)
+    common[1] = 0
+    X = np.where(rng.rand(n, n_features) < outside_share,
+                 rng.randint(0, n_bins, size=(n, n_features)), common).astype(np.uint8)
+    X[:, 2] = np.arange(n) % 2 * 5           # a tie: bins 0 and 5 as frequent
+    backend = CPUBackend()
+    made = [sparse_rows.sparse_rows(X, n_bins),
+            sparse_rows.sparse_rows(X, n_bins, bin_counts=lambda: backend._implicit_bin_counts(
+                X, n_bins))]
+    mode = np.array([np.argmax([(X[:, f] == b).sum() for b in range(n_bins)])
+                     for f in range(n_features)])
+    outside = X != mode
+    if outside.sum() > sparse_rows.SPARSE_SHARE * X.size:
+        assert made == [None, None]
+        return
+    for rows in made:
+        np.testing.assert_array_equal(rows.mode, mode)
+        for i in (0, 1, n // 2, n - 1):
+            start, stop = rows.first[i], rows.first[i + 1]
+            np.testing.assert_array_equal(rows.feature[start:stop], np.flatnonzero(outside[i]))
+            np.testing.assert_array_equal(rows.bins[start:stop], X[i, outside[i]])
+    for field in ("mode", "first", "feature", "bins"):
+        np.testing.assert_array_equal(getattr(made[0], field), getattr(made[1], field))

@@ -99,8 +99,25 @@ class CPUBackend(Backend):
         """Backend.bin_counts: a channel of ones added without an array of
         them (:attr:`implicit_count_channel`) unless X_binned has sparse
         rows (their pass reads every channel)."""
-        if self.binned.sparse(X_binned, n_bins) is not None:
+        counted = []        # the counts made for the sparse rows' decision, if it was made now
+        if self._sparse(X_binned, n_bins, counted) is not None:
             return super().bin_counts(X_binned, n_bins)
+        return counted[0] if counted else self._implicit_bin_counts(X_binned, n_bins)
+
+    def _sparse(self, X_binned, n_bins, counted=None):
+        """X_binned's sparse rows or None (BinnedCache.sparse), its features'
+        most frequent bins found from :meth:`_implicit_bin_counts` (appended
+        to the list ``counted`` where made now)."""
+        def bin_counts():
+            counts = self._implicit_bin_counts(X_binned, n_bins)
+            if counted is not None:
+                counted.append(counts)
+            return counts
+        return self.binned.sparse(X_binned, n_bins, bin_counts)
+
+    def _implicit_bin_counts(self, X_binned, n_bins):
+        """int64 (F, n_bins): the root's histogram of the implicit channel of
+        ones (no sparse rows: its pass reads no channel from stats)."""
         n_samples = X_binned.shape[0]
         hist = np.zeros((1, X_binned.shape[1], n_bins, 1), dtype=STAT_DTYPE)
         return self.build_histograms(X_binned, np.empty((n_samples, 0), dtype=STAT_DTYPE),
@@ -191,7 +208,7 @@ class CPUBackend(Backend):
         if root and with_bin_counts:
             n_add -= 1          # the root's count channel is a copy of bin_counts
         # (the sparse rows' pass reads every channel from stats)
-        sparse = (self.binned.sparse(X_binned, hist.shape[2]) if n_add <= stats.shape[1]
+        sparse = (self._sparse(X_binned, hist.shape[2]) if n_add <= stats.shape[1]
                   else None)
         if root:
             # every row, in order (no gather)

@@ -101,18 +101,20 @@ class BinnedCache:
         (:mod:`.lean_gather`)."""
         return bool(self._entry(X_binned).get("lean"))
 
-    def sparse(self, X_binned, n_bins):
+    def sparse(self, X_binned, n_bins, bin_counts=None):
         """X_binned's :class:`gputree.backends.cpu.sparse_rows.SparseRows`
         (values of at most ``n_bins`` bins), made on first use, or None
         where its features are not mostly constant, there is no room, or
-        X_binned is kept lean (memory first: no second copy)."""
+        X_binned is kept lean (memory first: no second copy).
+        ``bin_counts``: as :func:`.sparse_rows.sparse_rows` takes it."""
         entry = self._entry(X_binned)
         if entry.get("lean"):
             return None
         if "sparse" not in entry:
             free = self.free_memory_bytes()
             entry["sparse"] = sparse_rows(X_binned, n_bins,
-                                          None if free is None else free * _COLUMN_COPY_MEMORY)
+                                          None if free is None else free * _COLUMN_COPY_MEMORY,
+                                          bin_counts)
         return entry["sparse"]
 
     def rows(self, X_binned, name):

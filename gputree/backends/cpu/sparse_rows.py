@@ -38,22 +38,28 @@ class SparseRows:
     bins: np.ndarray
 
 
-def sparse_rows(X_binned, n_bins, max_bytes=None):
+def sparse_rows(X_binned, n_bins, max_bytes=None, bin_counts=None):
     """X_binned (n, F) as :class:`SparseRows`, or None where more than
     :data:`SPARSE_SHARE` of its values lie outside their feature's most
     frequent bin (``n_bins`` bins at most), or the rows would take more
-    than ``max_bytes`` (None: no limit)."""
+    than ``max_bytes`` (None: no limit). ``bin_counts``: a function of no
+    arguments returning int64 (F, n_bins), the rows in each bin of each
+    feature (the backend's histogram pass: both threads, X read once in row
+    order, where a bincount per column reads X F times across its rows);
+    None: counted here by numpy."""
     n, n_features = X_binned.shape
     if n == 0 or n_features == 0:
         return None
-    mode = np.array([np.bincount(X_binned[:, f], minlength=n_bins).argmax()
-                     for f in range(n_features)], dtype=np.int32)
-    outside = X_binned != mode.astype(X_binned.dtype)
-    count = int(np.count_nonzero(outside))
+    counts = (np.stack([np.bincount(X_binned[:, f], minlength=n_bins)
+                        for f in range(n_features)]) if bin_counts is None
+              else np.asarray(bin_counts()))
+    mode = counts.argmax(axis=1).astype(np.int32)       # the lowest bin on ties
+    count = X_binned.size - int(counts[np.arange(n_features), mode].sum())
     feature_dtype = np.uint16 if n_features <= np.iinfo(np.uint16).max else np.int32
     size = count * (np.dtype(feature_dtype).itemsize + X_binned.itemsize) + 8 * (n + 1)
     if count > SPARSE_SHARE * X_binned.size or (max_bytes is not None and size > max_bytes):
         return None
+    outside = X_binned != mode.astype(X_binned.dtype)
     rows, features = np.nonzero(outside)            # row-major: row by row, features ascending
     first = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=first[1:])
