@@ -98,8 +98,11 @@ def test_lean_levels_and_implicit_counts_build_the_plain_histograms(seed):
     np.testing.assert_array_equal(hists[1], hists[0])
     assert (hists[0][3] == 99).all() and hists[0][:3, :, :, 2].sum() > 0
     # the lean gather keeps one row buffer (the gathered rows), the other three
+    # (plus the root's row order: plain X's sparse-rows decision, made at its
+    # first level, counts its bins with the root's pass, as a fit's root does)
     assert set(backend.binned.entries[id(lean)]["buffers"]) == {"rows"}
-    assert set(backend.binned.entries[id(plain)]["buffers"]) == {"rows", "found", "found_node"}
+    assert set(backend.binned.entries[id(plain)]["buffers"]) == {"rows", "found", "found_node",
+                                                                  "identity"}
     # the root: every row (lean: into the gathered rows' buffer), counts from bin_counts
     root = []
     for codes, s in ((plain, stats), (lean, np.ascontiguousarray(stats[:, :2]))):
