@@ -33,7 +33,8 @@ Parts:
   (median of 3).
 * ``gbdt_1m``: 100 boosted trees of depth 8 on 1,000,000 x 28 rows in a
   fresh process with a warm cache (compare.py's gbdt settings), first and
-  second fit, gputree against LightGBM.
+  second fit, gputree against LightGBM (``--repeat N``: N alternated pairs
+  of processes, ratios of the medians and of each pair).
 """
 import argparse
 import json
@@ -287,14 +288,23 @@ def part_gridsearch(args, workdir):
 def part_gbdt_1m(args, workdir):
     rows = 1_000_000
     print(f"\n## 100 boosted trees of depth 8, {rows:,} x 28 rows (compare.py's gbdt), "
-          "fresh process, warm cache; first and second fit")
+          f"fresh process, warm cache; first and second fit ({args.repeat} alternated "
+          "pairs of processes; medians)")
     cache = warm_cache(workdir, [("gbdt_c", [SMALL_ROWS, 300_000], 28)])
-    got = {}
-    for library in ("gputree", "lightgbm"):
-        got[library] = run_child("gbdt_1m", dict(library=library, rows=rows), cache)["seconds"]
-        print(f"  {library:10s} first {got[library][0]:6.2f} s, second {got[library][1]:6.2f} s")
+    got = {"gputree": [], "lightgbm": []}
+    for _ in range(args.repeat):
+        for library in got:
+            got[library].append(run_child("gbdt_1m", dict(library=library, rows=rows),
+                                          cache)["seconds"])
+    for library, runs in got.items():
+        print(f"  {library:10s} first {', '.join(f'{r[0]:.2f}' for r in runs)} s; "
+              f"second {', '.join(f'{r[1]:.2f}' for r in runs)} s")
     for i, which in enumerate(("first", "second")):
-        print(f"  {which} fit, gputree / LightGBM: {got['gputree'][i] / got['lightgbm'][i]:.2f}x")
+        ratios = [g[i] / lg[i] for g, lg in zip(got["gputree"], got["lightgbm"])]
+        median = (statistics.median(g[i] for g in got["gputree"])
+                  / statistics.median(lg[i] for lg in got["lightgbm"]))
+        print(f"  {which} fit, gputree / LightGBM: {median:.2f}x of the medians "
+              f"(each pair: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 
 PARTS = {"first": part_first, "import": part_import, "gridsearch": part_gridsearch,
@@ -315,6 +325,8 @@ def main():
                         choices=list(ESTIMATORS))
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--features", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="gbdt_1m: alternated pairs of fresh processes (medians)")
     parser.add_argument("--settings", default="{}",
                         help='JSON settings added to every estimator of "first", '
                              'e.g. \'{"max_bins": 1023}\'')
