@@ -302,3 +302,20 @@ def test_sparse_rows_from_the_backends_bin_counts_equal_a_bincount_per_column(ou
             np.testing.assert_array_equal(rows.bins[start:stop], X[i, outside[i]])
     for field in ("mode", "first", "feature", "bins"):
         np.testing.assert_array_equal(getattr(made[0], field), getattr(made[1], field))
+
+
+@pytest.mark.parametrize("outside_share", [0.1, 0.7])
+def test_bin_counts_with_and_without_sparse_rows_equal_a_bincount_per_column(outside_share):
+    """The CPU backend's bin counts, on X with sparse rows (0.1: the counts
+    of the sparse rows' decision) and without (0.7), the first call and a
+    later one (the decision already made), equal a bincount per column."""
+    from gputree.backends.cpu.backend import CPUBackend
+    rng = np.random.RandomState(3)
+    n, n_features, n_bins = 4000, 7, 12
+    X = np.where(rng.rand(n, n_features) < outside_share,
+                 rng.randint(0, n_bins, size=(n, n_features)), 4).astype(np.uint8)
+    backend = CPUBackend()
+    expected = [np.bincount(X[:, f], minlength=n_bins) for f in range(n_features)]
+    for _ in range(2):
+        np.testing.assert_array_equal(backend.bin_counts(X, n_bins), expected)
+    assert (backend.binned.sparse(X, n_bins) is not None) == (outside_share < 0.4)

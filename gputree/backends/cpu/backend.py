@@ -96,13 +96,18 @@ class CPUBackend(Backend):
         return out
 
     def bin_counts(self, X_binned, n_bins):
-        """Backend.bin_counts: a channel of ones added without an array of
-        them (:attr:`implicit_count_channel`) unless X_binned has sparse
-        rows (their pass reads every channel)."""
+        """Backend.bin_counts: the counts of the sparse rows' decision where
+        it is made now (the same integers, sparse rows or not); else a
+        channel of ones added without an array of them
+        (:attr:`implicit_count_channel`) unless X_binned has sparse rows
+        (their pass reads every channel)."""
         counted = []        # the counts made for the sparse rows' decision, if it was made now
-        if self._sparse(X_binned, n_bins, counted) is not None:
+        sparse = self._sparse(X_binned, n_bins, counted)
+        if counted:
+            return counted[0]
+        if sparse is not None:
             return super().bin_counts(X_binned, n_bins)
-        return counted[0] if counted else self._implicit_bin_counts(X_binned, n_bins)
+        return self._implicit_bin_counts(X_binned, n_bins)
 
     def _sparse(self, X_binned, n_bins, counted=None):
         """X_binned's sparse rows or None (BinnedCache.sparse), its features'
