@@ -32,6 +32,16 @@ per index (``<index>.lock``) around that. A cache hit takes no lock and
 makes no file. Without ``fcntl`` (Windows) there are no locks; loads are
 lean all the same.
 
+**Data files named by key.** numba names a kernel's compilations
+``<base>.1.nbc``, ``.2`` ... by the first number its index does not list
+yet: two processes compiling two signatures of one kernel at once (the
+test suite's workers, one with 8- and one with 16-bit bins) could both
+take number 1, and the index then send one signature to the other's
+machine code ("can't unbox array" on the call). This class's saves name a
+new compilation's file by a hash of the source stamp and the index key
+instead (the same name in every process: the cache's file count stays the
+same over runs).
+
 **Recording.** :func:`watching_loads` hands every kernel a call asks the
 cache for to a callback (``backends.prewarm.record``: the kernels of a
 fit, for the manifest of the background compile).
@@ -114,6 +124,7 @@ def _cache_class(cache_class):
         return None
     if issubclass(cache_class, _GputreeCache):
         return cache_class
+    keyed_file = _keyed_file_class(caching.IndexDataCacheFile)
 
     class GputreeCache(_GputreeCache, cache_class):
         def _load_lean(self, sig, target_context):
@@ -122,10 +133,30 @@ def _cache_class(cache_class):
                 return cache_class.load_overload(self, sig, target_context)
 
         def _save(self, sig, data):
+            if type(self._cache_file) is caching.IndexDataCacheFile:
+                self._cache_file.__class__ = keyed_file
             return cache_class.save_overload(self, sig, data)
 
     GputreeCache.__name__ = GputreeCache.__qualname__ = f"Gputree{cache_class.__name__}"
     return GputreeCache
+
+
+@functools.lru_cache(maxsize=None)
+def _keyed_file_class(base):
+    """The subclass of numba's ``IndexDataCacheFile`` ``base`` whose
+    ``save`` names a new entry's data file from its key (the module's
+    docstring), never from the numbers already taken."""
+
+    def save(self, key, data):
+        overloads = self._load_index()
+        name = overloads.get(key)
+        if name is None:
+            digest = hashlib.sha256(repr((self._source_stamp, key)).encode()).hexdigest()
+            name = overloads[key] = self._data_name(int(digest[:12], 16))
+            self._save_index(overloads)
+        self._save_data(name, data)
+
+    return type("KeyedIndexDataCacheFile", (base,), {"save": save})
 
 
 class _GputreeCache:

@@ -94,9 +94,8 @@ def test_two_signatures_saved_at_once_keep_their_own_compilations(tmp_path):
     other is done. Every signature the index then lists loads its own
     compilation (numba's numbering gave both the file number 1)."""
     from numba.core import caching
-    from gputree.backends.cpu import partition
-    keyed = type(partition.update_positions.compiled._cache._cache_file)
-    assert keyed is kernel_cache._keyed_class(caching.IndexDataCacheFile)
+    from gputree import _compile_cache
+    keyed = _compile_cache._keyed_file_class(caching.IndexDataCacheFile)
     first, second = (keyed(str(tmp_path), "kernel", ("stamp",)) for _ in range(2))
     second._load_index = lambda: {}              # read before the first saved
     held = []
@@ -109,3 +108,28 @@ def test_two_signatures_saved_at_once_keep_their_own_compilations(tmp_path):
     assert listed
     for key in listed:
         assert reader.load(key) == f"code for {key[0]}"
+
+
+def test_a_gputree_kernel_saves_its_compilations_under_keyed_names(tmp_path, monkeypatch):
+    """gputree's cache class names each saved compilation's data file by
+    its key (never numba's first free number), the name its index lists,
+    and a second save of the same key from a fresh start takes the same name."""
+    from numba import config
+    from gputree._compile_cache import cached_kernel
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "one"))
+
+    def add_one(x):
+        return x + 1
+
+    kernel = cached_kernel()(add_one)
+    assert kernel(1) == 2 and kernel(1.5) == 2.5
+    cache_file = kernel._cache._cache_file
+    listed = cache_file._load_index()
+    assert len(listed) == 2
+    numbered = {cache_file._data_name(i) for i in (1, 2)}
+    assert not set(listed.values()) & numbered
+    assert sorted(p.name for p in (tmp_path / "one").rglob("*.nbc")) == sorted(listed.values())
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "two"))
+    again = cached_kernel()(add_one)
+    assert again(1.5) == 2.5                      # this key alone: numba would take number 1
+    assert set(again._cache._cache_file._load_index().items()) <= set(listed.items())

@@ -10,18 +10,9 @@ whose source stamp covers every Python file of this package: editing any of
 them recompiles the kernels. The same works for ``numba.njit`` (numba's
 ``numba.core.caching``) and ``numba.cuda.jit`` (numba-cuda's
 ``numba.cuda.core.caching``), whose locator classes have different names.
-
-numba names a function's cached compilations ``<base>.1.nbc``, ``.2`` ...
-by the first number its index does not list yet: two processes compiling
-two signatures of one kernel at once (the test suite's workers, one with 8-
-and one with 16-bit bins) can both take number 1, and the index then sends
-one signature to the other's machine code ("can't unbox array" on the
-call). :func:`keyed_data_files` names a kernel's files by a hash of the
-source stamp and the signature instead.
 """
 import functools
 import glob
-import hashlib
 import os
 import types
 
@@ -104,38 +95,6 @@ def renamed_copy(function, name, names=None):
     copy = types.FunctionType(function.__code__, scope, name)
     copy.__qualname__ = name
     return copy
-
-
-def keyed_data_files(dispatcher):
-    """``dispatcher`` (a ``numba.njit`` dispatcher) with its on-disk cache
-    naming each compilation's file by a hash of the source stamp and the
-    signature (see the module's docstring); unchanged where it has no such
-    cache or numba's caching classes differ."""
-    try:
-        from numba.core import caching
-        cache_file = dispatcher._cache._cache_file
-    except (ImportError, AttributeError):
-        return dispatcher
-    if type(cache_file) is caching.IndexDataCacheFile:
-        cache_file.__class__ = _keyed_class(caching.IndexDataCacheFile)
-    return dispatcher
-
-
-@functools.lru_cache(maxsize=None)
-def _keyed_class(base):
-    """A subclass of numba's IndexDataCacheFile whose ``save`` names a new
-    entry's data file from its key, never from the numbers already taken."""
-
-    def save(self, key, data):
-        overloads = self._load_index()
-        name = overloads.get(key)
-        if name is None:
-            digest = hashlib.sha256(repr((self._source_stamp, key)).encode()).hexdigest()
-            name = overloads[key] = self._data_name(int(digest[:12], 16))
-            self._save_index(overloads)
-        self._save_data(name, data)
-
-    return type("KeyedIndexDataCacheFile", (base,), {"save": save})
 
 
 def kernel_factory(factory):

@@ -11,21 +11,19 @@ on neither the number of parts nor the thread count.
 import functools
 
 from ..._threads import kernel_jit, parts_for, run_parts
-from ..kernel_cache import keyed_data_files
 
 
 class ThreadedKernel:
     """A kernel compiled with ``_threads.kernel_jit(cache=cache)`` on first
-    use, its cached compilations named by signature
-    (kernel_cache.keyed_data_files: a kernel is compiled for several dtypes
-    and memory orders)."""
+    use (its cached compilations named by signature: ``_compile_cache``; a
+    kernel is compiled for several dtypes and memory orders)."""
 
     def __init__(self, function, cache):
         self.function, self.cache = function, cache
 
     @functools.cached_property
     def compiled(self):
-        return keyed_data_files(kernel_jit(cache=self.cache)(self.function))
+        return kernel_jit(cache=self.cache)(self.function)
 
     def run(self, work, *args):
         """The kernel on ``args`` in parts (``_threads.parts_for(work)``,
