@@ -6,6 +6,12 @@ side by side with LightGBM where the same thing is timed for it.
 Every measured run is a fresh Python process (this file run with
 ``--child``), as a script, a command-line job or a cross-validation worker
 meets gputree; the caches are new folders (``NUMBA_CACHE_DIR``) made here.
+The children write Python's bytecode (``__pycache__``, as Python does by
+default) also where ``PYTHONDONTWRITEBYTECODE`` is set (as on the
+development VM): a user's gputree has its ``.pyc`` files after its first
+run (or from ``pip install``), and a later process that compiled gputree's
+modules from source again would count 0.05 to 0.1 s of Python's compiler
+in its first fit.
 
     python benchmarks/first_fit.py                 # every part below
     python benchmarks/first_fit.py first --estimators gbdt_c tree_c
@@ -186,8 +192,10 @@ CHILDREN = {"fits": child_fits, "import": child_import, "gridsearch": child_grid
 
 
 def run_child(kind, spec, cache):
-    """Run one child process with NUMBA_CACHE_DIR=cache; its JSON result."""
+    """Run one child process with NUMBA_CACHE_DIR=cache, writing Python's
+    bytecode; its JSON result."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     payload = json.dumps(dict(spec, kind=kind))
     result = subprocess.run([sys.executable, __file__, "--child", payload], env=env,
                             capture_output=True, text=True)

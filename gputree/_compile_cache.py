@@ -124,7 +124,8 @@ def _cache_class(cache_class):
         return None
     if issubclass(cache_class, _GputreeCache):
         return cache_class
-    keyed_file = _keyed_file_class(caching.IndexDataCacheFile)
+    index_file = getattr(caching, "IndexDataCacheFile", None)     # numba's naming by number
+    keyed_file = _keyed_file_class(index_file) if isinstance(index_file, type) else None
 
     class GputreeCache(_GputreeCache, cache_class):
         def _load_lean(self, sig, target_context):
@@ -133,7 +134,7 @@ def _cache_class(cache_class):
                 return cache_class.load_overload(self, sig, target_context)
 
         def _save(self, sig, data):
-            if type(self._cache_file) is caching.IndexDataCacheFile:
+            if keyed_file is not None and type(self._cache_file) is index_file:
                 self._cache_file.__class__ = keyed_file
             return cache_class.save_overload(self, sig, data)
 
