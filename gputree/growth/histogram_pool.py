@@ -31,8 +31,8 @@ class HistogramPool:
     to :func:`grow_tree`): the array is then allocated, and grows, about once
     per fit rather than once per tree; so are the rows' positions. A tree
     may start again with other rows (a backend's compact layout, CPU
-    histograms of each feature's own bins): the array of each row shape is
-    kept for the next tree that asks for it.
+    histograms of each feature's own bins): the array of the row shape it
+    leaves is kept for the next tree that asks for it (one such array).
     """
 
     def __init__(self, backend):
@@ -53,11 +53,14 @@ class HistogramPool:
         (n_features, n_bins, n_channels) and whose levels have at most
         ``max_rows`` nodes."""
         if row_shape != self.row_shape:
-            if self.row_shape is not None:
-                self._kept[self.row_shape] = (self.hist, self.in_use, self.n_touched)
+            kept = self._kept.get(row_shape) or (
+                self.backend.zeros((0,) + row_shape, STAT_DTYPE), np.zeros(0, dtype=bool), 0)
+            # one other shape kept: trees of ever new shapes (column subsets
+            # of other bins) hold two arrays, not one per tree
+            self._kept = ({} if self.row_shape is None else
+                          {self.row_shape: (self.hist, self.in_use, self.n_touched)})
             self.row_shape = row_shape
-            self.hist, self.in_use, self.n_touched = self._kept.pop(row_shape, (
-                self.backend.zeros((0,) + row_shape, STAT_DTYPE), np.zeros(0, dtype=bool), 0))
+            self.hist, self.in_use, self.n_touched = kept
         self.in_use[:] = False
         self.to_zero = []
         self.max_rows = max_rows
