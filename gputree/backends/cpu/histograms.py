@@ -468,11 +468,12 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
     first, stop = (0, X_binned.shape[1]) if features is None else features
     n_features = stop - first
     work = rows.shape[0] * n_features
-    feature_bins, cells, layout, shape = row_layout(feature_bins, hist.shape, n_bins)
+    rows_layout = row_layout(feature_bins, hist.shape, n_bins)
     if parts_for(work) == 1:
         _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                            feature_bins, work, first, stop, n_bins)
+                            rows_layout, work, first, stop)
         return
+    feature_bins, cells, layout, shape = rows_layout
     pieces, extra, thread_pieces, thread_first = plan_pieces(
         node_first, built_rows, n_features, shape[2], n_threads)
     pieces[:, 2:4] += first
@@ -574,16 +575,17 @@ def _layout(feature_bins_bytes, hist_shape, itemsize):
 
 
 def _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                        feature_bins, work, first=0, stop=None, n_bins=None):
+                        rows_layout, work, first=0, stop=None):
     """histograms_of_rows on this thread, each node a piece (a pass that
     does not go to other threads gains nothing from pieces; cut, a node's
-    blocks add into private histograms reduced afterwards)."""
+    blocks add into private histograms reduced afterwards); ``rows_layout``:
+    :func:`row_layout`'s."""
     n_build, n_features = built_rows.shape[0], X_binned.shape[1]
     pieces = np.empty((n_build, 5), dtype=np.int64)
     pieces[:, 0], pieces[:, 1] = node_first[:-1], node_first[1:]
     pieces[:, 2], pieces[:, 3] = first, n_features if stop is None else stop
     pieces[:, 4] = built_rows
-    feature_bins, cells, layout, shape = row_layout(feature_bins, hist.shape, n_bins)
+    feature_bins, cells, layout, shape = rows_layout
     cut = _layout(feature_bins.tobytes(), shape, hist.itemsize)
     if layout.shape[0]:
         cut = cut.copy()
