@@ -49,7 +49,8 @@ def _kept_scans(model, data, n_levels):
 def _fastest(steps, hist, n_rows, allowed, built_of, derived, cells, repeat):
     """Seconds of the fastest of ``repeat`` one-thread scans of the level,
     each after the cells the fit uses (``cells`` bool (F, n_bins): each
-    feature's non-missing bins and the missing bin) of the rows ``derived``
+    feature's non-missing bins and the missing bin; the compact layout's
+    (1, cells): all) of the rows ``derived``
     (int64, the derivation writes them) are copied back from ``hist``
     (whatever ``built_of`` says: every form then meets the same cache)."""
     from gputree.backends.cpu import split_scan
@@ -63,7 +64,7 @@ def _fastest(steps, hist, n_rows, allowed, built_of, derived, cells, repeat):
         start = time.perf_counter()
         steps.find_splits.compiled(h[:n_rows], n_bins_non_missing, is_categorical, allowed,
                                    steps.split_bin[:n_rows], missing_bin, layout, inv, params,
-                                   *scratch, *outputs, h, built_of, 0, 1)
+                                   *scratch, *outputs, h, built_of, steps.cells, 0, 1)
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -85,8 +86,11 @@ def main(argv=None):
     model.fit(data.X_train, data.y_train, group=data.group_train)     # compiles
     kept = _kept_scans(model, data, 6)
     n_bins, missing_bin = kept[0][0].constants[0], kept[0][0].constants[2]
-    cells = np.arange(kept[0][1].shape[2]) < n_bins[:, None]
-    cells[:, missing_bin] = True
+    if kept[0][0].cells.size:       # the compact layout: every cell is a feature's
+        cells = np.ones(kept[0][1].shape[1:3], dtype=bool)
+    else:
+        cells = np.arange(kept[0][1].shape[2]) < n_bins[:, None]
+        cells[:, missing_bin] = True
     never = n_bins <= 1
     never &= ~np.isnan(np.asarray(data.X_train, dtype=float)).any(axis=0)
     print(f"data: {data.X_train.shape[0]:,} rows x {data.X_train.shape[1]} features, "

@@ -72,7 +72,7 @@ def _signatures():
     task = (a.i64(4), a.i32(1), a.u8(1), a.u8(2), a.i32(2), a.int64, a.i64(1), a.f64(1),
             a.f64(1))
     outputs = (a.f64(2), a.u8(2), a.u32(3), a.i64(3), a.f64(2), a.u32(3))
-    scan = task + (a.int64, a.i64(2), a.f64(2), a.i32(2), a.i64(3), a.f64(3)) + outputs
+    scan = task + (a.int64, a.i64(1), a.i64(2), a.f64(2), a.i32(2), a.i64(3), a.f64(3)) + outputs
     summaries = (a.i64(2), a.i64(1), a.f64(1), a.f64(1), a.f64(3), a.f64(1))
     devmath = (a.int64, a.f64(1), a.f64(1))
     soft = (a.i64(4), a.i32(2), a.int64, a.i32(1), a.int64, a.i64(1), a.u8(2))

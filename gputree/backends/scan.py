@@ -107,14 +107,20 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     backend's block scan), and the two sorts of categories (``heap_sort``,
     ``merge_sort``).
 
-    scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
+    scan(t, slot, hist, cells, n_features, n_bins_non_missing, is_categorical,
          feature_allowed, split_bin, missing_bin, layout, inv, params,
          scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
          out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
       t                  : int, task index = node * n_features + feature
       slot               : int, the scratch row the task may use (one task at
                            a time per slot: a GPU thread's t, a CPU worker's)
-      hist               : IN  int64 (n_nodes, n_features, n_bins, n_channels)
+      hist               : IN  int64 (n_nodes, n_features, n_bins, n_channels),
+                           or with ``cells`` (n_nodes, 1, cells[-1], n_channels)
+      cells              : IN  int64 empty (the layout above), or (n_features
+                           + 1,): the compact layout, feature f's bins b <
+                           n_bins_non_missing[f] in cells cells[f] + b, its
+                           missing bin in cells[f + 1] - 1 (the CPU's
+                           histograms.row_layout)
       n_bins_non_missing : IN  int32 (n_features,)
       is_categorical     : IN  uint8 (n_features,)
       feature_allowed    : IN  uint8 (n_nodes, n_features)
@@ -188,6 +194,16 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         """A = H[b]."""
         for c in range(A.shape[0]):
             A[c] = H[b, c]
+
+    @inline
+    def feature_histogram(hist, cells, node, f, missing_bin):
+        """(H, missing_cell): feature f's histogram of node ``node``, (bins,
+        C), and the cell of its missing bin, in either layout of ``cells``
+        (see scan)."""
+        if cells.shape[0] == 0:
+            return hist[node, f], missing_bin
+        first, stop = cells[f], cells[f + 1]
+        return hist[node, 0, first:stop], stop - first - 1
 
     @inline
     def majority_class(T, layout):
@@ -733,24 +749,28 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             add_word_bin(words, 0, b)
 
     @jit
-    def left_sums(H, bitset, f, words, n_bins, L):
+    def left_sums(H, bitset, f, words, missing_bin, missing_cell, L):
         """L = sum of H over the bins of split row f of bitset (and its
-        words)."""
+        words): bins 0 .. missing_cell-1 in H's cells of theirs, the
+        missing bin in H[missing_cell]."""
         for c in range(L.shape[0]):
             L[c] = 0
-        for b in range(n_bins):
+        for b in range(missing_cell):
             if goes_left(bitset, f, b) or in_words(words, 0, words.shape[0], b):
                 accumulate(L, H, b)
+        if goes_left(bitset, f, missing_bin) or in_words(words, 0, words.shape[0],
+                                                         missing_bin):
+            accumulate(L, H, missing_cell)
 
     @jit
-    def finish(H, T, L, R, bitset, f, words, missing_bin, has_missing, layout, inv,
-               left_known):
+    def finish(H, T, L, R, bitset, f, words, missing_bin, missing_cell, has_missing, layout,
+               inv, left_known):
         """Fill L (unless ``left_known``: the scan left the split's sums in
         it) and R from split row f of bitset (and its words); without
         missing values in the node, send the missing bin to the larger
         child. Returns missing_left."""
         if not left_known:
-            left_sums(H, bitset, f, words, missing_bin + 1, L)
+            left_sums(H, bitset, f, words, missing_bin, missing_cell, L)
         for c in range(L.shape[0]):
             R[c] = T[c] - L[c]
         if not has_missing:
@@ -778,9 +798,9 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             out_words[node, f, w] = 0
 
     @inline
-    def record_split(H, T, L, R, node, f, gain, ml, missing_bin, has_missing, parent, layout,
-                     inv, params, left_known, out_gain, out_missing_left, out_bitset, out_left,
-                     out_info, out_words):
+    def record_split(H, T, L, R, node, f, gain, ml, missing_bin, missing_cell, has_missing,
+                     parent, layout, inv, params, left_known, out_gain, out_missing_left,
+                     out_bitset, out_left, out_info, out_words):
         """Write task (node, f)'s split, whose non-missing bins are already in
         its bitset row, with the missing bin when ``ml`` is 1 (finish's L
         and R, its direction of missing values)."""
@@ -789,14 +809,15 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             add_bin(bitset, f, missing_bin)
         out_gain[node, f] = gain
         out_missing_left[node, f] = finish(H, T, L, R, bitset, f, out_words[node, f],
-                                           missing_bin, has_missing, layout, inv, left_known)
+                                           missing_bin, missing_cell, has_missing, layout, inv,
+                                           left_known)
         for c in range(L.shape[0]):
             out_left[node, f, c] = L[c]
         if newton_fixed != 1 and layout[LAYOUT_MULTIWAY] != 0:
             out_info[node, f] = impurity_gain(L, R, parent, layout, inv, params)
 
     @entry
-    def scan(t, slot, hist, n_features, n_bins_non_missing, is_categorical,
+    def scan(t, slot, hist, cells, n_features, n_bins_non_missing, is_categorical,
              feature_allowed, split_bin, missing_bin, layout, inv, params,
              scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
              out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
@@ -810,13 +831,13 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         C = layout[LAYOUT_N_CHANNELS]
         row = scratch_sums[slot]
         T, L, R, M, A = row[0:C], row[C:2 * C], row[2 * C:3 * C], row[3 * C:4 * C], row[4 * C:5 * C]
-        H = hist[node, f]
+        H, missing_cell = feature_histogram(hist, cells, node, f, missing_bin)
         n_non_missing = n_bins_non_missing[f]
         # the node's total: its non-missing bins and the missing bin (no row
         # is in a bin between them: the scan reads no other cell)
-        channel_sums(T, H, min(n_non_missing, missing_bin))
+        channel_sums(T, H, min(n_non_missing, missing_cell))
         for c in range(C):
-            M[c] = H[missing_bin, c]
+            M[c] = H[missing_cell, c]
             T[c] += M[c]
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
         has_missing = node_count(M, layout, inv) > 0
@@ -852,7 +873,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                 add_category(bitset, f, words, order[i])
                 accumulate(L, H, order[i])
             if ml == 1:
-                accumulate(L, H, missing_bin)
+                accumulate(L, H, missing_cell)
         else:
             if one >= 0:
                 gain, threshold, ml = scan_one_threshold(
@@ -876,9 +897,9 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             if gain == -math.inf:
                 return
             add_bins_upto(bitset, f, threshold)
-        record_split(H, T, L, R, node, f, gain, ml, missing_bin, has_missing, parent, layout,
-                     inv, params, left_known, out_gain, out_missing_left, out_bitset, out_left,
-                     out_info, out_words)
+        record_split(H, T, L, R, node, f, gain, ml, missing_bin, missing_cell, has_missing,
+                     parent, layout, inv, params, left_known, out_gain, out_missing_left,
+                     out_bitset, out_left, out_info, out_words)
 
     return SimpleNamespace(scan=scan, newton_task=newton_task, clear_task=clear_task,
                            heap_sort=heap_sort, merge_sort=merge_sort,

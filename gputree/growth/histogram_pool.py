@@ -29,13 +29,17 @@ class HistogramPool:
 
     One pool can serve every tree of a fit (forests and boosting pass theirs
     to :func:`grow_tree`): the array is then allocated, and grows, about once
-    per fit rather than once per tree; so are the rows' positions.
+    per fit rather than once per tree; so are the rows' positions. A tree
+    may start again with other rows (a backend's compact layout, CPU
+    histograms of each feature's own bins): the array of the row shape it
+    leaves is kept for the next tree that asks for it (one such array).
     """
 
     def __init__(self, backend):
         self.backend = backend
         self.row_shape = None
         self.positions = None
+        self._kept = {}
 
     def row_positions(self, n_samples):
         """Zeroed int32 (n_samples,) positions for the tree starting: one
@@ -49,10 +53,14 @@ class HistogramPool:
         (n_features, n_bins, n_channels) and whose levels have at most
         ``max_rows`` nodes."""
         if row_shape != self.row_shape:
+            kept = self._kept.get(row_shape) or (
+                self.backend.zeros((0,) + row_shape, STAT_DTYPE), np.zeros(0, dtype=bool), 0)
+            # one other shape kept: trees of ever new shapes (column subsets
+            # of other bins) hold two arrays, not one per tree
+            self._kept = ({} if self.row_shape is None else
+                          {self.row_shape: (self.hist, self.in_use, self.n_touched)})
             self.row_shape = row_shape
-            self.hist = self.backend.zeros((0,) + row_shape, STAT_DTYPE)
-            self.in_use = np.zeros(0, dtype=bool)
-            self.n_touched = 0
+            self.hist, self.in_use, self.n_touched = kept
         self.in_use[:] = False
         self.to_zero = []
         self.max_rows = max_rows

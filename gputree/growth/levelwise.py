@@ -176,6 +176,7 @@ class _TreeGrowth:
         in the same order, the same tree. Returns the tree's NodeTable."""
         backend, pool, data = self.backend, self.pool, self.data
         X, stats, cells = data.X_binned, self.stats.stats, self._cells()
+        pool.start_tree(steps.histogram_rows(pool.row_shape), pool.max_rows)
         row = -1
         if splittable(root_totals, impurity, 0, self.growth, self.stats.layout,
                       self.stats.inv_scale).size:

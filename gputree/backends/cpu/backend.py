@@ -149,23 +149,27 @@ class CPUBackend(Backend):
         """One pass over the rows moves them (update_positions' ``moves``)
         and gathers the rows of the nodes to build, grouped by node. The
         channels of ``out`` beyond stats' columns count rows
-        (:attr:`implicit_count_channel`)."""
+        (:attr:`implicit_count_channel`). ``out`` (n, 1, cells, C) for
+        X_binned of more than one feature: the compact layout of
+        histograms.row_layout (``feature_bins`` given)."""
         hist = out
         if hist is None:
             hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                             dtype=STAT_DTYPE)
         level = self._level_rows(X_binned, positions, moves, stats, level_start, node_to_build,
-                                 hist, bin_counts is not None)
+                                 hist, bin_counts is not None, n_bins)
         rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = level
+        compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
         feature_bins = _feature_bins(feature_bins, hist.shape)
         if sparse is None:
             histograms.histograms_of_rows(X_rows, stats_rows, rows, node_first, built_rows,
-                                          hist, n_add, feature_bins)
+                                          hist, n_add, feature_bins, n_bins=compact)
         else:
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
-                                           n_add, feature_bins, thread_count())
+                                           n_add, feature_bins, thread_count(), compact)
         if n_add < hist.shape[3]:
-            histograms.copy_channel(hist, built_rows[0], n_add, bin_counts, feature_bins)
+            feature_bins, _, layout, _ = histograms.row_layout(feature_bins, hist.shape, compact)
+            histograms.copy_channel(hist, built_rows[0], n_add, bin_counts, feature_bins, layout)
         return hist
 
     def build_histograms_by_features(self, X_binned, stats, positions, level_start,
@@ -184,7 +188,7 @@ class CPUBackend(Backend):
         no_move = np.empty(0, np.int32)
         moves = (0, no_move, LeftSets.of_bitset(np.empty((0, 1), np.uint32)), no_move)
         rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = self._level_rows(
-            X_binned, positions, moves, stats, level_start, node_to_build, hist, False)
+            X_binned, positions, moves, stats, level_start, node_to_build, hist, False, n_bins)
         feature_bins = _feature_bins(None, hist.shape)
         if sparse is not None:
             if out is not None:     # the sparse pass adds its values in place
@@ -200,7 +204,7 @@ class CPUBackend(Backend):
         return hist
 
     def _level_rows(self, X_binned, positions, moves, stats, level_start, node_to_build, hist,
-                    with_bin_counts):
+                    with_bin_counts, n_bins):
         """The rows of a histogram pass (moved by ``moves`` first): (rows,
         node_first, X_rows, stats_rows (:meth:`_rows_by_node`), built_rows
         int64, n_add the channels added, the sparse rows or None)."""
@@ -213,7 +217,7 @@ class CPUBackend(Backend):
         if root and with_bin_counts:
             n_add -= 1          # the root's count channel is a copy of bin_counts
         # (the sparse rows' pass reads every channel from stats)
-        sparse = (self._sparse(X_binned, hist.shape[2]) if n_add <= stats.shape[1]
+        sparse = (self._sparse(X_binned, n_bins) if n_add <= stats.shape[1]
                   else None)
         if root:
             # every row, in order (no gather)
@@ -313,7 +317,7 @@ class CPUBackend(Backend):
         cells = (int(feature_bins.sum()) + feature_bins.shape[0]) * hist.shape[3]
         histograms.subtract_histograms.run(parent_rows.shape[0] * cells, parent_hist,
                                            parent_rows, hist, built_rows, derived_rows,
-                                           feature_bins)
+                                           feature_bins, histograms.FULL_LAYOUT)
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical,
                          feature_allowed, missing_bin, layout, inv, params, split_bin=None,
@@ -389,7 +393,8 @@ class CPUBackend(Backend):
         find_splits.run(scanned_bins * split_scan.SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout,
-                        inv, params, *scratch, *outputs, source, built_of)
+                        inv, params, *scratch, *outputs, source, built_of,
+                        histograms.FULL_LAYOUT)
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,

@@ -22,7 +22,7 @@ from ..._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT
 from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
 from ..node_features import ALL_CANDIDATES
-from . import split_scan
+from . import histograms, split_scan
 from .jit import ir_inline
 
 cache_numba_cpu_kernels(__file__)
@@ -177,6 +177,7 @@ class BestFirstSteps:
         full = scratch(n_channels, any_categorical, self.n_bins,
                        split_scan.scan_slots(np.iinfo(np.int32).max))
         self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
+        self.cells = histograms.FULL_LAYOUT      # the pool's layout (histograms.row_layout)
         self._rows(0)
 
     def _rows(self, n_rows):
@@ -252,7 +253,7 @@ class BestFirstSteps:
                              is_categorical, self.allowed[:n_rows], self.split_bin[:n_rows],
                              missing_bin, layout, inv, params, *self._scratch(n_slots),
                              *(a[:n_rows] for a in self.outputs), hist,
-                             self.built_of[:n_rows])
+                             self.built_of[:n_rows], self.cells)
 
     @property
     def touched(self):

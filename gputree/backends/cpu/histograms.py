@@ -146,7 +146,7 @@ def _add_row_pairs(X_binned, stats, rows, three, counted, first, stop, f_first, 
 
 @threaded
 def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, thread_first, hist,
-                      private, feature_bins, cells, compact, cut, part, n_parts):
+                      private, feature_bins, cells, compact, cut, layout, part, n_parts):
     """Histograms of pieces of a level's rows, in parts over the planned
     threads' lists of pieces (one part per thread, or one for all).
 
@@ -173,8 +173,11 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
     (the cells of a feature's few bins share cache lines, and the sets of
     the cache: a histogram row's features lie n_bins * C * 8 bytes apart),
     then copies it into the piece's cells; other pieces add into them in
-    place. Pieces write disjoint cells: integer sums, the result depends on
-    neither the cut nor the thread count."""
+    place. ``layout`` int64: empty, hist and private as above; else
+    ``cells`` (the compact layout, :func:`row_layout`): hist int64 (n_hist,
+    1, cells[-1], C) and private alike, each piece zeroing and adding into
+    its features' cells in place. Pieces write disjoint cells: integer
+    sums, the result depends on neither the cut nor the thread count."""
     first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
     for t in range(first_list, stop_list):
         for q in range(thread_first[t], thread_first[t + 1]):
@@ -184,7 +187,11 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
             dest = hist if d >= 0 else private
             s = d if d >= 0 else -1 - d
             n_cells = cells[f_stop] - cells[f_first]
-            if cut[3] != 0 and (stop - first) * (f_stop - f_first) >= n_cells:
+            if layout.shape[0]:
+                _zero_cells(dest, s, f_first, f_stop, feature_bins, layout)
+                _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s,
+                          cut, cells, feature_bins, _YES)
+            elif cut[3] != 0 and (stop - first) * (f_stop - f_first) >= n_cells:
                 for k in range(cells[f_first], cells[f_stop]):
                     for c in range(compact.shape[3]):
                         compact[U64(part), 0, U64(k), U64(c)] = 0
@@ -192,7 +199,7 @@ def _build_histograms(X_binned, stats, n_add, rows, pieces, thread_pieces, threa
                           part, cut, cells, feature_bins, _YES)
                 _copy_cells(compact, part, cells, feature_bins, f_first, f_stop, dest, s)
             else:
-                _zero_cells(dest, s, f_first, f_stop, feature_bins)
+                _zero_cells(dest, s, f_first, f_stop, feature_bins, layout)
                 _add_rows(X_binned, stats, n_add, rows, first, stop, f_first, f_stop, dest, s,
                           cut, cells, feature_bins, _NO)
 
@@ -211,17 +218,34 @@ def _feature_cells(feature_bins, f, n_bins):
 
 
 @llvm_inline
-def _zero_cells(dest, s, f_first, f_stop, feature_bins):
-    """dest[s, f_first:f_stop] OUT = 0 on the cells of :func:`_feature_cells`
-    (indexed, not sliced: no views)."""
+def _feature_span(layout, feature_bins, f, n_bins):
+    """(fi, first, n, last): where feature f's cells lie in a histogram
+    row ``hist[s, fi]``: its bins 0 .. n-1 in cells first .. first + n - 1,
+    its missing bin in cell ``last`` (-1: none, n covers it). ``layout``
+    int64 empty: the full layout (hist (m, F, n_bins, C), the bins of
+    :func:`_feature_cells`); else the compact one (:func:`row_layout`:
+    hist (m, 1, layout[-1], C), ``feature_bins`` at most n_bins)."""
+    if layout.shape[0]:
+        first = layout[U64(f)]
+        n = np.int64(feature_bins[U64(f)])
+        last = first + n if layout[U64(f) + U64(1)] - first > n else np.int64(-1)
+        return np.int64(0), first, n, last
+    n, last = _feature_cells(feature_bins, f, n_bins)
+    return np.int64(f), np.int64(0), n, np.int64(last)
+
+
+@llvm_inline
+def _zero_cells(dest, s, f_first, f_stop, feature_bins, layout):
+    """dest[s] OUT = 0 on the cells of features f_first .. f_stop-1
+    (:func:`_feature_span` of ``layout``; indexed, not sliced: no views)."""
     for f in range(f_first, f_stop):
-        n, last = _feature_cells(feature_bins, f, dest.shape[2])
-        for b in range(n):
+        fi, first, n, last = _feature_span(layout, feature_bins, f, dest.shape[2])
+        for b in range(first, first + n):
             for c in range(dest.shape[3]):
-                dest[U64(s), U64(f), U64(b), U64(c)] = 0
+                dest[U64(s), U64(fi), U64(b), U64(c)] = 0
         if last >= 0:
             for c in range(dest.shape[3]):
-                dest[U64(s), U64(f), U64(last), U64(c)] = 0
+                dest[U64(s), U64(fi), U64(last), U64(c)] = 0
 
 
 @llvm_inline
@@ -243,20 +267,21 @@ def _copy_cells(compact, part, cells, feature_bins, f_first, f_stop, dest, s):
 
 
 @threaded
-def _add_private(private, private_first, private_hist_row, hist, feature_bins, part, n_parts):
+def _add_private(private, private_first, private_hist_row, hist, feature_bins, layout, part,
+                 n_parts):
     """hist[private_hist_row[k]] INOUT += private[p] for p in
     private_first[k] .. private_first[k + 1]-1, in order (int64, exact), on
-    the cells of :func:`_feature_cells`; private int64 (P, F, n_bins, C)
-    IN. In parts over (histogram, feature)."""
-    n_features = private.shape[1]
+    the cells of :func:`_feature_span` (``layout``); private int64 (P, ...)
+    IN, laid out as hist. In parts over (histogram, feature)."""
+    n_features = feature_bins.shape[0]
     first, stop = part_bounds(private_hist_row.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
         k, f = t // n_features, t % n_features
-        out = hist[private_hist_row[k], f]
-        n, last = _feature_cells(feature_bins, f, out.shape[0])
+        fi, start, n, last = _feature_span(layout, feature_bins, f, hist.shape[2])
+        out = hist[private_hist_row[k], fi]
         for p in range(private_first[k], private_first[k + 1]):
-            block = private[p, f]
-            for b in range(n):
+            block = private[p, fi]
+            for b in range(start, start + n):
                 for c in range(out.shape[1]):
                     out[b, c] += block[b, c]
             if last >= 0:
@@ -428,7 +453,7 @@ def _plan_threads():
 
 
 def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                       feature_bins, features=None):
+                       feature_bins, features=None, n_bins=None):
     """The histograms (channels 0 .. n_add-1, the others zero; channels
     beyond stats' columns count rows, see :func:`_build_histograms`) of rows
     grouped by node (node j: rows ``rows[node_first[j]:node_first[j + 1]]``)
@@ -436,29 +461,66 @@ def histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist, n_ad
     :func:`_feature_cells`, ``feature_bins`` int32 (F,)), cut by
     :func:`histogram_pieces` for numba's threads (a pass run on one
     thread: a piece per node, :func:`_one_piece_per_node`). ``features``
-    (first, stop): only those features' cells (None: every feature)."""
+    (first, stop): only those features' cells (None: every feature).
+    ``n_bins``: hist is in the compact layout of histograms of that many
+    bins (:func:`row_layout`); None: the full one."""
     n_threads = _plan_threads()
     first, stop = (0, X_binned.shape[1]) if features is None else features
     n_features = stop - first
     work = rows.shape[0] * n_features
+    rows_layout = row_layout(feature_bins, hist.shape, n_bins)
     if parts_for(work) == 1:
         _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                            feature_bins, work, first, stop)
+                            rows_layout, work, first, stop)
         return
-    feature_bins, cells = compact_cells(feature_bins, hist.shape[2])
+    feature_bins, cells, layout, shape = rows_layout
     pieces, extra, thread_pieces, thread_first = plan_pieces(
-        node_first, built_rows, n_features, hist.shape[2], n_threads)
+        node_first, built_rows, n_features, shape[2], n_threads)
     pieces[:, 2:4] += first
     # the private histograms of a slice are added on every feature: zeros beyond it
     private = (np.empty if features is None else np.zeros)(
         (int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
-    cut = _block_cut(hist, feature_bins, cells)
+    cut = _block_cut(np.empty(shape, dtype=hist.dtype), feature_bins, cells)
+    if layout.shape[0]:
+        cut[3] = 0                  # (in place: hist is compact)
     compact = np.empty((n_threads if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
                        dtype=hist.dtype)
     _build_histograms.run(work, X_binned, stats, n_add, rows,
                           pieces, thread_pieces, thread_first, hist, private, feature_bins,
-                          cells, compact, cut)
-    add_private(private, extra, built_rows, hist, feature_bins)
+                          cells, compact, cut, layout)
+    add_private(private, extra, built_rows, hist, feature_bins, layout)
+
+
+def row_layout(feature_bins, hist_shape, n_bins=None):
+    """(feature_bins int32 (F,) at most n_bins, cells int64 (F + 1,) of
+    :func:`compact_cells`, layout int64, shape): the layout of histograms
+    shaped ``hist_shape``. ``n_bins`` None: the full layout, hist (m, F,
+    n_bins, C), ``layout`` empty; else the compact one of histograms of
+    n_bins bins: hist (m, 1, cells[-1], C), feature f's bins b <
+    feature_bins[f] in cells cells[f] + b, its missing bin in cells[f] +
+    feature_bins[f] (where feature_bins[f] < n_bins), ``layout`` = cells.
+    ``shape``: the full layout's (0, F, n_bins, C) (a pass's plan, cut
+    as the full layout's). Kept per fit (:func:`_compact_layout`)."""
+    if n_bins is None:
+        n_bins = hist_shape[2]
+        shape = (0,) + tuple(hist_shape[1:])
+    else:
+        shape = (0, feature_bins.shape[0], n_bins, hist_shape[3])
+    feature_bins, cells = _compact_layout(
+        np.ascontiguousarray(feature_bins, dtype=np.int32).tobytes(), n_bins)
+    compact = tuple(hist_shape[1:3]) != shape[1:3]
+    return feature_bins, cells, (cells if compact else FULL_LAYOUT), shape
+
+
+#: the layout argument of the full layout
+FULL_LAYOUT = np.empty(0, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=16)
+def _compact_layout(feature_bins_bytes, n_bins):
+    """compact_cells of int32 feature bins given as bytes, kept for the
+    passes of a fit (the kernels only read them)."""
+    return compact_cells(np.frombuffer(feature_bins_bytes, dtype=np.int32), n_bins)
 
 
 def plan_pieces(node_first, built_rows, n_features, n_bins, n_threads):
@@ -490,74 +552,81 @@ def plan_pieces(node_first, built_rows, n_features, n_bins, n_threads):
     return pieces, extra, thread_pieces, thread_first
 
 
-def add_private(private, extra, built_rows, hist, feature_bins):
+def add_private(private, extra, built_rows, hist, feature_bins, layout):
     """hist INOUT += the private histograms of a pass (``extra`` int64
-    (n_build,) of them for node j, in order, into hist's row built_rows[j])."""
+    (n_build,) of them for node j, in order, into hist's row built_rows[j];
+    ``layout``: :func:`row_layout`'s)."""
     if private.shape[0]:
         split = np.flatnonzero(extra)
         private_first = np.concatenate([[0], np.cumsum(extra[split])]).astype(np.int64)
         _add_private.run(private.size, private, private_first, built_rows[split], hist,
-                         feature_bins)
+                         feature_bins, layout)
 
 
 @functools.lru_cache(maxsize=16)
 def _layout(feature_bins_bytes, hist_shape, itemsize):
-    """(feature_bins, cells, cut) of :func:`compact_cells` and
-    :func:`_block_cut` for int32 feature bins given as bytes and histograms
-    of that shape and item size, kept for the passes of a fit (the kernels
-    only read them)."""
-    feature_bins, cells = compact_cells(np.frombuffer(feature_bins_bytes, dtype=np.int32),
-                                        hist_shape[2])
-    cut = _block_cut(np.empty((0,) + hist_shape[1:], dtype=np.dtype(f"i{itemsize}")),
-                     feature_bins, cells)
-    return feature_bins, cells, cut
+    """:func:`_block_cut` for int32 feature bins (at most the bins of
+    histograms shaped ``hist_shape``, the full layout's) given as bytes
+    and that item size, kept for the passes of a fit (the kernels only
+    read it)."""
+    feature_bins, cells = _compact_layout(feature_bins_bytes, hist_shape[2])
+    return _block_cut(np.empty((0,) + hist_shape[1:], dtype=np.dtype(f"i{itemsize}")),
+                      feature_bins, cells)
 
 
 def _one_piece_per_node(X_binned, stats, rows, node_first, built_rows, hist, n_add,
-                        feature_bins, work, first=0, stop=None):
+                        rows_layout, work, first=0, stop=None):
     """histograms_of_rows on this thread, each node a piece (a pass that
     does not go to other threads gains nothing from pieces; cut, a node's
-    blocks add into private histograms reduced afterwards)."""
+    blocks add into private histograms reduced afterwards); ``rows_layout``:
+    :func:`row_layout`'s."""
     n_build, n_features = built_rows.shape[0], X_binned.shape[1]
     pieces = np.empty((n_build, 5), dtype=np.int64)
     pieces[:, 0], pieces[:, 1] = node_first[:-1], node_first[1:]
     pieces[:, 2], pieces[:, 3] = first, n_features if stop is None else stop
     pieces[:, 4] = built_rows
-    feature_bins, cells, cut = _layout(feature_bins.tobytes(), hist.shape, hist.itemsize)
+    feature_bins, cells, layout, shape = rows_layout
+    cut = _layout(feature_bins.tobytes(), shape, hist.itemsize)
+    if layout.shape[0]:
+        cut = cut.copy()
+        cut[3] = 0                  # (in place: hist is compact)
     compact = np.empty((1 if cut[3] else 0, 1, int(cells[-1]), hist.shape[3]),
                        dtype=hist.dtype)
     _build_histograms.run(work, X_binned, stats, n_add, rows, pieces,
                           np.arange(n_build, dtype=np.int64),
                           np.array([0, n_build], dtype=np.int64), hist,
                           np.empty((0,) + hist.shape[1:], dtype=hist.dtype), feature_bins,
-                          cells, compact, cut)
+                          cells, compact, cut, layout)
 
 
 @llvm_inline
-def subtract_cells(out, o, a, i, b, j, f, feature_bins, n_bins):
-    """out[o, f] OUT = a[i, f] - b[j, f] (int64 IN, exact) on the cells of
-    :func:`_feature_cells`, histograms (m, F, n_bins, C) seen as (m, F,
-    n_bins * C): a feature's bins and channels one run of cells, subtracted
-    in one loop (LLVM vectorizes it: 3x faster than a loop over bins and one
-    over channels, on LETOR's features of 21 bins on average). ``out`` may
-    be ``a`` (the split scan's in-place derive of a sibling in its parent's
-    row, :attr:`CPUBackend.derives_in_scan`)."""
-    n_channels = out.shape[2] // n_bins
-    n, last = _feature_cells(feature_bins, np.int64(f), n_bins)  # its callers' type: one compile
-    for k in range(U64(n * n_channels)):
-        out[o, f, k] = a[i, f, k] - b[j, f, k]
+def subtract_cells(out, o, a, i, b, j, f, feature_bins, n_bins, layout):
+    """out[o] OUT = a[i] - b[j] (int64 IN, exact) on feature f's cells
+    (:func:`_feature_span` of ``layout``), histograms (m, F, n_bins, C) or
+    compact (m, 1, cells, C) seen as (m, F or 1, cells * C): a feature's
+    bins and channels one run of cells, subtracted in one loop (LLVM
+    vectorizes it: 3x faster than a loop over bins and one over channels,
+    on LETOR's features of 21 bins on average). ``out`` may be ``a`` (the
+    split scan's in-place derive of a sibling in its parent's row,
+    :attr:`CPUBackend.derives_in_scan`); n_bins: the full layout's."""
+    n_channels = out.shape[2] // n_bins if layout.shape[0] == 0 else out.shape[2] // layout[-1]
+    row, first, n, last = _feature_span(layout, feature_bins, f, n_bins)
+    g = U64(row)
+    for k in range(U64(first * n_channels), U64((first + n) * n_channels)):
+        out[o, g, k] = a[i, g, k] - b[j, g, k]
     if last >= 0:
         for k in range(U64(last * n_channels), U64((last + 1) * n_channels)):
-            out[o, f, k] = a[i, f, k] - b[j, f, k]
+            out[o, g, k] = a[i, g, k] - b[j, g, k]
 
 
 @threaded
 def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows, feature_bins,
-                        part, n_parts):
+                        layout, part, n_parts):
     """hist[derived_rows[p]] = parent_hist[parent_rows[p]] - hist[built_rows[p]]
     (int64, exact) on the cells of :func:`_feature_cells` (``feature_bins``
-    int32 (F,) IN); hist INOUT, the rest IN. In parts over (pair,
-    feature), each by :func:`subtract_cells`."""
+    int32 (F,) IN); hist INOUT, the rest IN, in the full layout
+    (``layout`` :data:`FULL_LAYOUT`). In parts over (pair, feature), each
+    by :func:`subtract_cells`."""
     n_features, n_bins, n_channels = hist.shape[1], hist.shape[2], hist.shape[3]
     parent = parent_hist.reshape(parent_hist.shape[0], n_features, n_bins * n_channels)
     cells = hist.reshape(hist.shape[0], n_features, n_bins * n_channels)
@@ -565,21 +634,22 @@ def subtract_histograms(parent_hist, parent_rows, hist, built_rows, derived_rows
     for t in range(first, stop):
         p, f = t // U64(n_features), t % U64(n_features)
         subtract_cells(cells, U64(derived_rows[p]), parent, U64(parent_rows[p]), cells,
-                       U64(built_rows[p]), f, feature_bins, n_bins)
+                       U64(built_rows[p]), f, feature_bins, n_bins, layout)
 
 
 @kernel_jit()
-def copy_channel(hist, row, channel, source, feature_bins):
-    """hist[row, f, b, channel] OUT = source[f, b] (int64 (F, n_bins) IN) on
-    the cells of :func:`_feature_cells` (``feature_bins`` int32 (F,)): the
-    root's count channel from the counts kept per binned X, its features'
-    own cells only (LETOR: 6,600 of 77,000)."""
-    for f in range(hist.shape[1]):
-        n, last = _feature_cells(feature_bins, f, hist.shape[2])
+def copy_channel(hist, row, channel, source, feature_bins, layout):
+    """hist[row, ..., channel] OUT = source[f, b] (int64 (F, n_bins) IN) on
+    the cells of :func:`_feature_span` (``feature_bins`` int32 (F,),
+    ``layout`` int64 of :func:`row_layout`): the root's count channel from
+    the counts kept per binned X, its features' own cells only (LETOR:
+    6,600 of 77,000)."""
+    for f in range(feature_bins.shape[0]):
+        fi, first, n, last = _feature_span(layout, feature_bins, f, hist.shape[2])
         for b in range(n):
-            hist[row, f, b, channel] = source[f, b]
+            hist[row, fi, first + b, channel] = source[f, b]
         if last >= 0:
-            hist[row, f, last, channel] = source[f, last]
+            hist[row, fi, last, channel] = source[f, source.shape[1] - 1]
 
 
 @threaded

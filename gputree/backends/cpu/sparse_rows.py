@@ -6,14 +6,14 @@ bins (int64 fixed point: exact, so the histograms equal the dense pass's
 cell for cell). Sparse ranking and text features (LETOR: 70% of the values
 are their feature's most frequent) then cost the adds of their other
 values only, as LightGBM's sparse features do."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
 from ..._threads import parts_for
 from ..kernel_cache import cache_numba_cpu_kernels
-from .histograms import _zero_cells, add_private, plan_pieces
+from .histograms import _feature_span, _zero_cells, add_private, plan_pieces, row_layout
 from .jit import U64, part_bounds
 from .threaded import threaded
 
@@ -36,6 +36,23 @@ class SparseRows:
     first: np.ndarray
     feature: np.ndarray
     bins: np.ndarray
+    #: :meth:`cells` made, by the layout's bytes
+    kept_cells: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def cells(self, feature_bins, layout):
+        """Each value's cell in a histogram row of the compact ``layout``
+        (histograms.row_layout; ``feature_bins`` int32 (F,) at most n_bins):
+        ``layout[f] + min(b, feature_bins[f])`` for feature f, bin b, as
+        ``feature``'s dtype where the cells fit it (else int32); made once
+        per layout (the pass then reads one index per value)."""
+        key = layout.tobytes()
+        if key not in self.kept_cells:
+            dtype = (self.feature.dtype if layout[-1] <= np.iinfo(self.feature.dtype).max
+                     else np.int32)
+            feature = self.feature.astype(np.int64)
+            cell = layout[feature] + np.minimum(self.bins, feature_bins[feature])
+            self.kept_cells = {key: cell.astype(dtype)}
+        return self.kept_cells[key]
 
 
 def sparse_rows(X_binned, n_bins, max_bytes=None, bin_counts=None):
@@ -68,7 +85,7 @@ def sparse_rows(X_binned, n_bins, max_bytes=None, bin_counts=None):
 
 
 def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add, feature_bins,
-                       n_threads):
+                       n_threads, n_bins=None):
     """histograms.histograms_of_rows from ``sparse`` (:class:`SparseRows`
     of X): pieces of blocks of rows (:func:`histograms.plan_pieces`, no
     feature groups) add their values outside the most frequent bins in
@@ -76,14 +93,16 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
     blocks are added; each feature's most frequent bin is its node's total
     minus the feature's other cells (``feature_bins`` int32 (F,) the
     non-missing bins): by the piece itself for a node of one piece, after
-    the private histograms' sums for a node of several."""
-    n_features = hist.shape[1]
-    feature_bins = np.minimum(feature_bins, hist.shape[2]).astype(np.int32)
+    the private histograms' sums for a node of several. ``n_bins``: hist
+    is in the compact layout of histograms of that many bins
+    (histograms.row_layout); None: the full one."""
+    feature_bins, _, layout, shape = row_layout(feature_bins, hist.shape, n_bins)
+    n_features = feature_bins.shape[0]
     per_row = int(sparse.first[-1]) // max(1, sparse.first.shape[0] - 1)
     work = (per_row + 1) * rows.shape[0]
     # a pass that runs as one part is planned for one thread (no dealing)
     pieces, extra, thread_pieces, thread_first = plan_pieces(
-        node_first, built_rows, 1, hist.shape[2], n_threads if parts_for(work) > 1 else 1)
+        node_first, built_rows, 1, shape[2], n_threads if parts_for(work) > 1 else 1)
     private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
     totals = np.empty((pieces.shape[0], hist.shape[3]), dtype=hist.dtype)
     alone = np.ones(pieces.shape[0], dtype=np.bool_)
@@ -91,31 +110,35 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
         one_piece = np.zeros(hist.shape[0], dtype=np.bool_)
         one_piece[built_rows[extra == 0]] = True
         alone = (pieces[:, 4] >= 0) & one_piece[np.maximum(pieces[:, 4], 0)]
-    _add_sparse.run(work, sparse.first, sparse.feature, sparse.bins,
+    # the compact layout: each value's cell in place of its feature
+    feature = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
+    _add_sparse.run(work, sparse.first, feature, sparse.bins,
                     stats, n_add, rows, pieces, thread_pieces, thread_first, hist, private,
-                    feature_bins, totals, sparse.mode, alone)
-    add_private(private, extra, built_rows, hist, feature_bins)
+                    feature_bins, totals, sparse.mode, alone, layout)
+    add_private(private, extra, built_rows, hist, feature_bins, layout)
     blocked = np.flatnonzero(extra)
     if blocked.size:
         node_pieces = np.zeros(built_rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(extra + 1, out=node_pieces[1:])
         _fill_modes.run(blocked.size * n_features * 16, hist, built_rows, blocked, node_pieces,
-                        totals, sparse.mode, feature_bins, n_add)
+                        totals, sparse.mode, feature_bins, n_add, layout)
 
 
 @threaded
 def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces, thread_first,
-                hist, private, feature_bins, totals, mode, alone, part, n_parts):
+                hist, private, feature_bins, totals, mode, alone, layout, part, n_parts):
     """Piece p (pieces int64 (P, 5) IN, as histograms._build_histograms
     takes them; features ignored: every feature) zeroes its histogram's
     cells (histograms._feature_cells; hist, private INOUT as
     _build_histograms') and adds its rows' sparse values (``first``,
-    ``feature``, ``bins``: :class:`SparseRows`), channels 0 .. n_add-1 of
+    ``feature``, ``bins``: :class:`SparseRows`; in the compact layout
+    ``feature`` is :meth:`SparseRows.cells`), channels 0 .. n_add-1 of
     stats int64 (n, C) IN; totals int64 (P, C) OUT: the sums of its rows'
     statistics. A piece that is its node's only one (``alone`` bool (P,))
     sets each feature's most frequent bin (``mode`` int32 (F,)) to the total
-    minus the feature's other cells."""
-    n_features = hist.shape[1]
+    minus the feature's other cells. ``layout`` int64: that of
+    histograms.row_layout (empty: the full layout)."""
+    n_features = feature_bins.shape[0]
     first_list, stop_list = part_bounds(thread_first.shape[0] - 1, part, n_parts)
     for t in range(first_list, stop_list):
         for q in range(thread_first[t], thread_first[t + 1]):
@@ -123,27 +146,27 @@ def _add_sparse(first, feature, bins, stats, n_add, rows, pieces, thread_pieces,
             d = pieces[p, 4]
             dest = hist if d >= 0 else private
             s = U64(d if d >= 0 else -1 - d)
-            _zero_cells(dest, s, 0, n_features, feature_bins)
+            _zero_cells(dest, s, 0, n_features, feature_bins, layout)
             for c in range(totals.shape[1]):
                 totals[p, c] = 0
             if n_add == 3:
                 _add_piece_registers(first, feature, bins, stats, rows, pieces[p, 0],
-                                     pieces[p, 1], dest, s, totals, p, True)
+                                     pieces[p, 1], dest, s, totals, p, True, layout)
             elif n_add == 2:
                 _add_piece_registers(first, feature, bins, stats, rows, pieces[p, 0],
-                                     pieces[p, 1], dest, s, totals, p, False)
+                                     pieces[p, 1], dest, s, totals, p, False, layout)
             else:
                 _add_piece(first, feature, bins, stats, n_add, rows, pieces[p, 0],
-                           pieces[p, 1], dest, s, totals, p)
+                           pieces[p, 1], dest, s, totals, p, layout)
             if alone[p]:
                 for f in range(n_features):
                     _fill_feature(dest, s, U64(f), U64(mode[f]), totals, p, p + 1, n_add,
-                                  feature_bins)
+                                  feature_bins, layout)
 
 
 @njit(inline="always")
 def _add_piece_registers(first, feature, bins, stats, rows, r_first, r_stop, dest, s, totals,
-                         p, three):
+                         p, three, layout):
     """_add_piece of channels 0, 1 and (``three``, a constant where it is
     called) 2, a row's values held in registers (3.5x faster than the loop
     over channels: LETOR's root)."""
@@ -156,7 +179,7 @@ def _add_piece_registers(first, feature, bins, stats, rows, r_first, r_stop, des
         if three:
             totals[p, 2] += m
         for k in range(first[i], first[i + U64(1)]):
-            f, b = U64(feature[U64(k)]), U64(bins[U64(k)])
+            f, b = _sparse_cell(feature[U64(k)], bins[U64(k)], layout)
             dest[s, f, b, 0] += g
             dest[s, f, b, 1] += h
             if three:
@@ -164,48 +187,64 @@ def _add_piece_registers(first, feature, bins, stats, rows, r_first, r_stop, des
 
 
 @njit(inline="always")
-def _add_piece(first, feature, bins, stats, n_add, rows, r_first, r_stop, dest, s, totals, p):
+def _sparse_cell(f, b, layout):
+    """(row, cell) uint64 of a sparse value in a histogram row ``hist[s,
+    row]`` (histograms._feature_span's layouts): (f, b), its feature and
+    bin, in the full layout; (0, f) in the compact one, where ``f`` is
+    its cell (:meth:`SparseRows.cells`)."""
+    if layout.shape[0]:
+        return U64(0), U64(f)
+    return U64(f), U64(b)
+
+
+@njit(inline="always")
+def _add_piece(first, feature, bins, stats, n_add, rows, r_first, r_stop, dest, s, totals, p,
+               layout):
     """totals[p] INOUT += the statistics of rows ``rows[r_first:r_stop]``
-    (channels 0 .. n_add-1), their sparse values added into dest[s]."""
+    (channels 0 .. n_add-1), their sparse values added into dest[s]
+    (:func:`_sparse_cell`)."""
     for r in range(r_first, r_stop):
         i = U64(rows[U64(r)])
         for c in range(n_add):
             totals[p, c] += stats[i, U64(c)]
         for k in range(first[i], first[i + U64(1)]):
-            f, b = U64(feature[U64(k)]), U64(bins[U64(k)])
+            f, b = _sparse_cell(feature[U64(k)], bins[U64(k)], layout)
             for c in range(n_add):
                 dest[s, f, b, U64(c)] += stats[i, U64(c)]
 
 
 @njit(inline="always")
-def _fill_feature(hist, s, f, m, totals, p_first, p_stop, n_add, feature_bins):
-    """hist[s, f, m, c] OUT = the sum of totals[p_first:p_stop, c] minus
-    feature f's other cells (histograms._feature_cells; hist[s, f, m] still
-    0), channels c < n_add."""
-    n_bins = np.int64(hist.shape[2])
-    n = min(np.int64(feature_bins[f]), n_bins)
+def _fill_feature(hist, s, f, m, totals, p_first, p_stop, n_add, feature_bins, layout):
+    """hist[s]'s cell of bin m of feature f OUT = the sum of
+    totals[p_first:p_stop, c] minus feature f's other cells
+    (histograms._feature_span of ``layout``; bin m's cell still 0),
+    channels c < n_add."""
+    row, first, n, last = _feature_span(layout, feature_bins, f, hist.shape[2])
+    row, m = U64(row), np.int64(m)
+    cell = U64(first + m if m < n else last)
     for c in range(n_add):
         total = np.int64(0)
         for p in range(p_first, p_stop):
             total += totals[p, c]
-        for b in range(n):
-            total -= hist[s, f, U64(b), U64(c)]
-        if n < n_bins:
-            total -= hist[s, f, U64(n_bins - 1), U64(c)]
-        hist[s, f, m, U64(c)] = total
+        for b in range(first, first + n):
+            total -= hist[s, row, U64(b), U64(c)]
+        if last >= 0:
+            total -= hist[s, row, U64(last), U64(c)]
+        hist[s, row, cell, U64(c)] = total
 
 
 @threaded
-def _fill_modes(hist, built_rows, nodes, node_pieces, totals, mode, feature_bins, n_add, part,
-                n_parts):
-    """hist[built_rows[j], f, mode[f], c] OUT = the node's total (the sum of
-    totals[node_pieces[j]:node_pieces[j + 1], c]) minus the feature's other
-    cells (histograms._feature_cells), channels c < n_add, for the nodes j
-    in ``nodes`` (int64); in parts over (node, feature). (A private
-    histogram adds 0 in that cell: its piece never fills it.)"""
-    n_features = hist.shape[1]
+def _fill_modes(hist, built_rows, nodes, node_pieces, totals, mode, feature_bins, n_add, layout,
+                part, n_parts):
+    """hist[built_rows[j]]'s cell of bin mode[f] of feature f OUT = the
+    node's total (the sum of totals[node_pieces[j]:node_pieces[j + 1], c])
+    minus the feature's other cells (histograms._feature_span of
+    ``layout``), channels c < n_add, for the nodes j in ``nodes`` (int64);
+    in parts over (node, feature). (A private histogram adds 0 in that
+    cell: its piece never fills it.)"""
+    n_features = feature_bins.shape[0]
     first, stop = part_bounds(nodes.shape[0] * n_features, part, n_parts)
     for t in range(first, stop):
         j, f = U64(nodes[t // U64(n_features)]), t % U64(n_features)
         _fill_feature(hist, U64(built_rows[j]), f, U64(mode[f]), totals, node_pieces[j],
-                      node_pieces[j + U64(1)], n_add, feature_bins)
+                      node_pieces[j + U64(1)], n_add, feature_bins, layout)

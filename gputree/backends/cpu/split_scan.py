@@ -42,7 +42,8 @@ _scan = _node_summary = None
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
-                 out_bitset, out_left, out_info, out_words, source, built_of, part, n_parts):
+                 out_bitset, out_left, out_info, out_words, source, built_of, cells, part,
+                 n_parts):
     """The split scan of every (node, feature) (arguments as
     scan.make_split_scanner; the scan inlined), in parts over the scratch
     slots, slot s scanning tasks s, s + n_slots, ...; compiled per criterion
@@ -50,21 +51,23 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
     0 is first derived in place, feature by feature:
     ``hist[node, f] -= source[b, f]`` (int64 (m, F, n_bins, C) IN) on the
     feature's cells (histograms.subtract_histograms' result, every feature
-    of the node, scanned or not)."""
-    n_features, n_bins = hist.shape[1], hist.shape[2]
+    of the node, scanned or not). ``cells`` int64: empty, hist and source
+    (m, F, n_bins, C); else the compact layout (histograms.row_layout), hist
+    and source (m, 1, cells[-1], C)."""
+    n_features, n_bins = n_bins_non_missing.shape[0], hist.shape[2]
     n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
-    cells = hist.reshape(hist.shape[0], n_features, n_bins * hist.shape[3])
-    source_cells = source.reshape(source.shape[0], n_features, n_bins * hist.shape[3])
+    flat = hist.reshape(hist.shape[0], hist.shape[1], n_bins * hist.shape[3])
+    source_flat = source.reshape(source.shape[0], hist.shape[1], n_bins * hist.shape[3])
     first, stop = part_bounds(n_slots, part, n_parts)
     for slot in range(first, stop):
         for t in range(slot, n_tasks, n_slots):
             node = t // n_features
             if built_of[node] >= 0:
                 # unsigned like subtract_histograms' call: one compile of the helper
-                subtract_cells(cells, U64(node), cells, U64(node), source_cells,
+                subtract_cells(flat, U64(node), flat, U64(node), source_flat,
                                U64(built_of[node]), U64(t - node * n_features),
-                               n_bins_non_missing, n_bins)
-            _scan(np.int64(t), np.int64(slot), hist, n_features, n_bins_non_missing,
+                               n_bins_non_missing, n_bins, cells)
+            _scan(np.int64(t), np.int64(slot), hist, cells, n_features, n_bins_non_missing,
                   is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
                   params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
                   scratch_gains, out_gain, out_missing_left, out_bitset, out_left, out_info,

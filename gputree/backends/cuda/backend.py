@@ -303,7 +303,7 @@ class CUDABackend(Backend):
             numba_kernels._find_splits_by_block[n_tasks, threads](*arguments, *outputs)
         blocks = math.ceil(n_tasks / THREADS_PER_BLOCK)
         numba_kernels._find_splits[blocks, THREADS_PER_BLOCK](
-                *arguments, np.int64(by_block), *scratch, *outputs)
+                *arguments, np.int64(by_block), self.empty(0, np.int64), *scratch, *outputs)
         return outputs
 
     def choose_node_features(self, hist, feature_allowed, order, max_features, draws,

@@ -126,21 +126,22 @@ def block_scan_threads(n_bins):
 
 @cuda.jit(cache=_CACHE_KERNELS)
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed, split_bin,
-                 missing_bin, layout, inv, params, skip_newton_tasks, scratch_sums,
+                 missing_bin, layout, inv, params, skip_newton_tasks, cells, scratch_sums,
                  scratch_keys, scratch_order, scratch_prefix, scratch_gains,
                  out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
     """One thread per (node, feature), its scratch slot its own index;
-    arguments as scan.make_split_scanner; ``skip_newton_tasks`` int64, 1:
-    the tasks scan.newton_task covers are left alone (the block kernel's)."""
+    arguments as scan.make_split_scanner (``cells`` empty: histograms in
+    the full layout); ``skip_newton_tasks`` int64, 1: the tasks
+    scan.newton_task covers are left alone (the block kernel's)."""
     t = cuda.grid(1)
     n_features = hist.shape[1]
     node = t // n_features
     if t < hist.shape[0] * n_features and not (
             skip_newton_tasks != 0 and _newton_task(
                 node, t - node * n_features, is_categorical, split_bin, layout, params)):
-        _scan(t, t, hist, n_features, n_bins_non_missing, is_categorical, feature_allowed,
-              split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
-              scratch_order, scratch_prefix, scratch_gains,
+        _scan(t, t, hist, cells, n_features, n_bins_non_missing, is_categorical,
+              feature_allowed, split_bin, missing_bin, layout, inv, params, scratch_sums,
+              scratch_keys, scratch_order, scratch_prefix, scratch_gains,
               out_gain, out_missing_left, out_bitset, out_left, out_info, out_words)
 
 
@@ -290,7 +291,7 @@ def _find_splits_by_block(hist, n_bins_non_missing, is_categorical, feature_allo
     if gains[0] != -math.inf and keys[0] == key:      # this thread holds the split
         right = cuda.local.array(NEWTON_CHANNELS, int64)
         _add_bins_upto(out_bitset[node], f, best_bin)
-        _record_split(H, T, left, right, node, f, best, best_ml, missing_bin,
+        _record_split(H, T, left, right, node, f, best, best_ml, missing_bin, missing_bin,
                                  has_missing, parent, layout, inv, params, True, out_gain,
                                  out_missing_left, out_bitset, out_left, out_info, out_words)
 
