@@ -8,8 +8,9 @@ room in int64) and a count. Each (node, channel) of a histogram
 (n_nodes, n_features, n_bins, n_channels) is sent in ``w`` bytes a value, the
 fewest that hold every value of it in two's complement (1 to 8), as ``w``
 byte planes (plane ``k`` holds byte ``k`` of every value, low byte first:
-the kernels' inner loops run over a feature's bins). The receiver sign-extends
-and adds the values into its own histograms in place (:func:`add_packed`).
+the kernels turn a node's channels into runs once and loop over the runs,
+which vectorize). The receiver sign-extends and adds the values into its own
+histograms in place (:func:`add_packed`).
 """
 import numpy as np
 
@@ -32,19 +33,22 @@ class PackedHistograms:
 def pack(hist, buffer=None):
     """hist int64 (n_nodes, n_features, n_bins, n_channels), any strides
     (a feature slice of a level's histograms): its :class:`PackedHistograms`,
-    whose data is the start of ``buffer`` uint8 (1-d) where that is large
-    enough (fresh memory costs its pages at every level)."""
+    whose data is the start of ``buffer`` uint8 (1-d) where that holds
+    :func:`packed_capacity` bytes (fresh memory costs its pages at every
+    level)."""
     n_nodes, n_features, n_bins, n_channels = hist.shape
+    if buffer is None or buffer.size < packed_capacity(hist.shape):
+        buffer = np.empty(packed_capacity(hist.shape), dtype=np.uint8)
     widths = np.empty((n_nodes, n_channels), dtype=np.uint8)
-    _widths(hist, widths)
-    offsets = _offsets(widths, n_features * n_bins)
-    size = int(offsets[-1])
-    if buffer is not None and buffer.size >= size:
-        data = buffer[:size]
-    else:
-        data = np.empty(size, dtype=np.uint8)
-    _pack(hist, widths, offsets, data)
-    return PackedHistograms(hist.shape, widths, data)
+    size = _pack(hist, widths, buffer,
+                 np.empty((n_channels, n_features * n_bins), dtype=np.uint64))
+    return PackedHistograms(hist.shape, widths, buffer[:size])
+
+
+def packed_capacity(shape):
+    """The most bytes :func:`pack` writes for histograms of ``shape`` (8 a
+    value)."""
+    return 8 * int(np.prod(shape, dtype=np.int64))
 
 
 def add_packed(total, packed, out=None, rows=None):
@@ -58,84 +62,83 @@ def add_packed(total, packed, out=None, rows=None):
                          f"histograms of shape {tuple(total.shape)}")
     if out is None:
         out, rows = total, np.arange(total.shape[0], dtype=np.int64)
-    plane = packed.shape[1] * packed.shape[2]
-    _add_packed(total, out, np.asarray(rows, dtype=np.int64), packed.widths,
-                _offsets(packed.widths, plane), packed.data,
-                np.empty(packed.shape[2], dtype=np.uint64))
-
-
-def _offsets(widths, plane):
-    """int64 (n_nodes * n_channels + 1,): where each (node, channel)'s
-    byte planes start in the packed data (plane: values per plane)."""
-    sizes = widths.astype(np.int64).ravel() * plane
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    _, n_features, n_bins, n_channels = packed.shape
+    _add_packed(total, out, np.asarray(rows, dtype=np.int64), packed.widths, packed.data,
+                np.empty((n_channels, n_features * n_bins), dtype=np.int64))
 
 
 @kernel_jit()
-def _widths(hist, widths):
+def _pack(hist, widths, data, values):
     """widths uint8 (n_nodes, C) OUT: the bytes that hold every value of
     each (node, channel) of hist int64 (n_nodes, F, B, C) IN in two's
-    complement."""
+    complement; data uint8 OUT: their byte planes from its start (see the
+    module docstring); returns the bytes written. values uint64 (C, F * B)
+    scratch: a node's channels, each in one run (read once from hist), from
+    which its widths and its byte planes come (unsigned indices: no
+    wraparound checks, so the runs vectorize)."""
     n_nodes, n_features, n_bins, n_channels = hist.shape
-    for node in range(n_nodes):
-        for c in range(n_channels):
-            bits = np.uint64(0)
-            for f in range(n_features):
-                for b in range(n_bins):
-                    v = hist[node, f, b, c]
-                    bits |= np.uint64(v ^ (v >> 63))     # v, or ~v where negative
+    nodes, features = np.uint64(n_nodes), np.uint64(n_features)
+    bins, channels = np.uint64(n_bins), np.uint64(n_channels)
+    plane = features * bins
+    start = np.uint64(0)
+    for node in range(nodes):
+        for f in range(features):
+            row = f * bins
+            for b in range(bins):
+                for c in range(channels):
+                    values[c, row + b] = np.uint64(hist[node, f, b, c])
+        for c in range(channels):
+            held = np.uint64(0)
+            for i in range(plane):
+                v = values[c, i]
+                # v, or ~v where negative (the sign bit spread over every bit)
+                held |= v ^ np.uint64(np.int64(v) >> 63)
             length = 0
-            while bits != np.uint64(0):
-                bits >>= np.uint64(1)
+            while held != np.uint64(0):
+                held >>= np.uint64(1)
                 length += 1
-            widths[node, c] = (length + 8) // 8           # and a sign bit
+            width = np.uint64((length + 8) // 8)         # and a sign bit
+            widths[node, c] = width
+            for k in range(width):
+                shift = np.uint64(8) * k
+                first = start + k * plane
+                for i in range(plane):
+                    data[first + i] = np.uint8((values[c, i] >> shift) & np.uint64(255))
+            start += width * plane
+    return start
 
 
 @kernel_jit()
-def _pack(hist, widths, offsets, data):
-    """data uint8 OUT: the byte planes of hist int64 (n_nodes, F, B, C) IN
-    at widths uint8 (n_nodes, C) IN, from offsets int64 IN."""
-    n_nodes, n_features, n_bins, n_channels = hist.shape
-    plane = n_features * n_bins
-    for node in range(n_nodes):
-        for c in range(n_channels):
-            start = offsets[node * n_channels + c]
-            for f in range(n_features):
-                row = start + f * n_bins
-                for k in range(widths[node, c]):
-                    shift = np.uint64(8 * k)
-                    first = row + k * plane
-                    for b in range(n_bins):
-                        data[first + b] = np.uint8((np.uint64(hist[node, f, b, c]) >> shift)
-                                                   & np.uint64(255))
-
-
-@kernel_jit()
-def _add_packed(total, out, rows, widths, offsets, data, bits):
+def _add_packed(total, out, rows, widths, data, values):
     """out[rows[j]] int64 (m, F, B, C) OUT = total[j] (int64 (n_nodes, F, B,
     C) IN; ``out`` may be ``total`` with rows 0 .. n_nodes-1) + the
     sign-extended values of the byte planes ``data`` uint8 IN (widths uint8
-    (n_nodes, C), offsets int64 IN, as :func:`_pack`); rows int64 IN; bits
-    uint64 (B,) scratch."""
+    (n_nodes, C) IN, as :func:`_pack`); rows int64 IN; values int64 (C, F *
+    B) scratch: a node's channels decoded in runs, then added (unsigned
+    indices, as :func:`_pack`)."""
     n_nodes, n_features, n_bins, n_channels = total.shape
-    plane = n_features * n_bins
-    for node in range(n_nodes):
-        row_out = rows[node]
-        for c in range(n_channels):
-            start = offsets[node * n_channels + c]
-            width = widths[node, c]
-            unused = np.uint64(64 - 8 * width)
-            for f in range(n_features):
-                row = start + f * n_bins
-                for b in range(n_bins):
-                    bits[b] = np.uint64(data[row + b])
-                for k in range(1, width):
-                    shift = np.uint64(8 * k)
-                    first = row + k * plane
-                    for b in range(n_bins):
-                        bits[b] |= np.uint64(data[first + b]) << shift
-                for b in range(n_bins):
-                    # the top byte's sign bit extended over the unused high bits
-                    out[row_out, f, b, c] = (total[node, f, b, c]
-                                             + (np.int64(bits[b] << unused)
-                                                >> np.int64(unused)))
+    nodes, features = np.uint64(n_nodes), np.uint64(n_features)
+    bins, channels = np.uint64(n_bins), np.uint64(n_channels)
+    plane = features * bins
+    start = np.uint64(0)
+    for node in range(nodes):
+        for c in range(channels):
+            width = np.uint64(widths[node, c])
+            unused = np.uint64(64) - np.uint64(8) * width
+            for i in range(plane):
+                values[c, i] = np.int64(data[start + i])
+            for k in range(np.uint64(1), width):
+                shift = np.uint64(8) * k
+                first = start + k * plane
+                for i in range(plane):
+                    values[c, i] |= np.int64(np.uint64(data[first + i]) << shift)
+            for i in range(plane):
+                # the top byte's sign bit extended over the unused high bits
+                values[c, i] = np.int64(np.uint64(values[c, i]) << unused) >> np.int64(unused)
+            start += width * plane
+        row_out = np.uint64(rows[node])
+        for f in range(features):
+            row = f * bins
+            for b in range(bins):
+                for c in range(channels):
+                    out[row_out, f, b, c] = total[node, f, b, c] + values[c, row + b]

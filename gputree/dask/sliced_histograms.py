@@ -26,7 +26,7 @@ import numpy as np
 
 from .._dtypes import FEATURE_DTYPE, STAT_DTYPE
 from ..backends.scan import SplitInfo
-from .packed_histograms import add_packed, pack
+from .packed_histograms import add_packed, pack, packed_capacity
 
 
 def feature_bounds(n_features, n_slices):
@@ -130,10 +130,10 @@ class SlicedHistograms:
         that peer: its previous contents were sent and added (the peer's
         best splits of that level, needed before this level, came after it
         added them), whether or not their write has been reported done."""
-        packed = pack(hist, self.buffers.get(peer))
-        if packed.data.base is None:          # a larger buffer, kept
-            self.buffers[peer] = packed.data
-        return packed
+        buffer = self.buffers.get(peer)
+        if buffer is None or buffer.size < packed_capacity(hist.shape):
+            buffer = self.buffers[peer] = np.empty(packed_capacity(hist.shape), np.uint8)
+        return pack(hist, buffer)
 
     def exchange(self, tag, value):
         """Every worker's ``value`` (node-sized), in slice order: this
