@@ -153,10 +153,12 @@ class BestFirstSteps:
     is_categorical, missing_bin, layout, inv, params: the backend's
     find_best_splits' arguments), ``kept`` (scratch, outputs): the
     backend's kept scan arrays (``scratch(C, any_categorical, n_bins,
-    n_slots)``, ``outputs(F, C, n_bins, n_rows)``)."""
+    n_slots)``, ``outputs(F, C, n_bins, n_rows)``), ``capacity`` the
+    nodes the arrays hold from the start without a budget (grown as
+    needed)."""
 
     def __init__(self, n_channels, n_features, n_words, limits, budget, max_depth,
-                 count_channel, n_outputs, scan, kept):
+                 count_channel, n_outputs, scan, kept, capacity=8):
         self.n_features, self.n_channels = n_features, n_channels
         self.state = np.array([1, 1, budget or np.iinfo(np.int64).max, max_depth, 0, -1, 0,
                                count_channel, n_outputs], dtype=np.int64)
@@ -164,7 +166,7 @@ class BestFirstSteps:
         self.scan_rows = np.zeros(2, dtype=np.int64)
         self.scan_nodes = np.zeros(2, dtype=np.int64)
         self.out = np.zeros(5, dtype=np.int64)
-        self._nodes(8 if not budget else 2 * budget + 1, n_channels, n_words)
+        self._nodes(capacity if not budget else 2 * budget + 1, n_channels, n_words)
         n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = scan
         self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
         self.constants = (n_bins_non_missing, is_categorical, missing_bin, layout, inv, params)
