@@ -1,9 +1,9 @@
-"""gputree's CPU threads: the helper threads that run a kernel's parts side by side,
+"""gputree's CPU threads: the pool that runs a kernel's parts side by side,
 and ``n_jobs``, how many of them an estimator's fit and predict calls use.
 
 Kernels are compiled once, as serial code that releases the GIL (numba's
 ``nogil``); a job large enough to share (:func:`parts_for`) runs as one
-part per thread, part 0 on the calling thread and the others on helper
+part per thread, part 0 on the calling thread and the others on a pool of
 Python threads (:func:`run_parts`). Small and large jobs run the same
 compiled code: no second, parallel compilation (numba's ``parallel=True``
 compiles a loop into a gufunc, two wrappers and the kernel, 2 to 4 times
@@ -18,10 +18,10 @@ the call: as in joblib, None leaves the current setting; a positive int
 asks for that many threads (at most numba's ``NUMBA_NUM_THREADS``); -1 all
 of them, -2 all but one, and so on.
 """
+import concurrent.futures
 import functools
 import numbers
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -49,9 +49,12 @@ def resolve_n_jobs(n_jobs):
 
 
 #: work (the kernels' unit: about a nanosecond of one thread's time) of a
-#: job worth handing to other threads (waking a helper thread and the
+#: job worth handing to other threads (waking a pool thread and the
 #: kernel's call from it take some 20-50 us)
 PARALLEL_WORK = 1 << 16
+
+#: the pool: (process id, executor); a forked child makes its own
+_pool = [None, None]
 
 
 def thread_count():
@@ -74,79 +77,29 @@ def parts_for(work):
     return thread_count()
 
 
-#: idle helper threads: (process id, list of :class:`_Helper`); a forked
-#: child makes its own (the parent's threads do not exist there)
-_idle = [None, []]
-
-
-class _Helper:
-    """A daemon thread that runs one kernel part at a time: :meth:`start`
-    hands it a call, :meth:`finish` waits for it. Two locks, released and
-    acquired once per call (a ThreadPoolExecutor's submit and result made a
-    Future, a Condition and a queue entry per call: some 8 us more per
-    call, 1,300 calls per LETOR fit)."""
-
-    def __init__(self):
-        self.go, self.done = threading.Lock(), threading.Lock()
-        self.go.acquire()
-        self.done.acquire()
-        self.call, self.error = None, None
-        threading.Thread(target=self._serve, name="gputree", daemon=True).start()
-
-    def _serve(self):
-        while True:
-            self.go.acquire()
-            kernel, args = self.call
-            self.call = None
-            try:
-                kernel(*args)
-            except BaseException as error:    # raised on the calling thread
-                self.error = error
-            self.done.release()
-
-    def start(self, kernel, args):
-        self.call = (kernel, args)
-        self.go.release()
-
-    def finish(self):
-        """Wait for the call; the exception it raised, or None."""
-        self.done.acquire()
-        error, self.error = self.error, None
-        return error
-
-
-def _take_helpers(n):
-    """``n`` idle helper threads (new ones where too few are idle)."""
+def _executor():
     pid = os.getpid()
-    if _idle[0] != pid:
-        _idle[:] = [pid, []]
-    idle, helpers = _idle[1], []
-    while len(helpers) < n:
-        try:
-            helpers.append(idle.pop())      # atomic: callers on several threads
-        except IndexError:
-            helpers.append(_Helper())
-    return helpers
+    if _pool[0] != pid:
+        workers = max(1, numba.config.NUMBA_NUM_THREADS - 1)
+        _pool[:] = [pid, concurrent.futures.ThreadPoolExecutor(
+            workers, thread_name_prefix="gputree")]
+    return _pool[1]
 
 
 def run_parts(kernel, n_parts, *args):
     """``kernel(*args, part, n_parts)`` for part 0 .. n_parts-1, at the same
-    time: part 0 on the calling thread, the others on helper threads
-    (``kernel`` releases the GIL). Returns when every part is done (an
-    exception of any other part is raised then); returns part 0's result."""
+    time: part 0 on the calling thread, the others on the pool (``kernel``
+    releases the GIL). Returns when every part is done (an exception of
+    any part is raised then); returns part 0's result."""
     if n_parts <= 1:
         return kernel(*args, 0, 1)
-    helpers = _take_helpers(n_parts - 1)
-    for part, helper in enumerate(helpers, 1):
-        helper.start(kernel, args + (part, n_parts))
+    pool = _executor()
+    others = [pool.submit(kernel, *args, part, n_parts) for part in range(1, n_parts)]
     try:
         return kernel(*args, 0, n_parts)
     finally:
-        errors = [helper.finish() for helper in helpers]
-        _idle[1].extend(helpers)
-        error = next((error for error in errors if error is not None), None)
-        if error is not None:
-            raise error
+        for future in others:
+            future.result()
 
 
 def part_bounds(n, part, n_parts):
