@@ -344,3 +344,40 @@ def test_a_pass_in_feature_slices_gives_each_slice_when_done_and_the_whole_pass(
     np.testing.assert_array_equal(got, expected)
     if into_buffer:
         np.testing.assert_array_equal(out[:3], expected)
+
+
+def _record_part(seen, part, n_parts):
+    """A kernel's stand-in: records (part, n_parts); part 1 of a call with a
+    negative ``seen[0]`` raises."""
+    seen.append((part, n_parts))
+    if part == 1 and seen[0] == -1:
+        raise ValueError("part 1 failed")
+    return part
+
+
+def test_run_parts_runs_each_part_once_on_concurrent_callers_and_raises_a_helper_error():
+    """Every part of every call runs once, part 0's result is returned, calls
+    from several threads at once each get their parts, and an exception of
+    a part on a helper thread is raised on the caller, whose helpers then
+    serve the next calls."""
+    import threading
+    from gputree._threads import run_parts
+    results, records = [], []
+
+    def caller(n_parts):
+        for _ in range(50):
+            seen = []
+            results.append(run_parts(_record_part, n_parts, seen))
+            records.append((n_parts, sorted(seen)))
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in (2, 3, 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [0] * 150
+    assert all(seen == [(part, n) for part in range(n)] for n, seen in records)
+    with pytest.raises(ValueError, match="part 1 failed"):
+        run_parts(_record_part, 3, [-1])
+    seen = []
+    assert run_parts(_record_part, 3, seen) == 0 and sorted(seen) == [(0, 3), (1, 3), (2, 3)]

@@ -143,6 +143,11 @@ def may_split(totals, node, d, state, limits, inv):
     return count, may
 
 
+#: the leaves of a tree without a budget; the scan slots asked for a tree's
+#: scratch (np.iinfo's, made once: two of its objects a tree cost more)
+_NO_BUDGET, _MOST_SLOTS = np.iinfo(np.int64).max, np.iinfo(np.int32).max
+
+
 class BestFirstSteps:
     """The node arrays of one tree grown best first, its compiled step
     (:func:`_step`) and scan; ``n_channels`` C, ``n_features`` F, ``n_words``
@@ -153,18 +158,20 @@ class BestFirstSteps:
     is_categorical, missing_bin, layout, inv, params: the backend's
     find_best_splits' arguments), ``kept`` (scratch, outputs): the
     backend's kept scan arrays (``scratch(C, any_categorical, n_bins,
-    n_slots)``, ``outputs(F, C, n_bins, n_rows)``)."""
+    n_slots)``, ``outputs(F, C, n_bins, n_rows)``), ``capacity`` the
+    nodes the arrays hold from the start without a budget (grown as
+    needed)."""
 
     def __init__(self, n_channels, n_features, n_words, limits, budget, max_depth,
-                 count_channel, n_outputs, scan, kept):
+                 count_channel, n_outputs, scan, kept, capacity=8):
         self.n_features, self.n_channels = n_features, n_channels
-        self.state = np.array([1, 1, budget or np.iinfo(np.int64).max, max_depth, 0, -1, 0,
+        self.state = np.array([1, 1, budget or _NO_BUDGET, max_depth, 0, -1, 0,
                                count_channel, n_outputs], dtype=np.int64)
         self.limits = np.asarray(limits, dtype=FLOAT_DTYPE)
         self.scan_rows = np.zeros(2, dtype=np.int64)
         self.scan_nodes = np.zeros(2, dtype=np.int64)
         self.out = np.zeros(5, dtype=np.int64)
-        self._nodes(8 if not budget else 2 * budget + 1, n_channels, n_words)
+        self._nodes(capacity if not budget else 2 * budget + 1, n_channels, n_words)
         n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = scan
         self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
         self.constants = (n_bins_non_missing, is_categorical, missing_bin, layout, inv, params)
@@ -175,7 +182,7 @@ class BestFirstSteps:
         self.row_work = int(np.sum(n_bins_non_missing)) * split_scan.SCAN_WORK_PER_BIN
         scratch, self._outputs = kept
         full = scratch(n_channels, any_categorical, self.n_bins,
-                       split_scan.scan_slots(np.iinfo(np.int32).max))
+                       split_scan.scan_slots(_MOST_SLOTS))
         self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
         self.cells = histograms.FULL_LAYOUT      # the pool's layout (histograms.row_layout)
         self._rows(0)

@@ -39,6 +39,8 @@ COMPACT_SHARE = 0.5
 _START, _N_LEVEL, _SCANNED = range(3)
 # what the call tells its caller (int64 ``out``)
 N_SPLIT, N_SCAN, N_BUILD, SCAN_ROWS = range(4)
+#: the depth of the deepest tree whose nodes LevelSteps holds from the start
+_PRESIZED_DEPTH = 8
 
 
 @kernel_jit()
@@ -159,11 +161,14 @@ class LevelSteps(BestFirstSteps):
 
     def __init__(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
                  n_outputs, scan, kept):
+        # room for a full tree of up to _PRESIZED_DEPTH levels from the start
+        # (arrays grown level after level: 5 copies of 13 arrays a tree at depth 6)
+        depth = min(max_depth, _PRESIZED_DEPTH)
         super().__init__(n_channels, n_features, n_words, limits, 0, max_depth, count_channel,
-                         n_outputs, scan, kept)
+                         n_outputs, scan, kept, capacity=2 ** (depth + 1) - 1)
         self.level = np.array([0, 1, 0], dtype=np.int64)
         self.out = np.zeros(4, dtype=np.int64)
-        self._level_arrays(8, n_words)
+        self._level_arrays(2 ** depth, n_words)
 
     def histogram_rows(self, row_shape):
         """The pool's row shape for this tree, whose histograms are shaped

@@ -66,6 +66,11 @@ def chunk_offsets(counts):
     the end; offsets int64 (n_chunks, n_groups), each chunk's first place
     in each group)."""
     first = np.zeros(counts.shape[1] + 1, dtype=np.int64)
+    if counts.shape[0] == 1:
+        # one chunk (fewer than ROW_CHUNK rows): its offsets are the groups'
+        # first places, a copy (the placing pass advances them)
+        np.cumsum(counts[0], out=first[1:])
+        return first, first[:-1].reshape(1, -1).copy()
     np.cumsum(counts.sum(axis=0), out=first[1:])
     return first, np.cumsum(counts, axis=0) - counts + first[:-1]
 
