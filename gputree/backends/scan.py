@@ -277,24 +277,36 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         strictly best wins). The same candidates, arithmetic and choice;
         1.4-1.5x faster a scan on the CPU (boosting, 750k x 28 rows), and
         no gain is computed for an empty bin (a deep node's sparse
-        features: most bins)."""
+        features: most bins), nor for a threshold whose children break
+        min_samples_leaf whichever way the missing rows go (its gains are
+        -inf, and -inf never wins): the left count with the missing rows
+        stays below it (the first thresholds), or the right count without
+        them does (this threshold and every later one: the count of the
+        rows left only grows, so the pass over the bins stops there)."""
         best, best_bin, best_ml = -math.inf, _NO_BIN, _ZERO
         ag, ah, an = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0     # int64 zeros
         inv_g, inv_h = inv[0], inv[1]
         min_samples, min_weight = params[PARAM_MIN_SAMPLES_LEAF], params[PARAM_MIN_WEIGHT_LEAF]
         reg_lambda, reg_alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
         tg, th, tn = T[0], T[1], T[2]
+        missing_n = M[2]    # the missing rows' count (0 without)
         n_ml = 2 if has_missing else 1
         block = prefix.shape[1]
+        done = False        # no later threshold leaves the right child min_samples rows
         for first in range(0, n_non_missing - 1, block):
             n = min(block, n_non_missing - 1 - first)
             m = 0           # candidates of the block so far
             for k in range(n):
                 b = first + k
                 ag, ah, an = ag + H[b, 0], ah + H[b, 1], an + H[b, 2]
+                # (the count comparisons of formulas.allowed, on the
+                # largest left and right counts of the threshold's two)
+                if (tn - an) * 1.0 < min_samples:
+                    done = True
+                    break
                 # written at m always, kept (m advances) when bin b opens one
                 prefix[0, m], prefix[1, m], prefix[2, m], prefix[3, m] = ag, ah, an, b
-                m += (b == 0) | (H[b, 2] != 0)
+                m += ((b == 0) | (H[b, 2] != 0)) & ((an + missing_n) * 1.0 >= min_samples)
             for ml in range(n_ml):
                 mg, mh, mn = (M[0], M[1], M[2]) if ml == 1 else (ag * 0, ag * 0, ag * 0)
                 for k in range(m):
@@ -309,6 +321,8 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                         L[0], L[1], L[2] = prefix[0, k], prefix[1, k], prefix[2, k]
                         if ml == 1:
                             L[0], L[1], L[2] = L[0] + M[0], L[1] + M[1], L[2] + M[2]
+            if done:
+                break
         if has_missing:
             return newton_missing_right(T, L, M, n_non_missing, parent, inv, params,
                                         best, best_bin, best_ml)
@@ -833,17 +847,21 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         T, L, R, M, A = row[0:C], row[C:2 * C], row[2 * C:3 * C], row[3 * C:4 * C], row[4 * C:5 * C]
         H, missing_cell = feature_histogram(hist, cells, node, f, missing_bin)
         n_non_missing = n_bins_non_missing[f]
+        for c in range(C):
+            M[c] = H[missing_cell, c]
+        has_missing = node_count(M, layout, inv) > 0
+        one = split_bin[node, f]        # >= 0: one candidate (random thresholds)
+        if (n_non_missing <= 1 and not has_missing and one < 0
+                and not (categorical and is_categorical[f])):
+            return      # a numerical feature of one bin in the node: no candidate
         # the node's total: its non-missing bins and the missing bin (no row
         # is in a bin between them: the scan reads no other cell)
         channel_sums(T, H, min(n_non_missing, missing_cell))
         for c in range(C):
-            M[c] = H[missing_cell, c]
             T[c] += M[c]
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
-        has_missing = node_count(M, layout, inv) > 0
         multiway = layout[LAYOUT_MULTIWAY] != 0
         left_known = False
-        one = split_bin[node, f]        # >= 0: one candidate (random thresholds)
         if categorical and newton_fixed != 1 and multiway and is_categorical[f]:
             gain, info = scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params)
             if gain != -math.inf:
