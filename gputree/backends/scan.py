@@ -190,6 +190,15 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             S[c] = total
 
     @inline
+    def newton_sums(S, H, n):
+        """channel_sums of boosting's three channels (gradient, hessian,
+        count) in one pass over the bins, each summed in a register."""
+        g, h, c = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0
+        for b in range(n):
+            g, h, c = g + H[b, 0], h + H[b, 1], c + H[b, 2]
+        S[0], S[1], S[2] = g, h, c
+
+    @inline
     def copy_bin(A, H, b):
         """A = H[b]."""
         for c in range(A.shape[0]):
@@ -298,15 +307,18 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             m = 0           # candidates of the block so far
             for k in range(n):
                 b = first + k
-                ag, ah, an = ag + H[b, 0], ah + H[b, 1], an + H[b, 2]
+                u = np.uint64(b)        # unsigned indices: no wraparound of negative ones
+                cn = H[u, 2]
+                ag, ah, an = ag + H[u, 0], ah + H[u, 1], an + cn
                 # (the count comparisons of formulas.allowed, on the
                 # largest left and right counts of the threshold's two)
                 if (tn - an) * 1.0 < min_samples:
                     done = True
                     break
                 # written at m always, kept (m advances) when bin b opens one
-                prefix[0, m], prefix[1, m], prefix[2, m], prefix[3, m] = ag, ah, an, b
-                m += ((b == 0) | (H[b, 2] != 0)) & ((an + missing_n) * 1.0 >= min_samples)
+                v = np.uint64(m)
+                prefix[0, v], prefix[1, v], prefix[2, v], prefix[3, v] = ag, ah, an, b
+                m += ((b == 0) | (cn != 0)) & ((an + missing_n) * 1.0 >= min_samples)
             for ml in range(n_ml):
                 mg, mh, mn = (M[0], M[1], M[2]) if ml == 1 else (ag * 0, ag * 0, ag * 0)
                 for k in range(m):
@@ -856,7 +868,10 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             return      # a numerical feature of one bin in the node: no candidate
         # the node's total: its non-missing bins and the missing bin (no row
         # is in a bin between them: the scan reads no other cell)
-        channel_sums(T, H, min(n_non_missing, missing_cell))
+        if newton_fixed == 1:
+            newton_sums(T, H, min(n_non_missing, missing_cell))
+        else:
+            channel_sums(T, H, min(n_non_missing, missing_cell))
         for c in range(C):
             T[c] += M[c]
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
