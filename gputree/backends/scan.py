@@ -326,13 +326,16 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                     gains[ml, k] = newton_gain_scalars(lg, lh, ln, tg - lg, th - lh, tn - ln,
                                                        parent, inv_g, inv_h, min_samples,
                                                        min_weight, reg_lambda, reg_alpha)
+            best_k = -1     # the block's candidate that is best so far, if any
             for k in range(m):
                 for ml in range(n_ml):
                     if gains[ml, k] > best:
-                        best, best_bin, best_ml = gains[ml, k], prefix[3, k], ml
-                        L[0], L[1], L[2] = prefix[0, k], prefix[1, k], prefix[2, k]
-                        if ml == 1:
-                            L[0], L[1], L[2] = L[0] + M[0], L[1] + M[1], L[2] + M[2]
+                        best, best_k, best_ml = gains[ml, k], k, ml
+            if best_k >= 0:
+                best_bin = prefix[3, best_k]
+                L[0], L[1], L[2] = prefix[0, best_k], prefix[1, best_k], prefix[2, best_k]
+                if best_ml == 1:
+                    L[0], L[1], L[2] = L[0] + M[0], L[1] + M[1], L[2] + M[2]
             if done:
                 break
         if has_missing:
