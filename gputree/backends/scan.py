@@ -190,6 +190,15 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             S[c] = total
 
     @inline
+    def newton_sums(S, H, n):
+        """channel_sums of boosting's three channels (gradient, hessian,
+        count) in one pass over the bins, each summed in a register."""
+        g, h, c = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0
+        for b in range(n):
+            g, h, c = g + H[b, 0], h + H[b, 1], c + H[b, 2]
+        S[0], S[1], S[2] = g, h, c
+
+    @inline
     def copy_bin(A, H, b):
         """A = H[b]."""
         for c in range(A.shape[0]):
@@ -277,24 +286,39 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         strictly best wins). The same candidates, arithmetic and choice;
         1.4-1.5x faster a scan on the CPU (boosting, 750k x 28 rows), and
         no gain is computed for an empty bin (a deep node's sparse
-        features: most bins)."""
+        features: most bins), nor for a threshold whose children break
+        min_samples_leaf whichever way the missing rows go (its gains are
+        -inf, and -inf never wins): the left count with the missing rows
+        stays below it (the first thresholds), or the right count without
+        them does (this threshold and every later one: the count of the
+        rows left only grows, so the pass over the bins stops there)."""
         best, best_bin, best_ml = -math.inf, _NO_BIN, _ZERO
         ag, ah, an = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0     # int64 zeros
         inv_g, inv_h = inv[0], inv[1]
         min_samples, min_weight = params[PARAM_MIN_SAMPLES_LEAF], params[PARAM_MIN_WEIGHT_LEAF]
         reg_lambda, reg_alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
         tg, th, tn = T[0], T[1], T[2]
+        missing_n = M[2]    # the missing rows' count (0 without)
         n_ml = 2 if has_missing else 1
         block = prefix.shape[1]
+        done = False        # no later threshold leaves the right child min_samples rows
         for first in range(0, n_non_missing - 1, block):
             n = min(block, n_non_missing - 1 - first)
             m = 0           # candidates of the block so far
             for k in range(n):
                 b = first + k
-                ag, ah, an = ag + H[b, 0], ah + H[b, 1], an + H[b, 2]
+                u = np.uint64(b)        # unsigned indices: no wraparound of negative ones
+                cn = H[u, 2]
+                ag, ah, an = ag + H[u, 0], ah + H[u, 1], an + cn
+                # (the count comparisons of formulas.allowed, on the
+                # largest left and right counts of the threshold's two)
+                if (tn - an) * 1.0 < min_samples:
+                    done = True
+                    break
                 # written at m always, kept (m advances) when bin b opens one
-                prefix[0, m], prefix[1, m], prefix[2, m], prefix[3, m] = ag, ah, an, b
-                m += (b == 0) | (H[b, 2] != 0)
+                v = np.uint64(m)
+                prefix[0, v], prefix[1, v], prefix[2, v], prefix[3, v] = ag, ah, an, b
+                m += ((b == 0) | (cn != 0)) & ((an + missing_n) * 1.0 >= min_samples)
             for ml in range(n_ml):
                 mg, mh, mn = (M[0], M[1], M[2]) if ml == 1 else (ag * 0, ag * 0, ag * 0)
                 for k in range(m):
@@ -302,13 +326,18 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                     gains[ml, k] = newton_gain_scalars(lg, lh, ln, tg - lg, th - lh, tn - ln,
                                                        parent, inv_g, inv_h, min_samples,
                                                        min_weight, reg_lambda, reg_alpha)
+            best_k = -1     # the block's candidate that is best so far, if any
             for k in range(m):
                 for ml in range(n_ml):
                     if gains[ml, k] > best:
-                        best, best_bin, best_ml = gains[ml, k], prefix[3, k], ml
-                        L[0], L[1], L[2] = prefix[0, k], prefix[1, k], prefix[2, k]
-                        if ml == 1:
-                            L[0], L[1], L[2] = L[0] + M[0], L[1] + M[1], L[2] + M[2]
+                        best, best_k, best_ml = gains[ml, k], k, ml
+            if best_k >= 0:
+                best_bin = prefix[3, best_k]
+                L[0], L[1], L[2] = prefix[0, best_k], prefix[1, best_k], prefix[2, best_k]
+                if best_ml == 1:
+                    L[0], L[1], L[2] = L[0] + M[0], L[1] + M[1], L[2] + M[2]
+            if done:
+                break
         if has_missing:
             return newton_missing_right(T, L, M, n_non_missing, parent, inv, params,
                                         best, best_bin, best_ml)
@@ -833,17 +862,24 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         T, L, R, M, A = row[0:C], row[C:2 * C], row[2 * C:3 * C], row[3 * C:4 * C], row[4 * C:5 * C]
         H, missing_cell = feature_histogram(hist, cells, node, f, missing_bin)
         n_non_missing = n_bins_non_missing[f]
-        # the node's total: its non-missing bins and the missing bin (no row
-        # is in a bin between them: the scan reads no other cell)
-        channel_sums(T, H, min(n_non_missing, missing_cell))
         for c in range(C):
             M[c] = H[missing_cell, c]
+        has_missing = node_count(M, layout, inv) > 0
+        one = split_bin[node, f]        # >= 0: one candidate (random thresholds)
+        if (n_non_missing <= 1 and not has_missing and one < 0
+                and not (categorical and is_categorical[f])):
+            return      # a numerical feature of one bin in the node: no candidate
+        # the node's total: its non-missing bins and the missing bin (no row
+        # is in a bin between them: the scan reads no other cell)
+        if newton_fixed == 1:
+            newton_sums(T, H, min(n_non_missing, missing_cell))
+        else:
+            channel_sums(T, H, min(n_non_missing, missing_cell))
+        for c in range(C):
             T[c] += M[c]
         parent = bounded_parent_score(T, layout, inv, params, node, n_features)
-        has_missing = node_count(M, layout, inv) > 0
         multiway = layout[LAYOUT_MULTIWAY] != 0
         left_known = False
-        one = split_bin[node, f]        # >= 0: one candidate (random thresholds)
         if categorical and newton_fixed != 1 and multiway and is_categorical[f]:
             gain, info = scan_multiway(H, T, A, M, n_non_missing, parent, layout, inv, params)
             if gain != -math.inf:

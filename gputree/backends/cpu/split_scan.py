@@ -46,7 +46,8 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  n_parts):
     """The split scan of every (node, feature) (arguments as
     scan.make_split_scanner; the scan inlined), in parts over the scratch
-    slots, slot s scanning tasks s, s + n_slots, ...; compiled per criterion
+    slots, slot s scanning the s-th of n_slots runs of consecutive tasks,
+    part p slots p, p + n_parts, ...; compiled per criterion
     by split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >=
     0 is first derived in place, feature by feature:
     ``hist[node, f] -= source[b, f]`` (int64 (m, F, n_bins, C) IN) on the
@@ -58,9 +59,12 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
     n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
     flat = hist.reshape(hist.shape[0], hist.shape[1], n_bins * hist.shape[3])
     source_flat = source.reshape(source.shape[0], hist.shape[1], n_bins * hist.shape[3])
-    first, stop = part_bounds(n_slots, part, n_parts)
-    for slot in range(first, stop):
-        for t in range(slot, n_tasks, n_slots):
+    for slot in range(part, n_slots, n_parts):
+        # slot s scans the s-th of n_slots runs of consecutive tasks (their
+        # cells side by side: read in order), the runs dealt to the parts in
+        # turn (each part's spread over the level's nodes)
+        first, stop = part_bounds(n_tasks, slot, n_slots)
+        for t in range(np.int64(first), np.int64(stop)):
             node = t // n_features
             if built_of[node] >= 0:
                 # unsigned like subtract_histograms' call: one compile of the helper

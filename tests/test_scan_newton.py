@@ -1,0 +1,132 @@
+"""The CPU's boosting scan (one output, no value constraints: the block scan
+of scan.py) against a plain-Python scan of every candidate, bit for bit:
+every threshold after bins 0 .. n-2 with the missing rows right, then left,
+then "every non-missing bin left", each gain from the children's integer
+sums by the Newton formula, the first strictly best kept. The reference
+skips nothing (empty bins, children below min_samples_leaf or
+min_child_weight are scored: -inf or a repeated gain), so whatever the scan
+leaves out must be what can never win. Histograms: sparse features (most
+rows in one bin), empty bins, one-bin features, missing rows or none, and
+more bins than one block of the scan."""
+import math
+
+import numpy as np
+import pytest
+
+from gputree.backends import get_backend
+from gputree.criteria import newton_statistics
+from gputree.growth.params import GrowthParams
+
+INV = 1 / 16        # the gradient and hessian sums' scale
+
+
+def newton_term(g_sum, h_sum, reg_lambda, reg_alpha):
+    """T(G)**2 / (H + lambda) in Python floats (IEEE double, no fused ops)."""
+    g = g_sum * INV
+    g = g - reg_alpha if g > reg_alpha else (g + reg_alpha if g < -reg_alpha else 0.0)
+    h = h_sum * INV
+    return g * g / (h + reg_lambda) if h + reg_lambda > 0.0 else 0.0
+
+
+def candidate_gain(left, total, parent, p):
+    """The gain of a split whose left child sums to ``left`` (g, h, n ints)."""
+    right = [t - x for t, x in zip(total, left)]
+    wl, wr = left[1] * INV, right[1] * INV
+    if not (float(left[2]) >= p.min_samples_leaf and float(right[2]) >= p.min_samples_leaf
+            and wl >= p.min_weight_leaf and wr >= p.min_weight_leaf and wl > 0.0 and wr > 0.0):
+        return -math.inf
+    return 0.5 * (newton_term(left[0], left[1], p.reg_lambda, p.reg_alpha)
+                  + newton_term(right[0], right[1], p.reg_lambda, p.reg_alpha) - parent)
+
+
+def reference_scan(H, n, missing, p):
+    """(gain, last non-missing bin left, missing left, left sums) of the best
+    candidate of one (node, feature) histogram H int64 (bins, 3), -inf and
+    None when none is valid."""
+    M = [int(x) for x in H[missing]]
+    T = [int(x) for x in H[:n].sum(axis=0)]
+    T = [t + x for t, x in zip(T, M)]
+    parent = newton_term(T[0], T[1], p.reg_lambda, p.reg_alpha)
+    has_missing = M[2] > 0
+    candidates = []
+    running = [0, 0, 0]
+    for b in range(n - 1):
+        running = [r + int(x) for r, x in zip(running, H[b])]
+        for ml in (0, 1) if has_missing else (0,):
+            candidates.append(([r + ml * x for r, x in zip(running, M)], b, ml))
+    if has_missing:
+        candidates.append(([t - x for t, x in zip(T, M)], n - 1, 0))
+    best = (-math.inf, None, None, None)
+    for left, b, ml in candidates:
+        gain = candidate_gain(left, T, parent, p)
+        if gain > best[0]:
+            best = (gain, b, ml, left)
+    return best
+
+
+def newton_histograms(rng, n_nodes, n_features, n_bins):
+    """int64 (n_nodes, F, n_bins, 3) histograms (gradient, hessian, count;
+    the last bin missing), non-missing bins per feature int32 (F,): most of a
+    feature's rows in one bin (a sparse feature's zero) at a random place,
+    the rest spread over a few bins; features of one bin; missing rows in
+    some (node, feature)s only. The cells between a feature's bins and the
+    missing bin hold garbage (the scan must not read them)."""
+    n_non_missing = rng.randint(2, n_bins, n_features).astype(np.int32)
+    n_non_missing[:3] = (1, n_bins - 1, n_bins - 1)
+    count = np.zeros((n_nodes, n_features, n_bins), np.int64)
+    for node in range(n_nodes):
+        rows = rng.choice([8, 30, 60, 400])
+        for f in range(n_features):
+            n = n_non_missing[f]
+            heavy = rng.randint(n)
+            spread = rng.randint(0, n, rng.randint(0, max(1, rows // 3)))
+            np.add.at(count[node, f], spread, 1)
+            count[node, f, heavy] += rows - spread.size
+            if rng.rand() < 0.5:
+                count[node, f, -1] = rng.randint(1, 12)
+    gradient = rng.randint(-60, 60, count.shape) * count + rng.randint(-5, 5, count.shape)
+    gradient *= count > 0
+    hessian = rng.randint(1, 20, count.shape) * count
+    hist = np.stack([gradient, hessian, count], axis=-1).astype(np.int64)
+    for f in range(n_features):
+        hist[:, f, n_non_missing[f]:-1] = rng.randint(-99, 99, (n_nodes, 1, 3))
+    return hist, n_non_missing
+
+
+def left_bins(bitset_row, n):
+    """The non-missing bins a split's bitset row (uint32 (BITSET_WORDS,))
+    sends left."""
+    return [b for b in range(min(n, 256)) if (int(bitset_row[b // 32]) >> (b % 32)) & 1]
+
+
+@pytest.mark.parametrize("n_bins,params", [
+    (40, GrowthParams(min_samples_leaf=1)),
+    (40, GrowthParams(min_samples_leaf=20, reg_lambda=1.0, min_weight_leaf=1e-3)),
+    (300, GrowthParams(min_samples_leaf=5, reg_alpha=0.5, min_weight_leaf=2.0)),
+    (300, GrowthParams(min_samples_leaf=20, reg_lambda=1.0)),
+])
+def test_boosting_scan_equals_every_candidate_scored(n_bins, params):
+    rng = np.random.RandomState(n_bins + params.min_samples_leaf)
+    hist, n_non_missing = newton_histograms(rng, 6, 24, n_bins)
+    stats = newton_statistics(rng.normal(size=(8, 1)), np.full((8, 1), 0.25), np.ones(8))
+    inv = np.ones(3)
+    inv[:2] = INV
+    allowed = np.ones(hist.shape[:2], np.uint8)
+    gain, missing_left, bitset, left, _, _ = get_backend("cpu").scan_splits(
+        hist, n_non_missing, np.zeros(hist.shape[1], np.uint8), allowed, n_bins - 1,
+        stats.layout, inv, params.criterion_params())
+    n_found = 0
+    for node in range(hist.shape[0]):
+        for f in range(hist.shape[1]):
+            n = n_non_missing[f]
+            best, b, ml, sums = reference_scan(hist[node, f], n, n_bins - 1, params)
+            assert gain[node, f].tobytes() == np.float64(best).tobytes(), (node, f)
+            if best == -math.inf:
+                continue
+            n_found += 1
+            assert left[node, f].tolist() == sums
+            if n <= 256:
+                assert left_bins(bitset[node, f], n) == list(range(b + 1))
+            if hist[node, f, -1, 2] > 0:
+                assert missing_left[node, f] == ml
+    assert n_found >= 20, "few valid splits: a weak test"
