@@ -292,7 +292,11 @@ class CPUBackend(Backend):
                                              (_scan_scratch, _scan_outputs))
 
     def level_steps(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
-                    n_outputs, scan):
+                    n_outputs, scan, reuse=None):
+        if isinstance(reuse, level_step.LevelSteps) and reuse.restart(
+                n_channels, n_features, n_words, limits, max_depth, count_channel, n_outputs,
+                scan):
+            return reuse
         return level_step.LevelSteps(n_channels, n_features, n_words, limits, max_depth,
                                      count_channel, n_outputs, scan,
                                      (_scan_scratch, _scan_outputs))
