@@ -191,7 +191,7 @@ class _TreeGrowth:
             steps.scan(pool.hist, row + 1, 1)
         level_start, n_level = 0, 1
         while True:
-            n_split, n_scan, n_build, n_rows = steps.level_step(pool).tolist()
+            n_split, n_scan, n_build, n_rows, _ = steps.level_step(pool).tolist()
             if n_split == 0:
                 break
             feature, bitset, words, left_child = steps.level_splits(n_level)
@@ -202,7 +202,8 @@ class _TreeGrowth:
             level_start, n_level = level_start + n_level, 2 * n_split
             backend.move_and_build_histograms(X, self.positions, moves, stats, level_start,
                                               steps.node_to_build[:n_level], n_build,
-                                              data.n_bins, pool.hist, **cells)
+                                              data.n_bins, pool.hist, **cells,
+                                              built=steps.next_built(n_level))
             steps.scan(pool.hist, n_rows, n_scan)
 
     def compiled_tree(self, steps):
