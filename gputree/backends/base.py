@@ -256,12 +256,14 @@ class Backend(abc.ABC):
         return None
 
     def level_steps(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
-                    n_outputs, scan):
+                    n_outputs, scan, reuse=None):
         """The compiled levels of a level-wise tree, with the Newton
         criterion, no leaf budget and nothing drawn or constrained (an
         object as :class:`gputree.backends.cpu.level_step.LevelSteps`, whose
         docstring says the arguments), or None (the default): the grower
-        plans each level with the primitives."""
+        plans each level with the primitives. ``reuse``: the steps this
+        backend handed out for the fit's last tree (or None), which it may
+        start again for this one."""
         return None
 
     def split_node_rows(self, partition, X_binned, node, feature, split_sets):

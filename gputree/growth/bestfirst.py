@@ -31,7 +31,7 @@ import numpy as np
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends.splitset import left_set, left_sets
 from ..criteria import KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_KIND, LAYOUT_N_OUTPUTS
-from .levelwise import _TreeGrowth, compiled_table, start_tree
+from .levelwise import _TreeGrowth, start_tree
 from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
 
 
@@ -90,10 +90,11 @@ class _BestFirstGrowth(_TreeGrowth):
         if steps is None:
             self._grow(table)
         else:
-            table = self._grow_compiled(steps)
+            self._grow_compiled(steps)
         if self.rows is not None:
             self.backend.partition_positions(self.rows, self.positions)
-        tree = finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
+        tree = (finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
+                if steps is None else self.compiled_tree(steps))
         if self.constrained is not None:
             self.constrained.clip_values(tree.value)
         return tree, self.positions
@@ -139,7 +140,7 @@ class _BestFirstGrowth(_TreeGrowth):
         """As :meth:`_grow`, each step one call of ``steps`` (the backend's
         :meth:`~gputree.backends.base.Backend.best_first_steps`) between
         the row split, the histogram pass and the scan: the same calls in
-        the same order, the same tree. Returns the tree's NodeTable."""
+        the same order, the same tree (:meth:`compiled_tree`)."""
         backend, pool = self.backend, self.pool
         X, stats, cells = self.data.X_binned, self.stats.stats, self._cells()
         if len(self.waiting):
@@ -158,7 +159,6 @@ class _BestFirstGrowth(_TreeGrowth):
                 backend.build_node_histogram(self.rows, X, stats, built_node, built_row,
                                              pool.hist, **cells)
                 steps.scan(pool.hist, n_rows, n_scan)
-        return compiled_table(steps, pool)
 
     def _step(self, table, level_start, impurity, depth, parent_row):
         """Scan the new nodes ``level_start`` (and ``+ 1``, but for the

@@ -40,6 +40,9 @@ class HistogramPool:
         self.row_shape = None
         self.positions = None
         self._kept = {}
+        #: the backend's compiled steps of the last tree (Backend.level_steps),
+        #: whose arrays follow the pool's rows: the next tree's to start again
+        self.kept_steps = None
 
     def row_positions(self, n_samples):
         """Zeroed int32 (n_samples,) positions for the tree starting: one

@@ -97,9 +97,8 @@ class _TreeGrowth:
         root_totals, impurity = self._root()
         steps = self._compiled_levels(root_totals[0])
         if steps is not None:
-            table = self._grow_compiled(steps, root_totals, impurity)
-            return finish_tree(self.backend, table, self.data, self.stats,
-                               self.criterion_inputs()), self.positions
+            self._grow_compiled(steps, root_totals, impurity)
+            return self.compiled_tree(steps), self.positions
         table = NodeTable(root_totals[0])
         level_start, n_level, previous, n_leaves = 0, 1, None, 1
         for depth in range(growth.max_depth + 1):
@@ -144,10 +143,12 @@ class _TreeGrowth:
             return None
         limits = (growth.min_samples_split, 2 * growth.min_samples_leaf,
                   2 * growth.min_weight_leaf, growth.min_split_gain)
-        return self.backend.level_steps(
+        # the last tree's steps, started again where the backend can
+        steps = self.pool.kept_steps = self.backend.level_steps(
             root_totals.shape[0], self.data.X_binned.shape[1], self.n_words, limits,
             growth.max_depth, int(layout[LAYOUT_COUNT_CHANNEL]), int(layout[LAYOUT_N_OUTPUTS]),
-            self.scan_constants())
+            self.scan_constants(), self.pool.kept_steps)
+        return steps
 
     def scans_directly(self):
         """Whether the histograms and the scan may skip the general plan
@@ -173,7 +174,7 @@ class _TreeGrowth:
         """The tree's levels, each one call of ``steps`` (the backend's
         :meth:`~gputree.backends.base.Backend.level_steps`) between the row
         move with the histogram pass and the scan: the general levels' calls
-        in the same order, the same tree. Returns the tree's NodeTable."""
+        in the same order, the same tree (:meth:`compiled_tree`)."""
         backend, pool, data = self.backend, self.pool, self.data
         X, stats, cells = data.X_binned, self.stats.stats, self._cells()
         pool.start_tree(steps.histogram_rows(pool.row_shape), pool.max_rows)
@@ -190,7 +191,7 @@ class _TreeGrowth:
             steps.scan(pool.hist, row + 1, 1)
         level_start, n_level = 0, 1
         while True:
-            n_split, n_scan, n_build, n_rows = steps.level_step(pool).tolist()
+            n_split, n_scan, n_build, n_rows, _ = steps.level_step(pool).tolist()
             if n_split == 0:
                 break
             feature, bitset, words, left_child = steps.level_splits(n_level)
@@ -201,9 +202,23 @@ class _TreeGrowth:
             level_start, n_level = level_start + n_level, 2 * n_split
             backend.move_and_build_histograms(X, self.positions, moves, stats, level_start,
                                               steps.node_to_build[:n_level], n_build,
-                                              data.n_bins, pool.hist, **cells)
+                                              data.n_bins, pool.hist, **cells,
+                                              built=steps.next_built(n_level))
             steps.scan(pool.hist, n_rows, n_scan)
-        return compiled_table(steps, pool)
+
+    def compiled_tree(self, steps):
+        """The TreeArrays of the tree the backend's compiled ``steps`` grew
+        (:meth:`gputree.backends.base.Backend.level_steps` or
+        ``best_first_steps``), :func:`gputree.growth.policy.finish_tree`'s
+        assembled by them, with the rows they handed out of the pool
+        counted there."""
+        self.pool.reserve(0, steps.touched)
+        values, impurity = self.backend.node_summaries(
+            steps.grown_totals, *self.criterion_inputs(), self.stats.n_outputs,
+            self.stats.n_classes)
+        data = self.data
+        return steps.tree(values, impurity, data.is_categorical, data.thresholds,
+                          data.missing_bin)
 
     def _values(self, totals):
         """float64 (n_nodes,) output 0's value of nodes with host int64 ``totals``."""
@@ -380,17 +395,6 @@ class _TreeGrowth:
                           "split_words": sets.words, "split_start": sets.start,
                           "split_n_words": sets.n_words, "left_child": left_child}
         self.partition_start = level_start
-
-
-def compiled_table(steps, pool):
-    """The NodeTable of a tree the backend's compiled ``steps`` grew
-    (:meth:`gputree.backends.base.Backend.level_steps` or ``best_first_steps``),
-    with the rows they handed out of ``pool`` counted there."""
-    pool.reserve(0, steps.touched)
-    totals, depth, parent, feature, bitset, words, gain, missing_left = steps.nodes()
-    table = NodeTable.of_nodes(totals, depth, parent)
-    table.record_level(feature, left_sets(bitset, words), gain, missing_left)
-    return table
 
 
 def level_splits(found, accept, split_nodes, n_level, n_words):

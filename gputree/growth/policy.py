@@ -34,15 +34,6 @@ class NodeTable:
         self.parent = [np.full(1, -1, dtype=NODE_DTYPE)]
         self.feature, self.bitset, self.gain, self.missing_left = [], [], [], []
 
-    @classmethod
-    def of_nodes(cls, totals, depth, parent):
-        """The table of nodes grown elsewhere: int64 ``totals`` (n, C),
-        int32 ``depth`` and ``parent`` (n,) (no splits recorded yet)."""
-        table = cls(totals[0])
-        table._buffer, table._n_nodes = totals, totals.shape[0]
-        table.depth, table.parent = [depth], [parent]
-        return table
-
     @property
     def totals(self):
         """int64 (n_nodes, C): every node's totals, in node order (a view)."""

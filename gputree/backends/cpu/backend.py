@@ -145,19 +145,23 @@ class CPUBackend(Backend):
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
                                   node_to_build, n_build, n_bins, out, bin_counts=None,
-                                  feature_bins=None):
+                                  feature_bins=None, built=None):
         """One pass over the rows moves them (update_positions' ``moves``)
         and gathers the rows of the nodes to build, grouped by node. The
         channels of ``out`` beyond stats' columns count rows
         (:attr:`implicit_count_channel`). ``out`` (n, 1, cells, C) for
         X_binned of more than one feature: the compact layout of
-        histograms.row_layout (``feature_bins`` given)."""
+        histograms.row_layout (``feature_bins`` given). ``built``: (the
+        built nodes' rows int64 (b,), each node's index among them int32
+        (n_level,), -1 where not built), node_to_build's, where the caller
+        has them (the compiled levels: level_step.LevelSteps); None: found
+        here."""
         hist = out
         if hist is None:
             hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                             dtype=STAT_DTYPE)
         level = self._level_rows(X_binned, positions, moves, stats, level_start, node_to_build,
-                                 hist, bin_counts is not None, n_bins)
+                                 hist, bin_counts is not None, n_bins, built)
         rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = level
         compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
         feature_bins = _feature_bins(feature_bins, hist.shape)
@@ -204,15 +208,16 @@ class CPUBackend(Backend):
         return hist
 
     def _level_rows(self, X_binned, positions, moves, stats, level_start, node_to_build, hist,
-                    with_bin_counts, n_bins):
+                    with_bin_counts, n_bins, built=None):
         """The rows of a histogram pass (moved by ``moves`` first): (rows,
         node_first, X_rows, stats_rows (:meth:`_rows_by_node`), built_rows
-        int64, n_add the channels added, the sparse rows or None)."""
-        built = node_to_build >= 0
-        built_rows = node_to_build[built].astype(np.int64)
+        int64, n_add the channels added, the sparse rows or None);
+        ``built``: see :meth:`move_and_build_histograms`."""
+        built_rows, build_index = built or (
+            node_to_build[node_to_build >= 0].astype(np.int64), None)
         n_add = hist.shape[3]
         split_feature = moves[1]
-        root = (built_rows.size == 1 and built[0] and level_start == 0
+        root = (built_rows.size == 1 and node_to_build[0] >= 0 and level_start == 0
                 and split_feature.size == 0 and not positions.any())
         if root and with_bin_counts:
             n_add -= 1          # the root's count channel is a copy of bin_counts
@@ -225,8 +230,11 @@ class CPUBackend(Backend):
             node_first = np.array([0, stats.shape[0]], dtype=np.int64)
             X_rows, stats_rows = X_binned, stats
         else:
+            if build_index is None:
+                build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
+                build_index[node_to_build >= 0] = np.arange(built_rows.size, dtype=np.int32)
             node_first, rows, X_rows, stats_rows = self._rows_by_node(
-                X_binned, positions, moves, stats, level_start, node_to_build, built,
+                X_binned, positions, moves, stats, level_start, build_index,
                 built_rows.size, sparse is None)
         return rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse
 
@@ -241,19 +249,18 @@ class CPUBackend(Backend):
         lean_gather.identity_rows.run(rows.shape[0], rows)
         return rows
 
-    def _rows_by_node(self, X_binned, positions, moves, stats, level_start, node_to_build,
-                      built, n_build, may_copy):
+    def _rows_by_node(self, X_binned, positions, moves, stats, level_start, build_index,
+                      n_build, may_copy):
         """Move the rows (``moves``: see move_and_build_histograms) and
-        gather the rows of the nodes to build (``built``: node_to_build >=
-        0), grouped by node: for X kept lean by counting then placing
+        gather the rows of the nodes to build (``build_index`` int32
+        (n_level,): each level node's index among them, -1 for a node not
+        built), grouped by node: for X kept lean by counting then placing
         (:func:`.lean_gather.rows_by_node_lean`, no buffers but "rows"),
         else by :func:`.partition.rows_by_node`, their bins and statistics
         copied in that order where BinnedCache.ordered_rows allows and
         ``may_copy``. Returns (node_first int64 (n_build + 1,), rows int32
         (m,) into X_rows and stats_rows, X_rows, stats_rows)."""
         moves_start, split_feature, split_sets, left_child = moves
-        build_index = np.full(node_to_build.shape[0], -1, dtype=np.int32)
-        build_index[built] = np.arange(n_build, dtype=np.int32)
         n, cache = positions.shape[0], self.binned
         rows = cache.rows(X_binned, "rows")
         if cache.is_lean(X_binned):
@@ -292,7 +299,11 @@ class CPUBackend(Backend):
                                              (_scan_scratch, _scan_outputs))
 
     def level_steps(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
-                    n_outputs, scan):
+                    n_outputs, scan, reuse=None):
+        if isinstance(reuse, level_step.LevelSteps) and reuse.restart(
+                n_channels, n_features, n_words, limits, max_depth, count_channel, n_outputs,
+                scan):
+            return reuse
         return level_step.LevelSteps(n_channels, n_features, n_words, limits, max_depth,
                                      count_channel, n_outputs, scan,
                                      (_scan_scratch, _scan_outputs))

@@ -14,14 +14,19 @@ criterion), which child's histogram is built (the one with fewer rows) and
 whether the other's is derived in the parent's pool row, and hands out and
 releases the pool's rows (its ``in_use`` flags) as the general step
 does. Python then runs only the row split, the histogram pass and the scan
-between two calls. The trees are the general step's, node for node.
+between two calls. The trees are the general step's, node for node; once
+grown, a tree's arrays (:func:`gputree.growth.policy.finish_tree`'s) are
+assembled from the node arrays in one compiled pass (:func:`_tree_nodes`).
 """
 import numpy as np
 
-from ..._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from ..._dtypes import (BITMAP_BINS, BITSET_DTYPE, BITSET_RANGE_WORD, BITSET_WORDS,
+                        FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE)
 from ..._threads import kernel_jit
+from ...tree import TreeArrays
 from ..kernel_cache import cache_numba_cpu_kernels
 from ..node_features import ALL_CANDIDATES
+from ..splitset import left_sets
 from . import histograms, split_scan
 from .jit import ir_inline
 
@@ -128,6 +133,57 @@ def _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows
     out[N_SCAN], out[SCAN_ROWS] = n_scan, last
 
 
+@kernel_jit()
+def _tree_nodes(taken, best_feature, best_bitset, best_gain, best_missing_left, totals, parent,
+                inv, count_channel, n_outputs, feature_categorical, thresholds, missing_bin,
+                feature, bitset, left_child, threshold, missing_left, is_categorical, n_samples,
+                weight, gain):
+    """The per-node arrays of :func:`gputree.growth.policy.finish_tree` for
+    the n grown nodes (``feature`` int32 (n,) OUT; the node arrays IN as
+    the steps keep them; ``inv`` float64 (C,), ``count_channel`` and
+    ``n_outputs`` the layout's; ``feature_categorical`` uint8 (F,),
+    ``thresholds`` float64 (F, T) and ``missing_bin``: the binned data's),
+    the same values: OUT feature int32, bitset uint32 (n, BITSET_WORDS),
+    left_child int32, missing_left uint8, gain float64 of the splits taken
+    (-1 / zeros elsewhere); threshold float64 (policy.real_thresholds:
+    ``x <= threshold`` goes left at a numerical split, NaN elsewhere,
+    inf past the thresholds), is_categorical uint8, n_samples int64 (the
+    count rounded) and weight float64 (policy.counts_and_weights, Newton's)
+    of every node."""
+    n = feature.shape[0]
+    map_bins = min(missing_bin, BITMAP_BINS)
+    for i in range(n):
+        left_child[i] = -1
+    for i in range(1, n, 2):        # children come in pairs, left first
+        left_child[parent[i]] = i
+    for i in range(n):
+        w = totals[i, 1] * inv[1]
+        for o in range(1, n_outputs):
+            w = min(w, totals[i, 2 * o + 1] * inv[2 * o + 1])
+        weight[i] = w
+        n_samples[i] = np.int64(np.rint(np.float64(totals[i, count_channel])
+                                        if count_channel >= 0 else w))
+        threshold[i] = np.nan
+        is_categorical[i] = 0
+        if not taken[i]:
+            feature[i], missing_left[i], gain[i] = -1, 0, 0.0
+            bitset[i, :] = 0
+            continue
+        f = best_feature[i]
+        feature[i], missing_left[i], gain[i] = f, best_missing_left[i], best_gain[i]
+        for k in range(bitset.shape[1]):
+            bitset[i, k] = best_bitset[i, k]
+        is_categorical[i] = feature_categorical[f]
+        if is_categorical[i]:
+            continue
+        last = np.int64(bitset[i, BITSET_RANGE_WORD])
+        if last == 0:
+            last = -1
+            for b in range(map_bins):
+                last += (np.int64(bitset[i, b >> 5]) >> (b & 31)) & 1
+        threshold[i] = thresholds[f, last] if 0 <= last < thresholds.shape[1] else np.inf
+
+
 @ir_inline
 def may_split(totals, node, d, state, limits, inv):
     """(count, whether ``node`` may split) by the Newton criterion's rules
@@ -172,20 +228,25 @@ class BestFirstSteps:
         self.scan_nodes = np.zeros(2, dtype=np.int64)
         self.out = np.zeros(5, dtype=np.int64)
         self._nodes(capacity if not budget else 2 * budget + 1, n_channels, n_words)
-        n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = scan
-        self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
-        self.constants = (n_bins_non_missing, is_categorical, missing_bin, layout, inv, params)
+        n_bins_non_missing, is_categorical, missing_bin, _, _, _ = scan
         self.n_bins = missing_bin + 1
-        any_categorical = bool(np.count_nonzero(is_categorical))
-        self.find_splits = split_scan.finder_of(layout, params, any_categorical)
-        # a scanned row's work: every feature's bins
-        self.row_work = int(np.sum(n_bins_non_missing)) * split_scan.SCAN_WORK_PER_BIN
+        self.any_categorical = bool(np.count_nonzero(is_categorical))
+        self._scan_constants(scan)
         scratch, self._outputs = kept
-        full = scratch(n_channels, any_categorical, self.n_bins,
+        full = scratch(n_channels, self.any_categorical, self.n_bins,
                        split_scan.scan_slots(_MOST_SLOTS))
         self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
         self.cells = histograms.FULL_LAYOUT      # the pool's layout (histograms.row_layout)
         self._rows(0)
+
+    def _scan_constants(self, scan):
+        """The scan's constants of a tree (``scan``: as the constructor's)."""
+        n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = scan
+        self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
+        self.constants = (n_bins_non_missing, is_categorical, missing_bin, layout, inv, params)
+        self.find_splits = split_scan.finder_of(layout, params, self.any_categorical)
+        # a scanned row's work: every feature's bins
+        self.row_work = int(np.sum(n_bins_non_missing)) * split_scan.SCAN_WORK_PER_BIN
 
     def _rows(self, n_rows):
         """The arrays of the pool's rows for ``n_rows`` rows (the first kept)."""
@@ -267,16 +328,38 @@ class BestFirstSteps:
         """One past the highest pool row the steps handed out."""
         return int(self.state[_TOUCHED])
 
-    def nodes(self):
-        """The grown tree's nodes: (totals int64 (n, C), depth int32 (n,),
-        parent int32 (n,), and of the splits taken (-1 / zeros elsewhere)
-        feature int32, bitset uint32 (n, BITSET_WORDS), words uint32 (n,
-        W), gain float64, missing_left uint8 (n,))."""
+    @property
+    def grown_totals(self):
+        """int64 (n, C): the grown tree's nodes' totals (a view)."""
+        return self.totals[:int(self.state[_N_NODES])]
+
+    def tree(self, values, impurity, feature_categorical, thresholds, missing_bin):
+        """The grown tree as :func:`gputree.growth.policy.finish_tree`
+        assembles it, field for field, its per-node arrays from one compiled
+        pass (:func:`_tree_nodes`): ``values`` float64 (n, K, 1) and
+        ``impurity`` float64 (n,) the node summaries of
+        :attr:`grown_totals`; the binned data's ``feature_categorical``
+        uint8 (F,), ``thresholds`` float64 (F, T) and ``missing_bin``."""
         n = int(self.state[_N_NODES])
-        taken = self.taken[:n] != 0
-        return (self.totals[:n].copy(), self.depth[:n].copy(), self.parent[:n].copy(),
-                np.where(taken, self.best_feature[:n], -1).astype(np.int32),
-                np.where(taken[:, None], self.best_bitset[:n], 0).astype(BITSET_DTYPE),
-                np.where(taken[:, None], self.best_words[:n], 0).astype(BITSET_DTYPE),
-                np.where(taken, self.best_gain[:n], 0.0),
-                np.where(taken, self.best_missing_left[:n], 0).astype(np.uint8))
+        feature, left_child = np.empty(n, np.int32), np.empty(n, NODE_DTYPE)
+        bitset = np.empty((n, BITSET_WORDS), BITSET_DTYPE)
+        threshold, gain, weight = np.empty(n), np.empty(n), np.empty(n)
+        missing_left, is_categorical = np.empty(n, np.uint8), np.empty(n, np.uint8)
+        n_samples = np.empty(n, np.int64)
+        taken = self.taken[:n]
+        _tree_nodes(taken, self.best_feature, self.best_bitset, self.best_gain,
+                    self.best_missing_left, self.totals, self.parent, self.inv,
+                    self.state[_COUNT_CHANNEL], self.state[_N_OUTPUTS], feature_categorical,
+                    thresholds, missing_bin, feature, bitset, left_child, threshold,
+                    missing_left, is_categorical, n_samples, weight, gain)
+        words = self.best_words[:n]
+        if words.shape[1]:
+            words = np.where(taken[:, None] != 0, words, 0).astype(BITSET_DTYPE)
+        sets = left_sets(bitset, words)
+        return TreeArrays(
+            feature=feature, bitset=bitset, left_child=left_child, threshold=threshold,
+            missing_left=missing_left, is_categorical=is_categorical, value=values,
+            impurity=impurity, n_node_samples=n_samples, weighted_n_node_samples=weight,
+            gain=gain, depth=self.depth[:n].copy(), parent=self.parent[:n].copy(),
+            cat_words=sets.words, cat_start=np.where(sets.n_words > 0, sets.start, 0),
+            cat_n_words=sets.n_words)

@@ -38,7 +38,7 @@ COMPACT_SHARE = 0.5
 # its nodes were scanned (0: their best splits are set already, the root's)
 _START, _N_LEVEL, _SCANNED = range(3)
 # what the call tells its caller (int64 ``out``)
-N_SPLIT, N_SCAN, N_BUILD, SCAN_ROWS = range(4)
+N_SPLIT, N_SCAN, N_BUILD, SCAN_ROWS, N_BUILT = range(5)
 #: the depth of the deepest tree whose nodes LevelSteps holds from the start
 _PRESIZED_DEPTH = 8
 
@@ -47,7 +47,7 @@ _PRESIZED_DEPTH = 8
 def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, level_rows,
            next_rows, totals, depth, parent, taken, best_feature, best_bitset, best_words,
            best_gain, best_missing_left, best_left, in_use, allowed, built_of, split_feature,
-           split_bitset, split_words, left_child, node_to_build, out):
+           split_bitset, split_words, left_child, node_to_build, build_index, built_rows, out):
     """One level. IN: the last scan's outputs (as the best-first step's
     ``_step``), ``state`` int64 (9,) (the best-first step's: the nodes, the
     rows touched, the rules' scalars) IN/OUT, ``limits`` float64 (4,),
@@ -60,9 +60,12 @@ def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, l
     scan) IN/OUT. OUT: the level's splits (-1 / zeros where none):
     split_feature int32 (L,), split_bitset uint32 (L, BITSET_WORDS),
     split_words uint32 (L, W), left_child int32 (L,); the next level's
-    node_to_build int32 (2L,) (-1: not built); ``out`` int64 (4,): the
-    level's splits, the next level's nodes to scan, rows built (one past
-    the highest), rows the scan reads."""
+    node_to_build int32 (2L,) (-1: not built), and as the histogram pass
+    takes them, build_index int32 (2L,) (each node's index among the
+    built ones, -1: not built) and built_rows int64 (2L,) (their pool rows,
+    the first out[N_BUILT]); ``out`` int64 (5,): the level's splits, the
+    next level's nodes to scan, rows built (one past the highest), rows
+    the scan reads, nodes built."""
     start, n_level = level[_START], level[_N_LEVEL]
     n_split = 0
     for i in range(n_level):
@@ -114,6 +117,7 @@ def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, l
     for c in range(first, child, 2):
         next_rows[c - first], next_rows[c - first + 1] = -1, -1
         node_to_build[c - first], node_to_build[c - first + 1] = -1, -1
+        build_index[c - first], build_index[c - first + 1] = -1, -1
         count0, may0 = may_split(totals, c, d, state, limits, inv)
         count1, may1 = may_split(totals, c + 1, d, state, limits, inv)
         smaller = 0 if count0 <= count1 else 1
@@ -135,6 +139,9 @@ def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, l
         n_build = max(n_build, row + 1)
         node_to_build[c - first + smaller] = row
         built = c - first + smaller
+        build_index[built] = out[N_BUILT]
+        built_rows[out[N_BUILT]] = row
+        out[N_BUILT] += 1
         derived = c - first + 1 - smaller
         if next_rows[derived] >= 0:
             built_of[next_rows[derived]] = row
@@ -167,8 +174,31 @@ class LevelSteps(BestFirstSteps):
         super().__init__(n_channels, n_features, n_words, limits, 0, max_depth, count_channel,
                          n_outputs, scan, kept, capacity=2 ** (depth + 1) - 1)
         self.level = np.array([0, 1, 0], dtype=np.int64)
-        self.out = np.zeros(4, dtype=np.int64)
+        self.out = np.zeros(5, dtype=np.int64)
         self._level_arrays(2 ** depth, n_words)
+        self._shapes = (n_channels, n_features, n_words, max_depth, count_channel, n_outputs)
+        self._fresh_state = self.state.copy()
+
+    def restart(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
+                n_outputs, scan):
+        """Start another tree (arguments as the constructor's, ``kept``
+        aside) with these arrays, where its shapes are this tree's (the
+        same channels, features, words, depth, layout and bins): the next
+        tree of a fit, without making some 30 arrays again. Returns whether
+        it did; False leaves the steps as they were."""
+        n_bins_non_missing, is_categorical, missing_bin, _, _, _ = scan
+        if ((n_channels, n_features, n_words, max_depth, count_channel, n_outputs)
+                != self._shapes or missing_bin + 1 != self.n_bins
+                or bool(np.count_nonzero(is_categorical)) != self.any_categorical):
+            return False
+        # a fresh tree's: no node taken, no pool row to scan or derived
+        self.taken.fill(0)
+        self.allowed.fill(0)
+        self.built_of.fill(-1)
+        self.state[:] = self._fresh_state
+        self.limits[:] = limits
+        self._scan_constants(scan)
+        return True
 
     def histogram_rows(self, row_shape):
         """The pool's row shape for this tree, whose histograms are shaped
@@ -192,6 +222,8 @@ class LevelSteps(BestFirstSteps):
         self.level_rows[:old.shape[0]] = old
         self.next_rows = np.full(2 * n_level, -1, dtype=np.int64)
         self.node_to_build = np.full(2 * n_level, -1, dtype=NODE_DTYPE)
+        self.build_index = np.full(2 * n_level, -1, dtype=np.int32)
+        self.built_rows = np.zeros(2 * n_level, dtype=np.int64)
         self.split_feature = np.full(n_level, -1, dtype=NODE_DTYPE)
         self.split_bitset = np.zeros((n_level, BITSET_WORDS), dtype=BITSET_DTYPE)
         self.split_words = np.zeros((n_level, n_words), dtype=BITSET_DTYPE)
@@ -234,7 +266,8 @@ class LevelSteps(BestFirstSteps):
                self.parent, self.taken, self.best_feature, self.best_bitset, self.best_words,
                self.best_gain, self.best_missing_left, self.best_left, pool.in_use,
                self.allowed, self.built_of, self.split_feature, self.split_bitset,
-               self.split_words, self.left_child, self.node_to_build, self.out)
+               self.split_words, self.left_child, self.node_to_build, self.build_index,
+               self.built_rows, self.out)
         return self.out
 
     def level_splits(self, n_level):
@@ -243,3 +276,10 @@ class LevelSteps(BestFirstSteps):
         left_child int32) views; and the next level's node_to_build int32."""
         return (self.split_feature[:n_level], self.split_bitset[:n_level],
                 self.split_words[:n_level], self.left_child[:n_level])
+
+    def next_built(self, n_next):
+        """The next level's (``n_next`` nodes) built nodes as the histogram
+        pass takes them (CPUBackend.move_and_build_histograms' ``built``):
+        (their pool rows int64, each node's index among them int32 (-1:
+        not built)) views."""
+        return self.built_rows[:int(self.out[N_BUILT])], self.build_index[:n_next]

@@ -112,7 +112,10 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
         alone = (pieces[:, 4] >= 0) & one_piece[np.maximum(pieces[:, 4], 0)]
     # the compact layout: each value's cell in place of its feature
     feature = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
-    _add_sparse.run(work, sparse.first, feature, sparse.bins,
+    # one piece (a level of one node, not cut): run as one part, no other
+    # thread woken for nothing (LETOR: the root and the first level of
+    # every tree, a third of the passes)
+    _add_sparse.run(work if pieces.shape[0] > 1 else 0, sparse.first, feature, sparse.bins,
                     stats, n_add, rows, pieces, thread_pieces, thread_first, hist, private,
                     feature_bins, totals, sparse.mode, alone, layout)
     add_private(private, extra, built_rows, hist, feature_bins, layout)
