@@ -3,9 +3,8 @@ and ``n_jobs``, how many of them an estimator's fit and predict calls use.
 
 Kernels are compiled once, as serial code that releases the GIL (numba's
 ``nogil``); a job large enough to share (:func:`parts_for`) runs as one
-part per thread, part 0 on the calling thread and the others on helper
-threads, each handed its part by a lock (:func:`run_parts`; on a pool of
-Python threads while another thread runs parts). Small and large jobs run the same
+part per thread, part 0 on the calling thread and the others on a pool of
+Python threads (:func:`run_parts`). Small and large jobs run the same
 compiled code: no second, parallel compilation (numba's ``parallel=True``
 compiles a loop into a gufunc, two wrappers and the kernel, 2 to 4 times
 as long as the loop alone), and nothing compiled when a process's first
@@ -23,7 +22,6 @@ import concurrent.futures
 import functools
 import numbers
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -88,92 +86,13 @@ def _executor():
     return _pool[1]
 
 
-class _Helper:
-    """A thread that runs one kernel part at a time, handed to it and back
-    by two locks: less Python per part than an executor's future (an
-    empty kernel's two parts, 2 cores: 22 -> 14 us a call; LETOR's ranker
-    runs some 1,300 such calls a fit)."""
-
-    def __init__(self):
-        self.go, self.done = threading.Lock(), threading.Lock()
-        self.go.acquire()
-        self.done.acquire()
-        self.job = self.error = None
-        threading.Thread(target=self._loop, daemon=True, name="gputree-part").start()
-
-    def _loop(self):
-        while True:
-            self.go.acquire()
-            kernel, args = self.job
-            self.job = None
-            try:
-                kernel(*args)
-            except BaseException as error:      # raised by the caller, in wait()
-                self.error = error
-            self.done.release()
-
-    def start(self, kernel, args):
-        self.job = (kernel, args)
-        self.go.release()
-
-    def wait(self):
-        """Wait for the part; its exception, or None."""
-        self.done.acquire()
-        error, self.error = self.error, None
-        return error
-
-
-#: the helpers: (process id, [_Helper], the lock a caller holds while it
-#: uses them); a forked child makes its own
-_helpers = [None, [], threading.Lock()]
-
-
-def _take_helpers(n):
-    """``n`` helpers for the calling thread, or None while another thread
-    uses them (it then hands its parts to the executor)."""
-    if _helpers[0] != os.getpid():
-        _helpers[:] = [os.getpid(), [], threading.Lock()]
-    if not _helpers[2].acquire(blocking=False):
-        return None
-    while len(_helpers[1]) < n:
-        _helpers[1].append(_Helper())
-    return _helpers[1][:n]
-
-
 def run_parts(kernel, n_parts, *args):
     """``kernel(*args, part, n_parts)`` for part 0 .. n_parts-1, at the same
-    time: part 0 on the calling thread, the others on helper threads
-    (:class:`_Helper`; on the pool while another thread uses them)
-    (``kernel`` releases the GIL). Returns when every part is done (an
-    exception of any part is raised then); returns part 0's result."""
+    time: part 0 on the calling thread, the others on the pool (``kernel``
+    releases the GIL). Returns when every part is done (an exception of
+    any part is raised then); returns part 0's result."""
     if n_parts <= 1:
         return kernel(*args, 0, 1)
-    helpers = _take_helpers(n_parts - 1)
-    if helpers is None:
-        return _run_on_pool(kernel, n_parts, *args)
-    waited = 0
-    try:
-        for part, helper in enumerate(helpers, 1):
-            helper.start(kernel, args + (part, n_parts))
-        try:
-            result = kernel(*args, 0, n_parts)
-        finally:
-            errors = []
-            for helper in helpers:
-                errors.append(helper.wait())
-                waited += 1
-    finally:
-        if waited < len(helpers):       # interrupted while waiting: fresh helpers next time
-            _helpers[1] = []
-        _helpers[2].release()
-    for error in errors:
-        if error is not None:
-            raise error
-    return result
-
-
-def _run_on_pool(kernel, n_parts, *args):
-    """run_parts with the parts beyond the first on the executor."""
     pool = _executor()
     others = [pool.submit(kernel, *args, part, n_parts) for part in range(1, n_parts)]
     try:
