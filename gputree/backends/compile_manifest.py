@@ -74,10 +74,8 @@ def read_manifest(path):
     if not isinstance(profiles, dict):
         raise ManifestError(f"{path}: not an object of profiles; {_REMAKE}.")
     for name, entry in profiles.items():
-        try:
+        with about(name, path):
             _check_profile(entry)
-        except ManifestError as error:
-            raise ManifestError(f"{path}: profile {name!r}: {error}; {_REMAKE}.") from None
     return profiles
 
 
@@ -93,13 +91,14 @@ def write_manifest(profiles):
 
 
 @contextlib.contextmanager
-def about(profile):
-    """A ManifestError raised in the block names the file and ``profile``."""
+def about(profile, path=None):
+    """A ManifestError raised in the block names the file (``path``, by
+    default :data:`MANIFEST_FILE`) and ``profile``, and how to remake it."""
     try:
         yield
     except ManifestError as error:
-        raise ManifestError(f"{MANIFEST_FILE}: profile {profile!r}: {error}; {_REMAKE}.") \
-            from None
+        raise ManifestError(f"{path or MANIFEST_FILE}: profile {profile!r}: {error}; "
+                            f"{_REMAKE}.") from None
 
 
 def _check_profile(entry):
