@@ -1,28 +1,29 @@
-"""Direct links between the workers' actor threads during a fit: one
-distributed comm from each worker to each peer, driven by the actor thread
-itself on an asyncio event loop of its own.
+"""Direct links between the workers during a fit: one distributed comm from
+each worker to each peer, written and read by a thread of the links' own
+in every worker, which hands the actor thread the messages by tag.
 
 The per-level messages of a tree grown by the workers together (histogram
 pieces, best splits, a round's exchanges: :mod:`gputree.dask.sliced_histograms`)
-went through each worker's event loop: the actor thread handed every send to
-the loop and the loop woke the actor thread at every arrival, each hand-off
-a wait for the other thread to get the GIL and a CPU (150k x 28, 100 trees,
-2 workers on 2 cores: a 1.3 kB message ~1 ms from post to arrival, 1.6 ms
-more before the waiting thread ran). Here the actor thread writes its
-messages to the peers' comms itself and reads the peers' comms itself while
-it waits for one: the private loop runs only inside :meth:`PeerLinks.send`,
-:meth:`PeerLinks.take` and :meth:`PeerLinks.settle`, in the actor thread, so
-no message crosses a thread. A message written while the peer computes
-waits in the sockets (and what they do not hold in the stream's buffer,
-written while this worker next waits); every call that hands the thread
-back to distributed (the end of an actor call) first flushes every link
-(:meth:`PeerLinks.settle`), since a peer may wait for what is buffered.
+went through each worker's event loop as distributed actor calls: the loop
+ran the call's machinery for every message, between heartbeats and the
+worker's other duties, and the actor thread waited for it (150k x 28, 100
+trees, 2 workers on 2 cores: a 1.3 kB message ~1 ms from post to arrival,
+1.6 ms more before the waiting thread ran). Written and read on the actor
+thread itself (a loop of its own, run for each send and wait), the comms'
+Python work lay on the critical path of every level (~0.8 ms a message in
+all). Here a thread per worker runs an asyncio loop that holds the links:
+it writes what the actor thread posts (:meth:`PeerLinks.send`, in posting
+order) and reads the peers' messages as they come, while the actor thread
+computes; a waiting actor thread (:meth:`PeerLinks.take`, a condition)
+holds no GIL, so the links' thread runs at once, and between two waits the
+actor thread mostly runs kernels that release the GIL.
 
 Each link is a comm of distributed's (:func:`distributed.comm.listen`,
 :func:`distributed.comm.connect`), with the worker's protocol and security
 settings: TCP or TLS between processes, inproc within one.
 """
 import asyncio
+import concurrent.futures
 import threading
 import weakref
 
@@ -37,138 +38,174 @@ class PeerLinks:
 
     def __init__(self, worker):
         self.worker = worker
-        self.loop = asyncio.new_event_loop()
         self.mail = _Mailbox()
-        self.index, self.outgoing, self.listeners = None, {}, []
-        # the listener holds the mailbox (its handler), not this object
-        weakref.finalize(self, _close, self.loop, self.outgoing, self.mail, self.listeners)
+        self.index, self.n_workers = None, 1
+        # the links' thread holds the mailbox, not this object
+        weakref.finalize(self, _close, self.mail)
 
     def __len__(self):
         """The number of workers linked, this one included."""
-        return len(self.outgoing) + 1
-
-    def _run(self, coroutine):
-        return self.loop.run_until_complete(coroutine)
+        return self.n_workers
 
     # ------------------------------------------------------------ set-up
     def listen(self):
-        """Open this worker's listener; returns its address (str)."""
-        return self._run(self._listen())
-
-    async def _listen(self):
-        self.mail.arrived = asyncio.Event()
+        """Start the links' thread and its listener; returns the listener's
+        address (str)."""
         scheme, _ = parse_address(self.worker.address)
         where = "" if scheme == "inproc" else unparse_host_port(
             get_address_host(self.worker.address), 0)
-        listener = listen(unparse_address(scheme, where), self.mail.serve,
-                          **self.worker.security.get_listen_args("worker"))
-        await listener.start()
-        self.listeners.append(listener)
-        return listener.contact_address
+        return self.mail.start(unparse_address(scheme, where),
+                               self.worker.security.get_listen_args("worker"))
 
     def connect(self, index, addresses):
         """Link to every peer (``addresses``: every worker's :meth:`listen`
-        address, this one's at ``index``); returns once every peer has
-        linked to this one (every worker calls it at once)."""
-        self.index = int(index)
-        self._run(self._connect(list(addresses)))
-
-    async def _connect(self, addresses):
-        args = self.worker.security.get_connection_args("worker")
-        for s, address in enumerate(addresses):
-            if s != self.index:
-                self.outgoing[s] = await connect(address, **args)
-                await self.outgoing[s].write({"tag": "hello", "from": self.index,
-                                              "piece": None})
-        await self._flush()
-        hellos = [("hello", s) for s in range(len(addresses)) if s != self.index]
-        for key in hellos:
-            await self.mail.arrival(key)
+        address, this one's at ``index``)."""
+        self.index, self.n_workers = int(index), len(addresses)
+        self.mail.call(self.mail.connect(self.index, list(addresses),
+                                         self.worker.security.get_connection_args("worker")))
 
     # ---------------------------------------------------------- messages
     def send(self, peer, tag, piece):
-        """``piece`` (bytes, or an object distributed serializes) to slice
-        ``peer``'s worker under ``tag``; written as far as the socket takes
-        it, the rest at this worker's next wait."""
-        self._run(self.outgoing[peer].write({"tag": tag, "from": self.index, "piece": piece}))
+        """``piece`` (bytes, or an object distributed serializes; not
+        changed until the peer has read it) to slice ``peer``'s worker under
+        ``tag``, written by the links' thread."""
+        self.mail.post(peer, [tag, self.index, piece])
 
     def take(self, tag, sender):
-        """The piece ``sender`` sent under ``tag``, waited for (reading
-        every link meanwhile, and writing what is left of this worker's
-        sends)."""
-        return self._run(self.mail.arrival((tag, int(sender))))
+        """The piece ``sender`` sent under ``tag``, waited for."""
+        return self.mail.take((tag, int(sender)))
 
     def settle(self):
-        """Every send written to its socket (before the actor thread goes
-        back to distributed: a peer may wait for it)."""
-        self._run(self._flush())
-
-    async def _flush(self):
-        for comm in self.outgoing.values():
-            stream = getattr(comm, "stream", None)     # TCP and TLS; inproc writes at once
-            if stream is not None and stream.writing():
-                await stream.write(b"")
+        """Wait until every message posted is written (a round's end); a
+        failed write raises."""
+        self.mail.call(self.mail.written())
 
     def abort(self):
         """Stop waiting for the peers (called from the worker's event loop,
         any thread)."""
-        self.mail.aborted = True
-        if self.mail.arrived is not None and not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self.mail.arrived.set)
+        self.mail.stop_waiting()
 
 
 class _Mailbox:
-    """The messages read from the peers' links, by (tag, sender)."""
+    """The links' thread: its loop writes this worker's messages and reads
+    the peers' as they come, kept by (tag, sender) for the actor thread."""
 
     def __init__(self):
         self.inbox = {}
-        self.arrived = None      # asyncio.Event on the links' loop: a message or a failure
-        self.failure = None      # why a peer's link closed (raised to a waiting take)
+        self.arrived = threading.Condition()
+        self.failure = None      # why a link failed (raised to a waiting take)
         self.aborted = False
-        self.incoming = []
+        self.loop, self.outgoing, self.incoming, self.listeners = None, {}, [], []
+        self.writing = set()     # the writes posted and not done
+
+    def start(self, address, listen_args):
+        """The reader thread, its loop and its listener on ``address``;
+        returns the listener's address."""
+        started = concurrent.futures.Future()
+        self.loop = asyncio.new_event_loop()
+
+        def read():
+            asyncio.set_event_loop(self.loop)
+            try:
+                started.set_result(self.loop.run_until_complete(self._listen(address,
+                                                                             listen_args)))
+            except BaseException as error:   # noqa: BLE001 - raised to listen()
+                started.set_exception(error)
+                return
+            self.loop.run_forever()
+            tasks = asyncio.all_tasks(self.loop)      # after stop(): the links' reads
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.close()
+        threading.Thread(target=read, name="gputree-peer-links", daemon=True).start()
+        return started.result()
+
+    async def _listen(self, address, listen_args):
+        listener = listen(address, self.serve, **listen_args)
+        await listener.start()
+        self.listeners.append(listener)
+        return listener.contact_address
+
+    def call(self, coroutine):
+        """Run ``coroutine`` on the links' loop, waited for."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    async def connect(self, index, addresses, connection_args):
+        for s, address in enumerate(addresses):
+            if s != index:
+                comm = await connect(address, **connection_args)
+                comm.allow_offload = False     # written in posting order, on this thread
+                self.outgoing[s] = comm
+
+    def post(self, peer, message):
+        """Write ``message`` to slice ``peer``'s link, on the links' loop (in
+        posting order); a failed write is told to the next take."""
+        self.loop.call_soon_threadsafe(self._write, peer, message)
+
+    def _write(self, peer, message):
+        task = self.loop.create_task(self.outgoing[peer].write(message))
+        self.writing.add(task)
+        task.add_done_callback(self._written)
+
+    def _written(self, task):
+        self.writing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._failed(task.exception())
+
+    async def written(self):
+        """Once every write posted is done (its error raised)."""
+        if self.writing:
+            await asyncio.gather(*self.writing)
+
+    def _failed(self, error):
+        with self.arrived:
+            self.failure = error
+            self.arrived.notify_all()
 
     async def serve(self, comm):
-        """A peer's link to this worker: its messages kept as they are read
-        (while the actor thread runs the loop)."""
+        """A peer's link to this worker: its messages kept as they are read."""
         self.incoming.append(comm)
         try:
             while True:
-                message = await comm.read()
-                tag = message["tag"]
+                tag, sender, piece = await comm.read()
                 tag = tuple(tag) if isinstance(tag, list) else tag   # msgpack: lists
-                self.inbox[(tag, int(message["from"]))] = message["piece"]
-                self.arrived.set()
+                with self.arrived:
+                    self.inbox[(tag, int(sender))] = piece
+                    self.arrived.notify_all()
         except Exception as error:     # noqa: BLE001 - a closed link: told to a take
-            self.failure = error
-            self.arrived.set()
+            self._failed(error)
 
-    async def arrival(self, key):
+    def take(self, key):
         """The piece under ``key``, taken out once it has come."""
-        while key not in self.inbox:
+        with self.arrived:
+            self.arrived.wait_for(lambda: key in self.inbox or self.aborted
+                                  or self.failure is not None)
+            if key in self.inbox:
+                return self.inbox.pop(key)
             if self.aborted:
                 raise RuntimeError("the fit was stopped while this worker waited for "
                                    "another worker")
-            if self.failure is not None:
-                raise RuntimeError("the link to another worker closed while this worker "
-                                   f"waited for it: {self.failure!r}") from self.failure
-            await self.arrived.wait()
-            self.arrived.clear()
-        return self.inbox.pop(key)
+            raise RuntimeError("the link to another worker closed while this worker "
+                               f"waited for it: {self.failure!r}") from self.failure
 
+    def stop_waiting(self):
+        with self.arrived:
+            self.aborted = True
+            self.arrived.notify_all()
 
-def _close(loop, outgoing, mail, listeners):
-    """Close the links and the listener of a :class:`PeerLinks` no longer
-    used (its actor released), and its loop, in a thread of its own (the
-    finalizer may run where another event loop runs)."""
-    def close():
-        for comm in list(outgoing.values()) + mail.incoming:
+    def stop(self):
+        """Close the links and the listener, and end the links' thread (run
+        on its loop)."""
+        for comm in list(self.outgoing.values()) + self.incoming:
             comm.abort()
-        for listener in listeners:
+        for listener in self.listeners:
             listener.stop()
-        tasks = asyncio.all_tasks(loop)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-        loop.close()
-    threading.Thread(target=close, daemon=True).start()
+        self.loop.stop()
+
+
+def _close(mail):
+    """End the links of a :class:`PeerLinks` no longer used (its actor
+    released), on their thread."""
+    if mail.loop is not None and not mail.loop.is_closed():
+        mail.loop.call_soon_threadsafe(mail.stop)

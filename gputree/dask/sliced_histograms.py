@@ -4,9 +4,9 @@ its features, and every worker's choice of the best of the slices' splits.
 
 Every worker builds the int64 histograms of its own rows for every feature
 (the level's built nodes only), sends each peer the peer's features
-(actor thread to actor thread over distributed's comms: no driver, no
-scheduler, no event loop; :mod:`gputree.dask.peer_links`), packed into the
-bytes their values need (:mod:`gputree.dask.packed_histograms`), and adds the
+(worker to worker over distributed's comms: no driver, no scheduler, not
+through the worker's event loop: :mod:`gputree.dask.peer_links`), packed
+into the bytes their values need (:mod:`gputree.dask.packed_histograms`), and adds the
 pieces it receives to its own, exact in any order: a worker then holds the
 one-machine histograms of its features. It keeps them in its own pool
 (``derive``: a larger sibling is ``parent - built``, as the grower plans)
@@ -79,9 +79,9 @@ class SlicedHistograms:
         features first, sent to it as soon as they are built, so that they
         travel while this worker builds the next slice, its own last. Then
         the peers' pieces are added to this worker's features and the sums
-        stored in the pool's ``rows``. The sends are not waited for: what
-        the sockets do not take is written while this worker waits for its
-        peers (and at the end of the round: :meth:`settle`)."""
+        stored in the pool's ``rows``. The sends are not waited for (the
+        links' thread writes them; a failed write raises at the next take
+        or at the end of the round: :meth:`settle`)."""
         bounds, first, stop = self._own(n_features)
         others = [s for s in range(self.n_slices) if s != self.index]
         built = []
@@ -144,7 +144,7 @@ class SlicedHistograms:
         self.links.send(s, tag, piece if isinstance(piece, bytes) else to_serialize(piece))
 
     def settle(self):
-        """Every send written (an actor call's end)."""
+        """Wait until every send is written (a round's end)."""
         self.links.settle()
 
     def _take(self, tag, sender):
