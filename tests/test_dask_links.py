@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
+from distributed.comm.core import CommClosedError  # noqa: E402
 from distributed.protocol import to_serialize  # noqa: E402
 from distributed.security import Security  # noqa: E402
 
@@ -84,7 +85,8 @@ def test_messages_arrive_whole_by_tag_in_any_order(scheme):
 def test_wait_ends_when_the_fit_is_stopped_or_the_peer_gone():
     """A take waiting for a peer raises once the fit is stopped (abort, from
     another thread); a take waiting for a peer whose links closed raises
-    naming the closed link."""
+    naming the closed link, a comm's error (CommClosedError: the driver
+    takes the fit's workers as lost, as when their actor calls fail)."""
     links = _linked("tcp")
     timer = threading.Timer(0.2, links[1].abort)
     timer.start()
@@ -92,7 +94,7 @@ def test_wait_ends_when_the_fit_is_stopped_or_the_peer_gone():
         _within(30, lambda: links[1].take(("splits", 0), 0))
     timer.join()
     links[1].mail.loop.call_soon_threadsafe(links[1].mail.stop)
-    with pytest.raises(RuntimeError, match="link to another worker closed"):
+    with pytest.raises(CommClosedError, match="link to another worker closed"):
         _within(30, lambda: links[0].take(("splits", 0), 1))
 
 

@@ -29,6 +29,7 @@ import weakref
 
 from distributed.comm import connect, get_address_host, listen, parse_address, unparse_address
 from distributed.comm.addressing import unparse_host_port
+from distributed.comm.core import CommClosedError
 
 
 class PeerLinks:
@@ -186,8 +187,9 @@ class _Mailbox:
             if self.aborted:
                 raise RuntimeError("the fit was stopped while this worker waited for "
                                    "another worker")
-            raise RuntimeError("the link to another worker closed while this worker "
-                               f"waited for it: {self.failure!r}") from self.failure
+            # a comm's error: the driver takes the fit's workers as lost
+            raise CommClosedError("the link to another worker closed while this worker "
+                                  f"waited for it: {self.failure!r}") from self.failure
 
     def stop_waiting(self):
         with self.arrived:
