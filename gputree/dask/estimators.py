@@ -21,6 +21,10 @@ predict partition by partition on the workers and return a Dask collection
 ``warm_start=True`` on that boosting path continues the fitted trees: the
 workers recompute their raw scores from them on their rows.
 
+A worker lost during a fit: the fit continues on the workers left, to the
+same model (:mod:`gputree.dask.recovery`), or raises
+:class:`gputree.dask.WorkerLostError` and leaves the estimator as it was.
+
 Not supported on Dask (a clear error): ``warm_start`` outside that boosting
 path, early stopping and
 ``eval_set`` outside that boosting path (boosting's defaults turn early
