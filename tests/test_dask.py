@@ -35,8 +35,14 @@ PARTITIONINGS = {1: [N_ROWS], 2: [450, 150], 3: [1, 299, 300], 7: [90, 10, 200, 
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    """Two worker processes. The tests that kill one rely on its nanny to
+    start another: the cluster drops a nanny whose worker has not come back
+    ``lost-worker-timeout`` after a loss, which a worker killed twice within
+    it (the new one not yet registered at the first deadline) would meet."""
+    import dask
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "600s"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None) as cluster, Client(cluster) as client:
         yield client
 
 
@@ -462,15 +468,16 @@ def test_worker_check_asks_the_scheduler(client, small_bin_subsample, monkeypatc
     assert_same_model(model, local)
 
 
-def _kill_at(client, monkeypatch, owner, name, at, victim, counted=lambda args: True):
-    """Make ``owner.name`` SIGKILL the worker ``victim`` (an index into the
-    sorted workers) when its ``at``-th counted call starts (``counted``:
-    of the call's arguments), once. The nanny starts a new worker in its
-    place."""
+def _kill_at(client, monkeypatch, kill, at, victim):
+    """Make the method ``kill`` (module, class, name) SIGKILL the worker
+    ``victim`` (an index into the sorted workers) when its ``at``-th call
+    starts (of WorkerRowsBackend.call, the calls that run rounds), once. The
+    nanny starts a new worker in its place."""
+    owner, name = _owner(*kill[:2]), kill[2]
     calls, real = [], getattr(owner, name)
 
     def call_then_kill(self, *args, **kwargs):
-        if counted(args):
+        if name != "call" or args[0] == "boost_rounds":
             calls.append(1)
             if len(calls) == at:
                 worker = sorted(partitions._cluster_workers(client))[victim]
@@ -539,9 +546,7 @@ def test_lost_worker_continues_the_fit(client, small_bin_subsample, monkeypatch,
     client.wait_for_workers(2, timeout=60)
     kill, at, victim, progress, n_units = LOSSES[case]
     monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)   # a call a round
-    _kill_at(client, monkeypatch, _owner(*kill[:2]), kill[2], at, victim,
-             (lambda args: args[0] == "boost_rounds") if kill[2] == "call" else
-             (lambda args: True))
+    _kill_at(client, monkeypatch, kill, at, victim)
     begun, learned, attempts = [], [], []
     real_encoded = gd.estimators.encoded_partitions
     monkeypatch.setattr(gd.estimators, "encoded_partitions",
@@ -577,9 +582,7 @@ def test_lost_worker_beyond_the_limit_stops_the_fit(client, small_bin_subsample,
     monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)
     kill, at, victim = LOSSES["boosting-multiclass" if case.startswith("boost") else
                               "forest-regressor"][:3]
-    _kill_at(client, monkeypatch, _owner(*kill[:2]), kill[2], at, victim,
-             (lambda args: args[0] == "boost_rounds") if kill[2] == "call" else
-             (lambda args: True))
+    _kill_at(client, monkeypatch, kill, at, victim)
     local_class, dask_class, params, _ = CASES[case]
     X, labels, _, _ = make_frame()
     model = dask_class(**params, device="cpu", client=client)
@@ -600,9 +603,7 @@ def test_lost_data_that_cannot_be_recomputed(client, monkeypatch):
     halves = [client.scatter(X[:300], workers=[workers[0]]),
               client.scatter(X[300:], workers=[workers[1]])]
     dX = da.concatenate([da.from_delayed(f, (300, X.shape[1]), X.dtype) for f in halves])
-    kill = LOSSES["boosting-multiclass"][0]
-    _kill_at(client, monkeypatch, _owner(*kill[:2]), kill[2], 2, -1,
-             lambda args: args[0] == "boost_rounds")
+    _kill_at(client, monkeypatch, LOSSES["boosting-multiclass"][0], 2, -1)
     model = gd.DaskGradientBoostingClassifier(n_estimators=3, max_depth=3, device="cpu",
                                               client=client)
     with pytest.raises(gd.WorkerLostError, match="cannot be recomputed"):
