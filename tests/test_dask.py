@@ -118,6 +118,14 @@ CASES = {
                              gd.DaskGradientBoostingRegressor,
                              dict(n_estimators=3, max_depth=3, extra_trees=True,
                                   random_state=6), "target"),
+    "boosting-driver-path": (gputree.GradientBoostingRegressor,
+                             gd.DaskGradientBoostingRegressor,
+                             dict(n_estimators=3, max_depth=3, criterion="friedman_mse",
+                                  subsample=0.8, random_state=0), "target"),
+    # a RandomState as random_state (fit_pair gives each estimator a copy)
+    "tree-random-state": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
+                          dict(max_depth=5, splitter="random", max_features=2,
+                               random_state=np.random.RandomState(4)), "labels"),
 }
 
 
@@ -518,13 +526,6 @@ LOSSES = {
     "tree-random-state": (("backend", "DistributedBackend", "build_histograms"), 3, -1, None,
                           1),
 }
-CASES["boosting-driver-path"] = (gputree.GradientBoostingRegressor,
-                                 gd.DaskGradientBoostingRegressor,
-                                 dict(n_estimators=3, max_depth=3, criterion="friedman_mse",
-                                      subsample=0.8, random_state=0), "target")
-CASES["tree-random-state"] = (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
-                              dict(max_depth=5, splitter="random", max_features=2,
-                                   random_state=np.random.RandomState(4)), "labels")
 
 
 def _owner(module, owner):
