@@ -266,6 +266,12 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     the one-machine validation_fraction split: stratified by class for the
     classifier, with class_weight='balanced') stops at the one-machine
     round with the same trees, baseline and every round's scores."""
+    _check_early_stopping(*_early_stopping_fits(client, estimator, validation, n_partitions))
+
+
+def _early_stopping_fits(client, estimator, validation, n_partitions, **more):
+    """(Dask model, local model, n_estimators) of early-stopped fits (see
+    test_early_stopping_on_the_workers; ``more``: other parameters)."""
     X, labels, target, weights = make_frame()
     X_val, labels_val, target_val, weights_val = frames.make_frame(300, 1)
     classify = estimator == "classifier"
@@ -276,7 +282,7 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     y, y_val = (labels, labels_val) if classify else (target, target_val)
     params = dict(n_estimators=40, max_depth=3, learning_rate=0.5, early_stopping=True,
                   n_iter_no_change=2, random_state=3, device="cpu",
-                  **({"class_weight": "balanced"} if classify else {}))
+                  **({"class_weight": "balanced"} if classify else {}), **more)
     fit, dask_fit = {}, {}
     if validation == "eval_set":
         fit = {"eval_set": (X_val, y_val, weights_val)}
@@ -287,7 +293,11 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     model = dask_class(**params, client=client).fit(
         dask_frame(X, n_partitions), da.from_array(y, chunks=200),
         sample_weight=da.from_array(weights, chunks=130), **dask_fit)
-    assert local.n_iter_ < params["n_estimators"]      # it stopped early
+    return model, local, params["n_estimators"]
+
+
+def _check_early_stopping(model, local, n_estimators):
+    assert local.n_iter_ < n_estimators      # it stopped early
     assert model.n_iter_ == local.n_iter_
     assert_same_model(model, local)
     assert len(model.validation_score_) == local.n_iter_ + 1
@@ -476,16 +486,16 @@ def test_worker_check_asks_the_scheduler(client, small_bin_subsample, monkeypatc
     assert_same_model(model, local)
 
 
-def _kill_at(client, monkeypatch, kill, at, victim):
+def _kill_at(client, monkeypatch, kill, at, victim, method="boost_rounds"):
     """Make the method ``kill`` (module, class, name) SIGKILL the worker
     ``victim`` (an index into the sorted workers) when its ``at``-th call
-    starts (of WorkerRowsBackend.call, the calls that run rounds), once. The
-    nanny starts a new worker in its place."""
+    starts (of WorkerRowsBackend.call, the calls of the actors' ``method``),
+    once. The nanny starts a new worker in its place."""
     owner, name = _owner(*kill[:2]), kill[2]
     calls, real = [], getattr(owner, name)
 
     def call_then_kill(self, *args, **kwargs):
-        if name != "call" or args[0] == "boost_rounds":
+        if name != "call" or args[0] == method:
             calls.append(1)
             if len(calls) == at:
                 worker = sorted(partitions._cluster_workers(client))[victim]
@@ -569,6 +579,30 @@ def test_lost_worker_continues_the_fit(client, small_bin_subsample, monkeypatch,
         redone = [i for i in set(begun) if begun.count(i) > 1]
         assert redone and max(redone) == min(redone), begun   # one tree or round redone
         assert redone[0] > 0, begun             # ... after the kept ones
+
+
+@pytest.mark.parametrize("validation, killed_call", [
+    ("fraction", "boost_rounds"), ("eval_set", "boost_rounds"), ("fraction", "score_largest")])
+def test_early_stopping_after_a_lost_worker(client, small_bin_subsample, monkeypatch,
+                                            validation, killed_call):
+    """A worker killed as the fourth round starts (or, with verbose output,
+    as the training score after the fourth round is computed: that round's
+    trees are kept, its scores not yet), in a fit that stops early on
+    validation rows on the workers (the validation_fraction split drawn
+    again by the workers there are after the loss, or eval_set's rows
+    recomputed): the fit keeps the three rounds completed and recorded with
+    their training and validation scores, and stops at the one-machine
+    round with the same trees and scores."""
+    client.wait_for_workers(2, timeout=60)
+    # the fifth training score (the first is the starting raw scores')
+    at = 4 if killed_call == "boost_rounds" else 5
+    _kill_at(client, monkeypatch, LOSSES["boosting-multiclass"][0], at, -1, killed_call)
+    begun = []
+    _record_first_argument(monkeypatch, gd.worker_boosting.WorkerResidentBoosting, "_round",
+                           begun)
+    _check_early_stopping(*_early_stopping_fits(
+        client, "classifier", validation, 7, verbose=int(killed_call == "score_largest")))
+    assert begun[:5] == [0, 1, 2, 3, 3], begun      # rounds 0-2 kept, round 3 grown again
 
 
 @pytest.mark.parametrize("case", ["forest-classifier", "boosting-multiclass"])
