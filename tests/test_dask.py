@@ -594,7 +594,7 @@ def test_early_stopping_after_a_lost_worker(client, small_bin_subsample, monkeyp
     their training and validation scores, and stops at the one-machine
     round with the same trees and scores."""
     client.wait_for_workers(2, timeout=60)
-    # the fifth training score (the first is the starting raw scores')
+    # the fifth training score (the first is of the starting raw scores)
     at = 4 if killed_call == "boost_rounds" else 5
     _kill_at(client, monkeypatch, LOSSES["boosting-multiclass"][0], at, -1, killed_call)
     begun = []
