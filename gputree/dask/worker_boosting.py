@@ -34,7 +34,7 @@ import collections
 import numpy as np
 
 from .backend import DistributedBackend
-from .partitions import _lost_error, _worker_errors
+from .partitions import _worker_errors
 from .peer_growth import WorkerArray
 from .worker_rows import WorkerRows, order_free_total
 
@@ -98,7 +98,7 @@ class WorkerRowsBackend(DistributedBackend):
             return self.partitions.client.sync(_first_failure, pending)
         except _worker_errors() as exc:
             self._abort()
-            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+            raise self.partitions.lost(exc) from exc
         except Exception:
             self._abort()
             self.partitions.check_workers()
