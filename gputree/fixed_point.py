@@ -5,7 +5,8 @@ int64, so that any sum of them is exact in any order: per-row statistics
 (:func:`to_fixed_point`, one scale per group of columns, the bound
 :func:`fixed_point_exponent`) and order-free sums and means of float arrays
 on any device (:func:`order_free_sum`, :func:`grouped_order_free_sum`,
-:func:`weighted_mean`).
+:func:`weighted_mean`), and per-group fixed-point sums on scales fixed
+before summing (:func:`grouped_fixed_point_sums`), which shards add up.
 
 Two scale rules live here, both from the largest magnitude and the row
 count: the statistics' (:func:`fixed_point_exponent`, from the binary
@@ -274,11 +275,46 @@ def grouped_order_free_sum(xp, values, groups, n_groups):
     if largest == 0.0:
         return xp.zeros(n_groups, dtype=FLOAT_DTYPE)
     fixed, shift = to_summable(xp, values, largest)
-    cumulative = xp.concatenate([xp.zeros(1, dtype=np.int64),
-                                 xp.cumsum(fixed[xp.argsort(groups)])])
+    return grouped_int_sums(xp, fixed, groups, n_groups).astype(FLOAT_DTYPE) * math.ldexp(
+        1.0, -shift)
+
+
+def grouped_int_sums(xp, fixed, groups, n_groups):
+    """int64 (n_groups, ...) sums of int64 ``fixed`` (n, ...) within each
+    group (int (n,) in [0, n_groups)): cumulative sums in group order, exact
+    in any order (no float on the way, unlike a weighted bincount), so the
+    same on every device."""
+    cumulative = xp.cumsum(fixed[xp.argsort(groups)], axis=0)
+    cumulative = xp.concatenate([xp.zeros((1,) + fixed.shape[1:], dtype=np.int64), cumulative])
     end = xp.cumsum(xp.bincount(groups, minlength=n_groups))
     start = xp.concatenate([xp.zeros(1, dtype=end.dtype), end[:-1]])
-    return (cumulative[end] - cumulative[start]).astype(FLOAT_DTYPE) * math.ldexp(1.0, -shift)
+    return cumulative[end] - cumulative[start]
+
+
+def positive_weight_scale(xp, weights):
+    """(largest positive weight as a host float, 0.0 for none; number of
+    positive weights) of float64 ``weights`` (n,): the fixed-point scale of
+    weighted sums that leave out the other rows (:func:`summable_scale` of
+    the two; a weighted quantile's, :mod:`gputree.quantiles`), from a
+    maximum and a count, so exact on every device and combinable across
+    shards (max of the largest, sum of the counts)."""
+    kept = weights > 0
+    n_kept = int(kept.sum())
+    return (float(weights[kept].max()) if n_kept else 0.0), n_kept
+
+
+def grouped_fixed_point_sums(xp, columns, groups, n_groups, largest, size):
+    """int64 (n_groups, k): per group the fixed-point sums of the columns of
+    float64 ``columns`` (n, k), column c on the scale of
+    ``summable_scale(largest[c], size)`` (bounds known before summing: every
+    |value| of the column at most ``largest[c]``, at most ``size`` values
+    nonzero over all the rows summed, these and other shards'), so the sums
+    stay below 2**61, are exact in any order and add up across shards."""
+    fixed = xp.empty(columns.shape, dtype=np.int64)
+    for c in range(columns.shape[1]):
+        _, first, second = summable_scale(largest[c], size)
+        fixed[:, c] = xp.rint((columns[:, c] * first) * second)
+    return grouped_int_sums(xp, fixed, groups, n_groups)
 
 
 def weighted_mean(xp, values, w):
