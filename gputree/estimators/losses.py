@@ -302,6 +302,8 @@ class LeafQuantileLoss(Loss):
 
     refits_leaves = True
     leaf_quantile = (0.5, False)
+    #: whether the leaf values need :meth:`leaf_sums` beyond the quantiles
+    refit_sums = False
 
     def init_raw(self, y, w):
         y = np.asarray(y, dtype=FLOAT_DTYPE)
@@ -312,8 +314,10 @@ class LeafQuantileLoss(Loss):
     def refit_leaves(self, xp, tree, positions, y, raw, w):
         quantiles = grouped_weighted_quantile(xp, (y - raw)[:, 0], w, positions,
                                               tree.node_count, *self.leaf_quantile)
-        scale = positive_weight_scale(xp, w)
-        sums = self.leaf_sums(xp, quantiles, positions, y, raw, w, scale)
+        scale = sums = None
+        if self.refit_sums:
+            scale = positive_weight_scale(xp, w)
+            sums = self.leaf_sums(xp, quantiles, positions, y, raw, w, scale)
         _set_leaves(tree, self.leaf_values(quantiles, sums, scale))
 
     def leaf_sums(self, xp, quantiles, positions, y, raw, w, scale):
@@ -322,12 +326,13 @@ class LeafQuantileLoss(Loss):
         ``y``, ``raw`` float64 (n, 1), the round's weights ``w`` float64
         (n,)) on scales fixed by ``scale`` (:func:`positive_weight_scale`
         of all the rows' weights), so that sums over shards of the rows add
-        up; None where the values are the quantiles."""
-        return None
+        up (a loss with :attr:`refit_sums`)."""
+        raise NotImplementedError(f"{type(self).__name__}'s leaf values are its quantiles")
 
     def leaf_values(self, quantiles, sums, scale):
         """The leaves' values float64 (n_nodes,) (NaN where none) from their
-        ``quantiles`` and the :meth:`leaf_sums` of all the rows."""
+        ``quantiles`` and the :meth:`leaf_sums` of all the rows (None
+        without :attr:`refit_sums`)."""
         return quantiles
 
 
@@ -422,6 +427,7 @@ class HuberLoss(LeafQuantileLoss):
     integers' quotient, correctly rounded, scaled back (:meth:`leaf_values`)."""
 
     name = "huber"
+    refit_sums = True
 
     def __init__(self, alpha=0.9):
         self.alpha = float(alpha)
