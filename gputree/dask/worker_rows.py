@@ -187,10 +187,12 @@ class WorkerRows:
     def gradients(self, seed, it, stream, subsample, n_total, unit):
         """The round's gradients, hessians and pointwise losses at the raw
         scores, on the round's rows (``subsample`` < 1: drawn as on one
-        machine from ``tree_rng(seed, it, stream)`` over ``n_total`` rows).
-        Returns (the generator's state after the draw or None, largest |g|,
-        |h| per output float64 (2K,), largest |pointwise * w|); ``unit``:
-        every weight is one and every row is used (g, h unweighted)."""
+        machine from ``tree_rng(seed, it, stream)`` over ``n_total`` rows;
+        a loss's round quantile, Huber's delta, found over every worker's
+        rows first: :func:`round_selection`). Returns (the generator's
+        state after the draw or None, largest |g|, |h| per output float64
+        (2K,), largest |pointwise * w|); ``unit``: every weight is one and
+        every row is used (g, h unweighted)."""
         backend = self._use_threads()
         state, self.w_round = None, self.w
         if subsample < 1:
