@@ -279,16 +279,35 @@ def grouped_order_free_sum(xp, values, groups, n_groups):
         1.0, -shift)
 
 
+#: bits of the chunks whose float64 bincounts :func:`grouped_int_sums` adds
+_CHUNK_BITS = 21
+_CHUNK_MASK = (1 << _CHUNK_BITS) - 1
+#: the most rows whose chunk sums stay exact: n 2**21 <= 2**53
+MAX_GROUPED_ROWS = 1 << (53 - _CHUNK_BITS)
+
+
 def grouped_int_sums(xp, fixed, groups, n_groups):
     """int64 (n_groups, ...) sums of int64 ``fixed`` (n, ...) within each
-    group (int (n,) in [0, n_groups)): cumulative sums in group order, exact
-    in any order (no float on the way, unlike a weighted bincount), so the
-    same on every device."""
-    cumulative = xp.cumsum(fixed[xp.argsort(groups)], axis=0)
-    cumulative = xp.concatenate([xp.zeros((1,) + fixed.shape[1:], dtype=np.int64), cumulative])
-    end = xp.cumsum(xp.bincount(groups, minlength=n_groups))
-    start = xp.concatenate([xp.zeros(1, dtype=end.dtype), end[:-1]])
-    return cumulative[end] - cumulative[start]
+    group (int (n,) in [0, n_groups)), exact in any order, so the same on
+    every device: each value split into three 21-bit chunks (the top one
+    signed), each chunk summed per group by a float64 weighted bincount
+    (every partial sum an integer of magnitude below n 2**21 <= 2**53, so no
+    addition rounds, in whatever order a device adds: a GPU's atomics too),
+    then recombined in int64 (the steps stay within the total minus the
+    low chunks' sum, at most n 2**21: no overflow for totals below 2**62,
+    as every fixed-point total here is)."""
+    if fixed.shape[0] > MAX_GROUPED_ROWS:
+        raise ValueError(f"{fixed.shape[0]} rows: exact grouped sums take at most "
+                         f"{MAX_GROUPED_ROWS}; fit on fewer rows per machine (e.g. with Dask).")
+    if fixed.ndim > 1:
+        return xp.stack([grouped_int_sums(xp, fixed[:, c], groups, n_groups)
+                         for c in range(fixed.shape[1])], axis=1)
+    total = xp.zeros(n_groups, dtype=np.int64)
+    for shift in (2 * _CHUNK_BITS, _CHUNK_BITS, 0):
+        chunk = fixed >> shift if shift == 2 * _CHUNK_BITS else (fixed >> shift) & _CHUNK_MASK
+        sums = xp.bincount(groups, weights=chunk.astype(FLOAT_DTYPE), minlength=n_groups)
+        total = (total << _CHUNK_BITS) + sums.astype(np.int64)
+    return total
 
 
 def positive_weight_scale(xp, weights):

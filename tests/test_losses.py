@@ -426,3 +426,23 @@ def test_huber_leaf_sums_of_shards_add_up_to_the_whole():
                  for s in (slice(0, cut), slice(cut, None))]
         assert whole.dtype == np.int64
         assert np.array_equal(parts[0] + parts[1], whole)
+
+
+def test_grouped_int_sums_are_exact_in_any_order():
+    """The chunked float bincounts of grouped_int_sums give Python's exact
+    integer sums per group, for values up to the fixed-point bound (totals
+    near 2**61, beyond float64's 53 bits) of either sign, in any row order."""
+    from gputree.fixed_point import grouped_int_sums
+    rng = np.random.RandomState(3)
+    for n in (1, 37, 20000):
+        bound = 2 ** 61 // n
+        fixed = rng.randint(-bound, bound, size=(n, 2), dtype=np.int64)
+        fixed[: n // 2, 1] = bound - 1                # a column of large same-sign values
+        groups = rng.randint(0, 5, n)
+        expected = np.array([[sum(int(v) for v in fixed[groups == g, c]) for c in range(2)]
+                             for g in range(5)], dtype=np.int64)
+        for seed in range(3):
+            perm = np.random.RandomState(seed).permutation(n)
+            got = grouped_int_sums(np, fixed[perm], groups[perm], 5)
+            assert got.dtype == np.int64 and np.array_equal(got, expected)
+        assert np.array_equal(grouped_int_sums(np, fixed[:, 0], groups, 5), expected[:, 0])
