@@ -269,6 +269,18 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     _check_early_stopping(*_early_stopping_fits(client, estimator, validation, n_partitions))
 
 
+@pytest.mark.parametrize("validation", ["fraction", "eval_set"])
+def test_huber_early_stopping_on_the_workers(client, small_bin_subsample, validation):
+    """Huber's validation losses use each round's delta found across the
+    workers: the fit stops at the one-machine round with the same trees and
+    scores."""
+    model, local, n_estimators = _early_stopping_fits(client, "regressor", validation, 7,
+                                                      loss="huber", alpha=0.8)
+    _check_early_stopping(model, local, n_estimators)
+    np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
+    np.testing.assert_array_equal(model.train_score_, local.train_score_)
+
+
 def _early_stopping_fits(client, estimator, validation, n_partitions, **more):
     """(Dask model, local model, n_estimators) of early-stopped fits (see
     test_early_stopping_on_the_workers; ``more``: other parameters)."""
@@ -361,14 +373,18 @@ def test_warm_start_on_the_workers(client, small_bin_subsample, monkeypatch, est
 
 
 @pytest.mark.parametrize("n_partitions", [2, 7])
-@pytest.mark.parametrize("loss", [dict(loss="absolute_error"), dict(loss="quantile", alpha=0.8)],
-                         ids=["absolute_error", "quantile"])
+@pytest.mark.parametrize("loss", [dict(loss="absolute_error"), dict(loss="quantile", alpha=0.8),
+                                  dict(loss="huber", alpha=0.7)],
+                         ids=["absolute_error", "quantile", "huber"])
 def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, loss,
                                      n_partitions):
     """Absolute-error and quantile leaves refit to weighted quantiles of the
     residuals found exactly across the workers (and the baseline from the
-    targets): the one-machine model bit for bit, with weights and a row
-    subsample, y and the weights never gathered to the driver."""
+    targets); Huber's too (the lower median), its delta each round the
+    weighted quantile of |y - raw| across the workers and its mean steps from
+    the workers' summed int64 fixed-point sums: the one-machine model bit for
+    bit, with weights and a row subsample, y and the weights never gathered
+    to the driver."""
     def refused(*args, **kwargs):
         raise AssertionError("y or the weights were gathered to the driver")
 
@@ -389,7 +405,7 @@ def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, l
 def test_refused_losses(client):
     X, _, target, _ = make_frame()
     with pytest.raises(ValueError, match="loss='huber' is not supported on Dask"):
-        gd.DaskGradientBoostingRegressor(loss="huber", client=client).fit(
+        gd.DaskGradientBoostingRegressor(loss="huber", extra_trees=True, client=client).fit(
             dask_frame(X, 2), target)
     with pytest.raises(ValueError, match="loss='quantile' is not supported on Dask"):
         gd.DaskGradientBoostingRegressor(loss="quantile", criterion="friedman_mse",

@@ -29,10 +29,11 @@ Not supported on Dask (a clear error): ``warm_start`` outside that boosting
 path, early stopping and
 ``eval_set`` outside that boosting path (boosting's defaults turn early
 stopping off), another ``scoring`` or an ``eval_metric`` when validating,
-``missing_strategy="surrogate"``, the huber loss (its leaf refit sums
-floats in row order), and the absolute-error and quantile losses outside
-that boosting path (on it their leaves are refit to weighted quantiles found
-exactly across the workers: :mod:`gputree.dask.selection`).
+``missing_strategy="surrogate"``, and the absolute-error, quantile and
+huber losses outside that boosting path (on it their leaves are refit from
+weighted quantiles found exactly across the workers, Huber's delta too, and
+Huber's mean steps from the workers' int64 fixed-point sums:
+:mod:`gputree.dask.leaf_refits`).
 """
 import inspect
 
@@ -155,10 +156,10 @@ class _DaskEstimator:
                              "eval_metric=None (or fit the ordinary estimator).")
         name = getattr(self, "loss", None)
         loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
-        if loss is not None and loss.refits_leaves and (name == "huber" or not on_workers):
-            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (huber's leaf "
-                             "refits sum floats in row order; absolute_error and quantile "
-                             "need criterion='newton' and extra_trees=False); use "
+        if loss is not None and loss.refits_leaves and not on_workers:
+            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (the leaf "
+                             "refits of absolute_error, quantile and huber need "
+                             "criterion='newton' and extra_trees=False); use "
                              "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model
