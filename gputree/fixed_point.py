@@ -5,7 +5,8 @@ int64, so that any sum of them is exact in any order: per-row statistics
 (:func:`to_fixed_point`, one scale per group of columns, the bound
 :func:`fixed_point_exponent`) and order-free sums and means of float arrays
 on any device (:func:`order_free_sum`, :func:`grouped_order_free_sum`,
-:func:`weighted_mean`).
+:func:`weighted_mean`), and per-group fixed-point sums on scales fixed
+before summing (:func:`grouped_fixed_point_sums`), which shards add up.
 
 Two scale rules live here, both from the largest magnitude and the row
 count: the statistics' (:func:`fixed_point_exponent`, from the binary
@@ -274,11 +275,65 @@ def grouped_order_free_sum(xp, values, groups, n_groups):
     if largest == 0.0:
         return xp.zeros(n_groups, dtype=FLOAT_DTYPE)
     fixed, shift = to_summable(xp, values, largest)
-    cumulative = xp.concatenate([xp.zeros(1, dtype=np.int64),
-                                 xp.cumsum(fixed[xp.argsort(groups)])])
-    end = xp.cumsum(xp.bincount(groups, minlength=n_groups))
-    start = xp.concatenate([xp.zeros(1, dtype=end.dtype), end[:-1]])
-    return (cumulative[end] - cumulative[start]).astype(FLOAT_DTYPE) * math.ldexp(1.0, -shift)
+    return grouped_int_sums(xp, fixed, groups, n_groups).astype(FLOAT_DTYPE) * math.ldexp(
+        1.0, -shift)
+
+
+#: bits of the chunks whose float64 bincounts :func:`grouped_int_sums` adds
+_CHUNK_BITS = 21
+_CHUNK_MASK = (1 << _CHUNK_BITS) - 1
+#: the most rows whose chunk sums stay exact: n 2**21 <= 2**53
+MAX_GROUPED_ROWS = 1 << (53 - _CHUNK_BITS)
+
+
+def grouped_int_sums(xp, fixed, groups, n_groups):
+    """int64 (n_groups, ...) sums of int64 ``fixed`` (n, ...) within each
+    group (int (n,) in [0, n_groups)), exact in any order, so the same on
+    every device: each value split into three 21-bit chunks (the top one
+    signed), each chunk summed per group by a float64 weighted bincount
+    (every partial sum an integer of magnitude below n 2**21 <= 2**53, so no
+    addition rounds, in whatever order a device adds: a GPU's atomics too),
+    then recombined in int64 (the steps stay within the total minus the
+    low chunks' sum, at most n 2**21: no overflow for totals below 2**62,
+    as every fixed-point total here is)."""
+    if fixed.shape[0] > MAX_GROUPED_ROWS:
+        raise ValueError(f"{fixed.shape[0]} rows: exact grouped sums take at most "
+                         f"{MAX_GROUPED_ROWS}; fit on fewer rows per machine (e.g. with Dask).")
+    if fixed.ndim > 1:
+        return xp.stack([grouped_int_sums(xp, fixed[:, c], groups, n_groups)
+                         for c in range(fixed.shape[1])], axis=1)
+    total = xp.zeros(n_groups, dtype=np.int64)
+    for shift in (2 * _CHUNK_BITS, _CHUNK_BITS, 0):
+        chunk = fixed >> shift if shift == 2 * _CHUNK_BITS else (fixed >> shift) & _CHUNK_MASK
+        sums = xp.bincount(groups, weights=chunk.astype(FLOAT_DTYPE), minlength=n_groups)
+        total = (total << _CHUNK_BITS) + sums.astype(np.int64)
+    return total
+
+
+def positive_weight_scale(xp, weights):
+    """(largest positive weight as a host float, 0.0 for none; number of
+    positive weights) of float64 ``weights`` (n,): the fixed-point scale of
+    weighted sums that leave out the other rows (:func:`summable_scale` of
+    the two; a weighted quantile's, :mod:`gputree.quantiles`), from a
+    maximum and a count, so exact on every device and combinable across
+    shards (max of the largest, sum of the counts)."""
+    kept = weights > 0
+    n_kept = int(kept.sum())
+    return (float(weights[kept].max()) if n_kept else 0.0), n_kept
+
+
+def grouped_fixed_point_sums(xp, columns, groups, n_groups, largest, size):
+    """int64 (n_groups, k): per group the fixed-point sums of the columns of
+    float64 ``columns`` (n, k), column c on the scale of
+    ``summable_scale(largest[c], size)`` (bounds known before summing: every
+    |value| of the column at most ``largest[c]``, at most ``size`` values
+    nonzero over all the rows summed, these and other shards'), so the sums
+    stay below 2**61, are exact in any order and add up across shards."""
+    fixed = xp.empty(columns.shape, dtype=np.int64)
+    for c in range(columns.shape[1]):
+        _, first, second = summable_scale(largest[c], size)
+        fixed[:, c] = xp.rint((columns[:, c] * first) * second)
+    return grouped_int_sums(xp, fixed, groups, n_groups)
 
 
 def weighted_mean(xp, values, w):

@@ -3,7 +3,9 @@ the one-machine models bit for bit (every array of every tree, the bins,
 every prediction) for several partitionings of the same data, with NaNs,
 categorical columns, sample weights, random draws and a bin subsample
 smaller than the data; predictions on Dask collections are Dask collections
-equal to the local ones; bad input and lost workers give clear errors."""
+equal to the local ones; bad input gives clear errors; a fit that loses a
+worker continues to the same model, or stops with a clear error."""
+import copy
 import dataclasses
 import os
 import signal
@@ -33,8 +35,14 @@ PARTITIONINGS = {1: [N_ROWS], 2: [450, 150], 3: [1, 299, 300], 7: [90, 10, 200, 
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    """Two worker processes. The tests that kill one rely on its nanny to
+    start another: the cluster drops a nanny whose worker has not come back
+    ``lost-worker-timeout`` after a loss, which a worker killed twice within
+    it (the new one not yet registered at the first deadline) would meet."""
+    import dask
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "600s"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None) as cluster, Client(cluster) as client:
         yield client
 
 
@@ -110,6 +118,14 @@ CASES = {
                              gd.DaskGradientBoostingRegressor,
                              dict(n_estimators=3, max_depth=3, extra_trees=True,
                                   random_state=6), "target"),
+    "boosting-driver-path": (gputree.GradientBoostingRegressor,
+                             gd.DaskGradientBoostingRegressor,
+                             dict(n_estimators=3, max_depth=3, criterion="friedman_mse",
+                                  subsample=0.8, random_state=0), "target"),
+    # a RandomState as random_state (fit_pair gives each estimator a copy)
+    "tree-random-state": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
+                          dict(max_depth=5, splitter="random", max_features=2,
+                               random_state=np.random.RandomState(4)), "labels"),
 }
 
 
@@ -127,9 +143,10 @@ def fit_pair(case, client, n_partitions, weighted=True, as_array=False):
         dX = dask_array(X, n_partitions)
     else:
         dX = dask_frame(X, n_partitions)
-    local = local_class(**params).fit(X, y, sample_weight=w)
+    # a RandomState given as random_state: each estimator draws from its own copy
+    local = local_class(**copy.deepcopy(params)).fit(X, y, sample_weight=w)
     dy = da.from_array(y, chunks=200)
-    model = dask_class(**params, client=client).fit(dX, dy, sample_weight=w)
+    model = dask_class(**copy.deepcopy(params), client=client).fit(dX, dy, sample_weight=w)
     return model, local, X, dX
 
 
@@ -249,6 +266,24 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     the one-machine validation_fraction split: stratified by class for the
     classifier, with class_weight='balanced') stops at the one-machine
     round with the same trees, baseline and every round's scores."""
+    _check_early_stopping(*_early_stopping_fits(client, estimator, validation, n_partitions))
+
+
+@pytest.mark.parametrize("validation", ["fraction", "eval_set"])
+def test_huber_early_stopping_on_the_workers(client, small_bin_subsample, validation):
+    """Huber's validation losses use each round's delta found across the
+    workers: the fit stops at the one-machine round with the same trees and
+    scores."""
+    model, local, n_estimators = _early_stopping_fits(client, "regressor", validation, 7,
+                                                      loss="huber", alpha=0.8)
+    _check_early_stopping(model, local, n_estimators)
+    np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
+    np.testing.assert_array_equal(model.train_score_, local.train_score_)
+
+
+def _early_stopping_fits(client, estimator, validation, n_partitions, **more):
+    """(Dask model, local model, n_estimators) of early-stopped fits (see
+    test_early_stopping_on_the_workers; ``more``: other parameters)."""
     X, labels, target, weights = make_frame()
     X_val, labels_val, target_val, weights_val = frames.make_frame(300, 1)
     classify = estimator == "classifier"
@@ -259,7 +294,7 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     y, y_val = (labels, labels_val) if classify else (target, target_val)
     params = dict(n_estimators=40, max_depth=3, learning_rate=0.5, early_stopping=True,
                   n_iter_no_change=2, random_state=3, device="cpu",
-                  **({"class_weight": "balanced"} if classify else {}))
+                  **({"class_weight": "balanced"} if classify else {}), **more)
     fit, dask_fit = {}, {}
     if validation == "eval_set":
         fit = {"eval_set": (X_val, y_val, weights_val)}
@@ -270,7 +305,11 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     model = dask_class(**params, client=client).fit(
         dask_frame(X, n_partitions), da.from_array(y, chunks=200),
         sample_weight=da.from_array(weights, chunks=130), **dask_fit)
-    assert local.n_iter_ < params["n_estimators"]      # it stopped early
+    return model, local, params["n_estimators"]
+
+
+def _check_early_stopping(model, local, n_estimators):
+    assert local.n_iter_ < n_estimators      # it stopped early
     assert model.n_iter_ == local.n_iter_
     assert_same_model(model, local)
     assert len(model.validation_score_) == local.n_iter_ + 1
@@ -334,14 +373,18 @@ def test_warm_start_on_the_workers(client, small_bin_subsample, monkeypatch, est
 
 
 @pytest.mark.parametrize("n_partitions", [2, 7])
-@pytest.mark.parametrize("loss", [dict(loss="absolute_error"), dict(loss="quantile", alpha=0.8)],
-                         ids=["absolute_error", "quantile"])
+@pytest.mark.parametrize("loss", [dict(loss="absolute_error"), dict(loss="quantile", alpha=0.8),
+                                  dict(loss="huber", alpha=0.7)],
+                         ids=["absolute_error", "quantile", "huber"])
 def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, loss,
                                      n_partitions):
     """Absolute-error and quantile leaves refit to weighted quantiles of the
     residuals found exactly across the workers (and the baseline from the
-    targets): the one-machine model bit for bit, with weights and a row
-    subsample, y and the weights never gathered to the driver."""
+    targets); Huber's too (the lower median), its delta each round the
+    weighted quantile of |y - raw| across the workers and its mean steps from
+    the workers' summed int64 fixed-point sums: the one-machine model bit for
+    bit, with weights and a row subsample, y and the weights never gathered
+    to the driver."""
     def refused(*args, **kwargs):
         raise AssertionError("y or the weights were gathered to the driver")
 
@@ -362,7 +405,7 @@ def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, l
 def test_refused_losses(client):
     X, _, target, _ = make_frame()
     with pytest.raises(ValueError, match="loss='huber' is not supported on Dask"):
-        gd.DaskGradientBoostingRegressor(loss="huber", client=client).fit(
+        gd.DaskGradientBoostingRegressor(loss="huber", extra_trees=True, client=client).fit(
             dask_frame(X, 2), target)
     with pytest.raises(ValueError, match="loss='quantile' is not supported on Dask"):
         gd.DaskGradientBoostingRegressor(loss="quantile", criterion="friedman_mse",
@@ -459,39 +502,163 @@ def test_worker_check_asks_the_scheduler(client, small_bin_subsample, monkeypatc
     assert_same_model(model, local)
 
 
-@pytest.mark.parametrize("estimator, level, victim", [
-    ("DaskRandomForestClassifier", ("backend", "DistributedBackend", "build_histograms"), 0),
-    ("DaskGradientBoostingClassifier",
-     ("worker_boosting", "WorkerRowsBackend", "call"), -1)],
-    ids=["driver-rows", "worker-rows"])
-def test_lost_worker_aborts_the_fit(client, monkeypatch, estimator, level, victim):
-    """A worker killed between two levels (for boosting, whose workers grow
-    each tree among themselves, between two trees, the actor holding its
-    rows, the last one, whose histograms the first waits for): the fit
-    stops with a clear error (never a model from part of the data, never a
-    hang). Runs after the other fits: the cluster's nanny starts a new
-    worker in its place."""
-    import importlib
-    client.wait_for_workers(2, timeout=60)
-    module, owner, name = level
-    owner = getattr(importlib.import_module(f"gputree.dask.{module}"), owner)
-    calls, build = [], getattr(owner, name)
-    # one round a call, so that the third call starts the third tree
-    monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)
+def _kill_at(client, monkeypatch, kill, at, victim, method="boost_rounds"):
+    """Make the method ``kill`` (module, class, name) SIGKILL the worker
+    ``victim`` (an index into the sorted workers) when its ``at``-th call
+    starts (of WorkerRowsBackend.call, the calls of the actors' ``method``),
+    once. The nanny starts a new worker in its place."""
+    owner, name = _owner(*kill[:2]), kill[2]
+    calls, real = [], getattr(owner, name)
 
-    def build_then_kill(self, *args, **kwargs):
-        if name != "call" or args[0] == "boost_rounds":
+    def call_then_kill(self, *args, **kwargs):
+        if name != "call" or args[0] == method:
             calls.append(1)
-        if len(calls) == 3:
-            worker = sorted(partitions._cluster_workers(client))[victim]
-            os.kill(client.run(os.getpid, workers=[worker])[worker], signal.SIGKILL)
-        return build(self, *args, **kwargs)
+            if len(calls) == at:
+                worker = sorted(partitions._cluster_workers(client))[victim]
+                os.kill(client.run(os.getpid, workers=[worker])[worker], signal.SIGKILL)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(owner, name, build_then_kill)
+    monkeypatch.setattr(owner, name, call_then_kill)
+
+
+def _record_first_argument(monkeypatch, owner, name, begun):
+    """Append to ``begun`` the first argument (a tree or round index) of
+    every call of ``owner.name`` by a Dask estimator."""
+    real = getattr(owner, name)
+
+    def recorded(self, *args, **kwargs):
+        if isinstance(self, gd.estimators._DaskEstimator):
+            begun.append(args[0])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recorded)
+
+
+#: case -> (the method whose calls kill, its counted call that kills, the
+#: victim, the method whose first argument is the index of a tree or round
+#: begun (None: a single tree, grown again), the trees or rounds)
+LOSSES = {
+    # worker-owned boosting: the last worker (whose histograms the first
+    # waits for) killed as the third round's call starts
+    "boosting-multiclass": (("worker_boosting", "WorkerRowsBackend", "call"), 3, -1,
+                            ("worker_boosting", "WorkerResidentBoosting", "_round"), 3),
+    # the driver path: the second tree's levels (out-of-bag values of the
+    # kept tree recomputed on the workers)
+    "forest-regressor": (("backend", "DistributedBackend", "build_histograms"), 6, 0,
+                         ("forest", "_BaseForest", "_grow_one"), 3),
+    "boosting-driver-path": (("backend", "DistributedBackend", "build_histograms"), 5, 0,
+                             ("worker_boosting", "WorkerResidentBoosting", "_round"), 3),
+    # random thresholds drawn from a RandomState (rewound for the new attempt)
+    "tree-random-state": (("backend", "DistributedBackend", "build_histograms"), 3, -1, None,
+                          1),
+}
+
+
+def _owner(module, owner):
+    import importlib
+    package = "gputree.estimators" if module == "forest" else "gputree.dask"
+    return getattr(importlib.import_module(f"{package}.{module}"), owner)
+
+
+@pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
+@pytest.mark.parametrize("case", list(LOSSES))
+def test_lost_worker_continues_the_fit(client, small_bin_subsample, monkeypatch, case):
+    """A worker killed mid-fit: the fit continues on the workers left (the
+    nanny's new one joining), from partitions recomputed from the
+    collection's graph and binned with the bins already learned (learned
+    once), keeping the trees or rounds finished before the loss (only the
+    one under way is grown again; a single tree is grown again), and ends
+    with the one-machine model bit for bit: row and column subsamples,
+    bootstraps and out-of-bag values drawn by global row index."""
+    client.wait_for_workers(2, timeout=60)
+    kill, at, victim, progress, n_units = LOSSES[case]
+    monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)   # a call a round
+    _kill_at(client, monkeypatch, kill, at, victim)
+    begun, learned, attempts = [], [], []
+    real_encoded = gd.estimators.encoded_partitions
+    monkeypatch.setattr(gd.estimators, "encoded_partitions",
+                        lambda *args: attempts.append(1) or real_encoded(*args))
+    if progress is not None:
+        _record_first_argument(monkeypatch, _owner(*progress[:2]), progress[2], begun)
+    real_learned = gd.inputs._learned_bins
+    monkeypatch.setattr(gd.inputs, "_learned_bins",
+                        lambda *args: learned.append(1) or real_learned(*args))
+    model, local, X, dX = fit_pair(case, client, 3)
+    assert_same_model(model, local)
+    np.testing.assert_array_equal(model.predict(X), local.predict(X))
+    if case == "forest-regressor":
+        np.testing.assert_array_equal(model.oob_prediction_, local.oob_prediction_)
+    assert len(attempts) >= 2                   # the loss happened mid-fit
+    assert len(learned) == 1                    # the bins were not learned again
+    if progress is not None:
+        assert sorted(set(begun)) == list(range(n_units)), begun
+        redone = [i for i in set(begun) if begun.count(i) > 1]
+        assert redone and max(redone) == min(redone), begun   # one tree or round redone
+        assert redone[0] > 0, begun             # ... after the kept ones
+
+
+@pytest.mark.parametrize("validation, killed_call", [
+    ("fraction", "boost_rounds"), ("eval_set", "boost_rounds"), ("fraction", "score_largest")])
+def test_early_stopping_after_a_lost_worker(client, small_bin_subsample, monkeypatch,
+                                            validation, killed_call):
+    """A worker killed as the fourth round starts (or, with verbose output,
+    as the training score after the fourth round is computed: that round's
+    trees are kept, its scores not yet), in a fit that stops early on
+    validation rows on the workers (the validation_fraction split drawn
+    again by the workers there are after the loss, or eval_set's rows
+    recomputed): the fit keeps the three rounds completed and recorded with
+    their training and validation scores, and stops at the one-machine
+    round with the same trees and scores."""
+    client.wait_for_workers(2, timeout=60)
+    # the fifth training score (the first is of the starting raw scores)
+    at = 4 if killed_call == "boost_rounds" else 5
+    _kill_at(client, monkeypatch, LOSSES["boosting-multiclass"][0], at, -1, killed_call)
+    begun = []
+    _record_first_argument(monkeypatch, gd.worker_boosting.WorkerResidentBoosting, "_round",
+                           begun)
+    _check_early_stopping(*_early_stopping_fits(
+        client, "classifier", validation, 7, verbose=int(killed_call == "score_largest")))
+    assert begun[:5] == [0, 1, 2, 3, 3], begun      # rounds 0-2 kept, round 3 grown again
+
+
+@pytest.mark.parametrize("case", ["forest-classifier", "boosting-multiclass"])
+def test_lost_worker_beyond_the_limit_stops_the_fit(client, small_bin_subsample, monkeypatch,
+                                                     case):
+    """With no continuation allowed (MAX_LOST_WORKERS = 0), a worker killed
+    between two trees' levels (for boosting, whose workers grow each tree
+    among themselves, between two trees) stops the fit with a clear error
+    and no model, never a model from part of the data, never a hang."""
+    client.wait_for_workers(2, timeout=60)
+    monkeypatch.setattr(gd.recovery, "MAX_LOST_WORKERS", 0)
+    monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)
+    kill, at, victim = LOSSES["boosting-multiclass" if case.startswith("boost") else
+                              "forest-regressor"][:3]
+    _kill_at(client, monkeypatch, kill, at, victim)
+    local_class, dask_class, params, _ = CASES[case]
     X, labels, _, _ = make_frame()
-    model = getattr(gd, estimator)(n_estimators=3, max_depth=4, device="cpu", client=client)
-    with pytest.raises(gd.WorkerLostError, match="aborted"):
+    model = dask_class(**params, device="cpu", client=client)
+    with pytest.raises(gd.WorkerLostError, match="at most 0 .* no model was fitted"):
         model.fit(dask_frame(X, 3), labels)
+    assert not hasattr(model, "_trees")
+
+
+def test_lost_data_that_cannot_be_recomputed(client, monkeypatch):
+    """X made of data scattered to the workers (no graph to compute it
+    again): a worker lost mid-fit takes its rows with it, and the fit stops
+    with a clear error and no model."""
+    client.wait_for_workers(2, timeout=60)
+    monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)
+    X, labels, _, _ = make_frame()
+    X = X.drop(columns="colour").to_numpy()
+    workers = sorted(partitions._cluster_workers(client))
+    halves = [client.scatter(X[:300], workers=[workers[0]]),
+              client.scatter(X[300:], workers=[workers[1]])]
+    dX = da.concatenate([da.from_delayed(f, (300, X.shape[1]), X.dtype) for f in halves])
+    _kill_at(client, monkeypatch, LOSSES["boosting-multiclass"][0], 2, -1)
+    model = gd.DaskGradientBoostingClassifier(n_estimators=3, max_depth=3, device="cpu",
+                                              client=client)
+    with pytest.raises(gd.WorkerLostError, match="cannot be recomputed"):
+        model.fit(dX, labels)
     assert not hasattr(model, "_trees")
 
 

@@ -328,3 +328,121 @@ def test_host_sums_equal_numpy_and_the_device_path():
     for column in (values[:, 1], values[:, 3] * 1e-5, np.abs(values[:, 1])):
         assert order_free_sum(np, column) == order_free_sum(_DeviceLikeNumpy(), column)
         assert order_free_sum(np, column) == order_free_sum(np, column[::-1].copy())
+
+
+def _huber_problem(n=3000, n_nodes=9, seed=0):
+    """Residuals over 6 decades (float sums of them depend on the order),
+    uneven weights with zeros, rows in 7 of 9 nodes (node 0 is not a leaf,
+    node 5 has no rows)."""
+    rng = np.random.RandomState(seed)
+    y = (rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3, n))[:, None]
+    raw = rng.normal(scale=0.5, size=(n, 1))
+    w = rng.uniform(0.01, 5.0, n) * (rng.rand(n) > 0.1)
+    positions = rng.choice([1, 2, 3, 4, 6, 7, 8], size=n)
+    return y, raw, w, positions, n_nodes
+
+
+def _huber_leaves(y, raw, w, positions, n_nodes, delta, xp=np):
+    """The leaf values HuberLoss.refit_leaves writes (node 0 an inner node)."""
+    from types import SimpleNamespace
+
+    from gputree.estimators.losses import HuberLoss
+    loss = HuberLoss(0.9)
+    loss.delta = delta
+    tree = SimpleNamespace(node_count=n_nodes, is_leaf=np.arange(n_nodes) > 0,
+                           value=np.full((n_nodes, 1, 1), -7.0))
+    loss.refit_leaves(xp, tree, positions, y, raw, w)
+    return tree.value[:, 0, 0]
+
+
+def _huber_reference(y, raw, w, positions, n_nodes, delta):
+    """Friedman's Huber leaf step, brute force in Python numbers: the lower
+    weighted median per leaf from exact cumulative weights, then the mean of
+    the clipped steps from per-row fixed-point integers (w scaled by 2**s,
+    w * step by 2**t, both from the largest positive weight W and the
+    number m of positive weights: W m 2**s < 2**61 <= 2 W m 2**s, the same
+    for W delta and t) as an exact fraction, correctly rounded."""
+    import math
+    from fractions import Fraction
+    kept = [i for i in range(len(w)) if w[i] > 0]
+    W, m = max(w[i] for i in kept), len(kept)
+    s, t = (61 - math.frexp(bound * m)[1] for bound in (W, W * delta))
+    out = np.full(n_nodes, -7.0)
+    for node in range(1, n_nodes):
+        rows = sorted((i for i in kept if positions[i] == node), key=lambda i: y[i, 0] - raw[i, 0])
+        if not rows:
+            continue
+        residual = [y[i, 0] - raw[i, 0] for i in rows]
+        fixed_w = [round(math.ldexp(w[i], s)) for i in rows]
+        total, below = sum(fixed_w), 0
+        for r, fw in zip(residual, fixed_w):
+            below += fw
+            if 2 * below >= total:
+                median = r
+                break
+        steps = [math.copysign(min(delta, abs(r - median)), r - median) for r in residual]
+        fixed_step = sum(round(math.ldexp(w[i] * st, t)) for i, st in zip(rows, steps))
+        out[node] = median + float(Fraction(fixed_step, total) * Fraction(2) ** (s - t))
+    return out
+
+
+@pytest.mark.parametrize("delta", [0.7, 40.0, 0.0])
+def test_huber_refit_is_the_brute_force_fixed_point_step(delta):
+    problem = _huber_problem()
+    got = _huber_leaves(*problem, delta)
+    expected = _huber_reference(*problem, delta)
+    assert np.array_equal(got, expected)
+    assert got[0] == got[5] == -7.0       # an inner node and a leaf without rows kept
+
+
+def test_huber_refit_does_not_depend_on_row_order():
+    """The leaf values are bit for bit the same for the rows in any order
+    (rows and positions permuted together): float sums in row order of
+    these residuals differ between orders, the fixed-point sums do not.
+    On the device path (array formulas) too."""
+    y, raw, w, positions, n_nodes = _huber_problem(seed=1)
+    expected = _huber_leaves(y, raw, w, positions, n_nodes, 25.0)
+    for seed in range(4):
+        perm = np.random.RandomState(seed).permutation(y.shape[0])
+        got = _huber_leaves(y[perm], raw[perm], w[perm], positions[perm], n_nodes, 25.0,
+                            np if seed % 2 else _DeviceLikeNumpy())
+        assert np.array_equal(got, expected)
+
+
+def test_huber_leaf_sums_of_shards_add_up_to_the_whole():
+    """The per-leaf int64 sums of any split of the rows, on the scale of all
+    the rows' weights, add up to those of the rows together (the workers'
+    parts on Dask)."""
+    from gputree.estimators.losses import HuberLoss
+    from gputree.fixed_point import positive_weight_scale
+    y, raw, w, positions, n_nodes = _huber_problem(seed=2)
+    loss = HuberLoss(0.9)
+    loss.delta = 3.0
+    quantiles = np.random.RandomState(0).normal(size=n_nodes)
+    scale = positive_weight_scale(np, w)
+    whole = loss.leaf_sums(np, quantiles, positions, y, raw, w, scale)
+    for cut in (1, 1000, 2999):
+        parts = [loss.leaf_sums(np, quantiles, positions[s], y[s], raw[s], w[s], scale)
+                 for s in (slice(0, cut), slice(cut, None))]
+        assert whole.dtype == np.int64
+        assert np.array_equal(parts[0] + parts[1], whole)
+
+
+def test_grouped_int_sums_are_exact_in_any_order():
+    """The chunked float bincounts of grouped_int_sums give Python's exact
+    integer sums per group, for values up to the fixed-point bound (totals
+    near 2**61, beyond float64's 53 bits) of either sign, in any row order."""
+    from gputree.fixed_point import grouped_int_sums
+    rng = np.random.RandomState(3)
+    for n in (1, 37, 20000):
+        bound = 2 ** 61 // n
+        fixed = rng.randint(-bound, bound, size=(n, 2), dtype=np.int64)
+        fixed[: n // 2, 1] = bound - 1                # a column of large same-sign values
+        groups = rng.randint(0, 5, n)
+        expected = np.array([[sum(int(v) for v in fixed[groups == g, c]) for c in range(2)]
+                             for g in range(5)], dtype=np.int64)
+        for seed in range(3):
+            perm = np.random.RandomState(seed).permutation(n)
+            got = grouped_int_sums(np, fixed[perm], groups[perm], 5)
+            assert got.dtype == np.int64 and np.array_equal(got, expected)
+        assert np.array_equal(grouped_int_sums(np, fixed[:, 0], groups, 5), expected[:, 0])

@@ -7,7 +7,10 @@ bins and keeps its partitions and, per tree level, histograms its own rows;
 the driver adds the int64 histograms (exact in any order), so the trees are
 those the ordinary estimator grows on the concatenated data, whatever the
 partitioning. Boosting keeps its raw scores, gradients and statistics on the
-workers too (actors, :mod:`gputree.dask.worker_boosting`). ``model.to_local()`` gives that ordinary estimator. See
+workers too (actors, :mod:`gputree.dask.worker_boosting`). A worker lost
+mid-fit: the fit continues on the others to the same model, keeping its
+finished trees (:mod:`gputree.dask.recovery`), or raises
+:class:`WorkerLostError`. ``model.to_local()`` gives that ordinary estimator. See
 :mod:`gputree.dask.estimators` for what stays on the driver and what is not
 supported yet.
 

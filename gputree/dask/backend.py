@@ -21,6 +21,7 @@ positions come back once. Each worker runs its tasks on its own backend
 import numba
 import numpy as np
 
+from .._arrays import to_host
 from .._threads import resolve_n_jobs
 from ..backends import get_backend
 from ..backends.base import Backend
@@ -85,13 +86,19 @@ class DistributedBackend(Backend):
         return self.local.map_to_bins(X, thresholds, is_categorical, missing_bin)
 
     def predict_leaves(self, X_binned, node_feature, node_sets, node_left, tree_roots):
-        """Leaves of host rows on the driver; rows held by the workers are
-        predicted through the fitted model (``to_local()``), not here."""
-        if isinstance(X_binned, RemoteRows):
-            raise NotImplementedError("the distributed backend does not predict rows held by "
-                                      "the workers; predict with the fitted model.")
-        return self.local.predict_leaves(X_binned, node_feature, node_sets, node_left,
-                                         tree_roots)
+        """int32 (n, n_trees) leaves of every row: host rows on the driver;
+        rows held by the workers (:class:`RemoteRows`) where they live,
+        gathered (a fit that continues fitted trees: their out-of-bag
+        values, a driver-path boosting's raw scores)."""
+        if not isinstance(X_binned, RemoteRows):
+            return self.local.predict_leaves(X_binned, node_feature, node_sets, node_left,
+                                             tree_roots)
+        parts = self.partitions
+        leaves = parts.gather(parts.map(
+            _worker_leaves, X_binned.futures, node_feature=np.asarray(node_feature),
+            node_sets=[np.asarray(a) for a in node_sets], node_left=np.asarray(node_left),
+            tree_roots=np.asarray(tree_roots), device=self.device))
+        return np.concatenate([to_host(part) for part in leaves])
 
     def add_node_values(self, node_values, positions, out, first_column):
         self.local.add_node_values(node_values, self.to_host(positions), out, first_column)
@@ -192,6 +199,15 @@ def _worker_positions(X_binned, positions, level_start, split_feature, split_set
                              LeftSets(*split_sets).map(backend.asarray),
                              backend.asarray(left_child))
     return moved
+
+
+def _worker_leaves(X_binned, node_feature, node_sets, node_left, tree_roots, device):
+    """int32 (n_p, n_trees) leaves of one partition's rows (see
+    :meth:`DistributedBackend.predict_leaves`)."""
+    backend = worker_backend(device)
+    return backend.predict_leaves(X_binned, backend.asarray(node_feature),
+                                  LeftSets(*node_sets).map(backend.asarray),
+                                  backend.asarray(node_left), backend.asarray(tree_roots))
 
 
 def _worker_columns(X_binned, columns, device):

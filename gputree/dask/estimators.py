@@ -21,14 +21,19 @@ predict partition by partition on the workers and return a Dask collection
 ``warm_start=True`` on that boosting path continues the fitted trees: the
 workers recompute their raw scores from them on their rows.
 
+A worker lost during a fit: the fit continues on the workers left, to the
+same model (:mod:`gputree.dask.recovery`), or raises
+:class:`gputree.dask.WorkerLostError` and leaves the estimator as it was.
+
 Not supported on Dask (a clear error): ``warm_start`` outside that boosting
 path, early stopping and
 ``eval_set`` outside that boosting path (boosting's defaults turn early
 stopping off), another ``scoring`` or an ``eval_metric`` when validating,
-``missing_strategy="surrogate"``, the huber loss (its leaf refit sums
-floats in row order), and the absolute-error and quantile losses outside
-that boosting path (on it their leaves are refit to weighted quantiles found
-exactly across the workers: :mod:`gputree.dask.selection`).
+``missing_strategy="surrogate"``, and the absolute-error, quantile and
+huber losses outside that boosting path (on it their leaves are refit from
+weighted quantiles found exactly across the workers, Huber's delta too, and
+Huber's mean steps from the workers' int64 fixed-point sums:
+:mod:`gputree.dask.leaf_refits`).
 """
 import inspect
 
@@ -42,6 +47,7 @@ from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
                           RandomForestClassifier, RandomForestRegressor)
 from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
+from .recovery import fit_recovering, keep_bins, kept_bins
 from .worker_boosting import WorkerResidentBoosting
 from .inputs import (bin_partitions, binned_with, encoded_partitions, fit_encoder,
                      gather_vector, is_dask_collection, is_dask_frame, row_blocks)
@@ -81,15 +87,17 @@ class _DaskEstimator:
         client = _client(self.client)
         encoder = (self._encoder if self._warm() else
                    fit_encoder(X, self.categorical_features))
-        before = dict(self.__dict__)
-        self._dask_fit = (encoded_partitions(client, X, encoder, self.device), encoder)
-        try:
-            self._fit_dask(X, y, sample_weight, **fit_params)
-        except BaseException:
-            self._release_fit()
-            self.__dict__ = before      # a failed fit leaves no partial model
-            raise
-        self._release_fit()
+
+        def attempt():
+            """One fit from the collections (again after a lost worker)."""
+            self._dask_fit = (encoded_partitions(client, X, encoder, self.device), encoder)
+            try:
+                self._fit_dask(X, y, sample_weight, **fit_params)
+            finally:
+                self._release_fit()
+
+        # a lost worker: continued on the others; a failed fit leaves no partial model
+        fit_recovering(self, client, (X, y, sample_weight, fit_params), attempt)
         self._backend = _driver_backend(self.device)
         return self
 
@@ -101,8 +109,10 @@ class _DaskEstimator:
 
     def _bin_training_data(self, X, seed, sample_weight):
         partitions, encoder = self._dask_fit[:2]
-        return bin_partitions(partitions, encoder, self.max_bins, self.device, seed,
-                              sample_weight)
+        inputs = bin_partitions(partitions, encoder, self.max_bins, self.device, seed,
+                                sample_weight, kept_bins(self))
+        keep_bins(self, inputs.bin_mapper)
+        return inputs
 
     def _warm(self):
         """Whether this fit continues the fitted trees (``warm_start``)."""
@@ -146,10 +156,10 @@ class _DaskEstimator:
                              "eval_metric=None (or fit the ordinary estimator).")
         name = getattr(self, "loss", None)
         loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
-        if loss is not None and loss.refits_leaves and (name == "huber" or not on_workers):
-            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (huber's leaf "
-                             "refits sum floats in row order; absolute_error and quantile "
-                             "need criterion='newton' and extra_trees=False); use "
+        if loss is not None and loss.refits_leaves and not on_workers:
+            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (the leaf "
+                             "refits of absolute_error, quantile and huber need "
+                             "criterion='newton' and extra_trees=False); use "
                              "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model

@@ -88,12 +88,13 @@ def gather_vector(partitions, v, name):
     return v
 
 
-def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
+def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight, mapper=None):
     """TrainingInputs whose binned X stays on the workers (RemoteRows);
     ``partitions`` hold the encoded float partitions, dropped here.
     ``sample_weight``: host weights (n,) or None, or the checked
     :class:`gputree.dask.targets.WorkerTargets` whose weights stay on the
-    workers."""
+    workers. ``mapper``: the fit's bins where already learned (a fit
+    continued after a lost worker), else learned here."""
     max_bins = check_int(max_bins, "max_bins", 2, MAX_NON_MISSING_BINS)
     if hasattr(sample_weight, "positive"):          # WorkerTargets: checked on the workers
         weight, n_used = None, sample_weight.positive
@@ -103,14 +104,23 @@ def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight):
         parts = None if sample_weight is None else partitions.slices(weight)
         n_used = (partitions.sizes if parts is None
                   else np.asarray([np.count_nonzero(p > 0) for p in parts]))
+    if mapper is None:
+        mapper = _learned_bins(partitions, encoder, max_bins, seed, parts, n_used)
+    backend, data = binned_with(partitions, mapper, device)
+    return TrainingInputs(backend, encoder, mapper, data, weight)
+
+
+def _learned_bins(partitions, encoder, max_bins, seed, weight_parts, n_used):
+    """The fitted BinMapper of the partitions (see the module docstring);
+    ``weight_parts``: per-partition weights or None, ``n_used``: int (p,)
+    each partition's rows of positive weight."""
     mapper = BinMapper(max_bins, encoder.is_categorical_, random_state=seed)
     ranks = sampled_ranks(partitions, mapper, n_used)
     summaries = _gathered_summaries(partitions, partitions.map(
-        _part_summary, partitions.parts, parts or [None] * len(partitions.parts), ranks,
+        _part_summary, partitions.parts, weight_parts or [None] * len(partitions.parts), ranks,
         is_categorical=encoder.is_categorical_))
     mapper.fit_edges(encoder.n_features_in_, edges_from(summaries, max_bins))
-    backend, data = binned_with(partitions, mapper, device)
-    return TrainingInputs(backend, encoder, mapper, data, weight)
+    return mapper
 
 
 def binned_with(partitions, mapper, device):

@@ -5,9 +5,10 @@ A :class:`RowPartitions` is the one place that submits work to the
 partitions' workers and waits for it. Each task runs on the worker holding
 its partition when that worker is alive (``allow_other_workers``: never a task
 pinned to a dead worker). Any worker leaving the cluster while a fit waits,
-or a task lost with its worker, aborts the fit with a RuntimeError: a model
-trained on what remained could differ from the one-machine model, so none is
-returned.
+or a task lost with its worker, stops the fit's current attempt with a
+:class:`WorkerLostError` (never a tree grown on part of the rows);
+:mod:`gputree.dask.recovery` then continues the fit on the remaining
+workers, from partitions recomputed from the collection's graph.
 
 :class:`RemoteRows` is a row-sized array kept on the workers as one future
 per partition (binned X, the grower's positions); only its shape and dtype
@@ -23,14 +24,20 @@ _POLL_SECONDS = 1.0
 
 
 class WorkerLostError(RuntimeError):
-    """A worker left the cluster during a Dask fit; nothing was fitted."""
+    """A worker left the cluster during a Dask fit. Raised by a fit when it
+    cannot continue without it (:mod:`gputree.dask.recovery`): nothing was
+    fitted. ``workers``: the addresses the attempt that lost it worked on
+    (a set, empty where unknown)."""
+
+    def __init__(self, message, workers=()):
+        super().__init__(message)
+        self.workers = frozenset(workers)
 
 
-def _lost_error(detail):
-    return WorkerLostError(
-        f"The Dask fit was aborted: {detail}. A model trained on the remaining partitions "
-        "could differ from the one-machine model, so none was fitted. Fit again once the "
-        "cluster is stable.")
+def _lost_error(detail, workers=()):
+    """The WorkerLostError of an attempt that lost a worker (``workers``: the
+    attempt's)."""
+    return WorkerLostError(f"a worker was lost during the Dask fit: {detail}", workers)
 
 
 class RowPartitions:
@@ -115,7 +122,7 @@ class RowPartitions:
         try:
             return self.client.gather(futures)
         except _worker_errors() as exc:
-            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+            raise self.lost(exc) from exc
 
     def wait(self, futures):
         """Wait for ``futures``, checking that every worker of the fit is
@@ -130,12 +137,17 @@ class RowPartitions:
                     self.check_workers()
             self.check_workers()
         except _worker_errors() as exc:
-            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+            raise self.lost(exc) from exc
 
     def check_workers(self):
+        """WorkerLostError where a worker of the fit left the cluster."""
         gone = sorted(self.fit_workers - _cluster_workers(self.client))
         if gone:
-            raise _lost_error(f"worker(s) {gone} left the cluster during the fit")
+            raise _lost_error(f"worker(s) {gone} left the cluster", self.fit_workers)
+
+    def lost(self, exc):
+        """The WorkerLostError of ``exc``, a failure of this fit's workers."""
+        return _lost_error(f"{type(exc).__name__}: {exc}", self.fit_workers)
 
 
 def _cluster_workers(client):

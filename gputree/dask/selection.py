@@ -9,14 +9,15 @@ rows at or below it reaches ``q`` times the group's total (the one-machine
 rule, with the one-machine fixed-point weights: the scale from the largest
 positive weight and the number of positive weights over all the rows). So
 the bisection runs over keys (:func:`distributed_quantile`, on the driver
-or on every worker at once): each step asks every shard for its per-group
+or on every worker at once; :func:`held_scale` and :func:`held_quantile`
+apart where the scale serves more): each step asks every shard for its per-group
 integer weight at or below a pivot key (:func:`weight_at_or_below`), sums
 them (exact in any order) and keeps the half holding the answer; 64 steps
 end on an attained value.
 """
 import numpy as np
 
-from ..fixed_point import summable_scale
+from ..fixed_point import positive_weight_scale, summable_scale
 
 _LOW_BITS = np.int64(0x7FFFFFFFFFFFFFFF)
 
@@ -37,8 +38,7 @@ def key_values(keys):
 def shard_summary(weights):
     """(largest positive weight, number of positive weights) of a shard's
     float64 weights (n,)."""
-    kept = weights[weights > 0]
-    return (float(kept.max()) if kept.size else 0.0), int(kept.size)
+    return positive_weight_scale(np, weights)
 
 
 def fixed_weights(weights, largest, n_kept):
@@ -91,18 +91,31 @@ def _bisect(ask, reached, shape):
     return lo
 
 
-def distributed_quantile(gather, residuals, n_groups, q, average):
+def held_scale(gather, source):
+    """(largest positive weight, number of positive weights) over every
+    shard's held values: ``quantile_rows(source)`` on every shard (it holds
+    them and returns its :func:`shard_summary`); the scale of the
+    one-machine fixed-point weights."""
+    summaries = gather("quantile_rows", source)
+    return max(s[0] for s in summaries), sum(s[1] for s in summaries)
+
+
+def held_quantile(gather, scale, n_groups, q, average):
     """float64 (n_groups,): per group the weighted ``q`` quantile (the
     median averaged at an exact half where ``average``) of the values the
-    shards hold, exactly as one machine. ``gather(method, *args)`` calls
-    ``method`` of every shard (:class:`gputree.dask.worker_rows.WorkerRows`:
-    ``quantile_rows(residuals)`` first) and returns their answers in shard
-    order."""
-    summaries = gather("quantile_rows", residuals)
-    n_kept = sum(s[1] for s in summaries)
+    shards hold (:func:`held_scale`, whose answer is ``scale``), exactly as
+    one machine."""
+    largest, n_kept = scale
     if n_kept == 0:
         return np.full(n_groups, np.nan)
-    largest = max(s[0] for s in summaries)
     totals = np.sum(gather("quantile_scale", largest, n_kept, n_groups), axis=0)
     return grouped_quantile(lambda pivots: np.sum(gather("quantile_ask", pivots), axis=0),
                             totals, q, average=average)
+
+
+def distributed_quantile(gather, source, n_groups, q, average):
+    """:func:`held_quantile` of the values ``source`` names. ``gather(method,
+    *args)`` calls ``method`` of every shard
+    (:class:`gputree.dask.worker_rows.WorkerRows`) and returns their answers
+    in shard order."""
+    return held_quantile(gather, held_scale(gather, source), n_groups, q, average)

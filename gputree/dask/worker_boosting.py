@@ -13,7 +13,9 @@ round together: every worker runs the one-machine grower, the workers
 exchanging each level's histograms (reduce-scatter by feature) and their
 slices' best splits, so that each grows the same tree
 (:mod:`gputree.dask.peer_growth`); leaf refits to quantiles bisect over the
-workers' exchanged integer weights (:mod:`gputree.dask.selection`). Each
+workers' exchanged integer weights (:mod:`gputree.dask.selection`), Huber's
+delta too, and its mean steps add the workers' int64 sums
+(:mod:`gputree.dask.leaf_refits`). Each
 adds the leaf values to its raw scores (with validation rows, to theirs as
 well, whose loss comes in parts: :mod:`gputree.dask.worker_validation`) and
 the first returns the trees. The calls go straight to the actors (no
@@ -34,7 +36,7 @@ import collections
 import numpy as np
 
 from .backend import DistributedBackend
-from .partitions import _lost_error, _worker_errors
+from .partitions import _worker_errors
 from .peer_growth import WorkerArray
 from .worker_rows import WorkerRows, order_free_total
 
@@ -98,7 +100,7 @@ class WorkerRowsBackend(DistributedBackend):
             return self.partitions.client.sync(_first_failure, pending)
         except _worker_errors() as exc:
             self._abort()
-            raise _lost_error(f"{type(exc).__name__}: {exc}") from exc
+            raise self.partitions.lost(exc) from exc
         except Exception:
             self._abort()
             self.partitions.check_workers()
@@ -298,9 +300,7 @@ class WorkerResidentBoosting:
         largest = np.max(backend.call("load", self._loss), axis=0)
         if self._loss.refits_leaves:            # a weighted quantile of the targets
             from .selection import distributed_quantile
-            return distributed_quantile(backend.call, False, 1,
-                                        getattr(self._loss, "alpha", 0.5),
-                                        self._loss.name == "absolute_error")
+            return distributed_quantile(backend.call, "targets", 1, *self._loss.leaf_quantile)
         parts = backend.call("load", self._loss, largest, backend.n_rows)
         sums = [order_free_total([part[k] for part in parts]) for k in range(largest.size)]
         return self._loss.raw_from_average(np.asarray(sums[1:]) / sums[0])
@@ -345,8 +345,7 @@ class WorkerResidentBoosting:
         if not ahead:
             n_rounds = min(self._rounds_per_call, self.n_estimators - it)
             loss = self._loss
-            quantile = ((getattr(loss, "alpha", 0.5), loss.name == "absolute_error")
-                        if loss.refits_leaves else None)
+            quantile = loss.leaf_quantile if loss.refits_leaves else None
             ahead.extend(backend.call(
                 "boost_rounds", it, n_rounds, self._seed, _ROUND_STREAM, self.subsample,
                 backend.n_rows, self.subsample >= 1 and train.unit_weights, self._groups,

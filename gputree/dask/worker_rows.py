@@ -32,9 +32,9 @@ from ..estimators.targets import encode_labels
 from ..growth.histogram_pool import HistogramPool
 from .backend import worker_backend
 from .peer_growth import PeerBackend, WorkerArray
+from .leaf_refits import leaf_values, round_selection
 from .peer_links import PeerLinks
-from .selection import (distributed_quantile, fixed_weights, order_keys, shard_summary,
-                        weight_at_or_below)
+from .selection import fixed_weights, order_keys, shard_summary, weight_at_or_below
 from .sliced_histograms import SlicedHistograms
 from .worker_validation import validation_score
 
@@ -188,10 +188,12 @@ class WorkerRows:
     def gradients(self, seed, it, stream, subsample, n_total, unit):
         """The round's gradients, hessians and pointwise losses at the raw
         scores, on the round's rows (``subsample`` < 1: drawn as on one
-        machine from ``tree_rng(seed, it, stream)`` over ``n_total`` rows).
-        Returns (the generator's state after the draw or None, largest |g|,
-        |h| per output float64 (2K,), largest |pointwise * w|); ``unit``:
-        every weight is one and every row is used (g, h unweighted)."""
+        machine from ``tree_rng(seed, it, stream)`` over ``n_total`` rows;
+        a loss's round quantile, Huber's delta, found over every worker's
+        rows first: :func:`round_selection`). Returns (the generator's
+        state after the draw or None, largest |g|, |h| per output float64
+        (2K,), largest |pointwise * w|); ``unit``: every weight is one and
+        every row is used (g, h unweighted)."""
         backend = self._use_threads()
         state, self.w_round = None, self.w
         if subsample < 1:
@@ -202,7 +204,8 @@ class WorkerRows:
             self.w_round = self.w * backend.asarray(mask).astype(np.float64)
             state = rng.get_state()
         self.g, self.h, self.pointwise = self.loss.gradients_and_pointwise(
-            backend.xp, self.y, self.raw, None if unit else self.w_round, out=self.spare)
+            backend.xp, self.y, self.raw, None if unit else self.w_round, out=self.spare,
+            selected=round_selection(self._gather, self.loss))
         return state, self._largest_gh(), self._largest(self._weighted(self.pointwise))
 
     def _largest_gh(self):
@@ -267,8 +270,9 @@ class WorkerRows:
         round's gradients on its rows (``subsample``, ``unit``: see
         :meth:`gradients`; ``n_total`` training rows), then per output group
         ``groups`` [(start, stop)] its statistics and its tree
-        (:meth:`grow_tree`), whose leaves are refit to the ``quantile`` (q,
-        average) of the residuals where the loss refits them; with
+        (:meth:`grow_tree`), whose leaves are refit where the loss refits
+        them (``quantile``: its leaf_quantile, else None;
+        :mod:`gputree.dask.leaf_refits`); with
         ``n_validation`` validation rows, the trees are added to their raw
         scores and their score computed. Returns, on the first worker, (the
         trees, the order-free total of the weighted pointwise losses at the
@@ -295,8 +299,7 @@ class WorkerRows:
             tree, rng = self.grow_tree(data, stats, growth, rng, colsample_bytree,
                                        learning_rate, start, quantile is None, with_validation)
             if quantile is not None:
-                _set_leaves(tree, distributed_quantile(self._gather, True, tree.node_count,
-                                                       *quantile))
+                _set_leaves(tree, leaf_values(self._gather, self.loss, tree.node_count))
                 tree.value *= learning_rate
                 self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), start,
                                 tree if with_validation else None)
@@ -426,19 +429,21 @@ class WorkerRows:
         self.spare = (self.g, self.h, self.pointwise) if self.backend.xp is np else None
 
     # ------------------------------------------------- quantile selection
-    def quantile_rows(self, residuals):
+    def quantile_rows(self, source):
         """Hold the values of a distributed weighted quantile
-        (:mod:`gputree.dask.selection`): the targets with the weights (one
-        group), or (``residuals``) y - raw with the round's weights per
-        leaf of the tree just grown. Returns :func:`shard_summary` of the
-        weights."""
+        (:mod:`gputree.dask.selection`), by ``source``: "targets", the
+        targets with the weights (one group); "residuals", y - raw with the
+        round's weights per leaf of the tree just grown; "round", the
+        loss's round_values with the round's weights (one group). Returns
+        :func:`shard_summary` of the weights."""
         backend = self._use_threads()
-        if residuals:
+        values, w = self.y[:, 0], self.w
+        groups = np.zeros(self.n_rows, dtype=np.int64)
+        if source == "residuals":
             values, w = (self.y - self.raw)[:, 0], self.w_round
             groups = to_host(self.positions).astype(np.int64)
-        else:
-            values, w = self.y[:, 0], self.w
-            groups = np.zeros(self.n_rows, dtype=np.int64)
+        elif source == "round":
+            values, w = self.loss.round_values(backend.xp, self.y, self.raw), self.w_round
         w = to_host(backend.asarray(w, dtype=FLOAT_DTYPE))
         self.selection = [order_keys(to_host(values)), w, groups]
         return shard_summary(w)
@@ -455,6 +460,16 @@ class WorkerRows:
         group's pivot key."""
         keys, fixed, groups, n_groups = self.selection
         return weight_at_or_below(keys, fixed, groups, n_groups, np.asarray(pivots))
+
+    def leaf_sums(self, quantiles, scale):
+        """This worker's part of the loss's per-leaf int64 sums of the tree
+        just grown (``leaf_sums`` of its rows: host int64 (n_nodes, S)),
+        from the leaves' ``quantiles`` float64 (n_nodes,) and the weights'
+        ``scale`` over every worker's rows."""
+        backend = self._use_threads()
+        return to_host(self.loss.leaf_sums(backend.xp, backend.asarray(quantiles),
+                                           self.positions, self.y, self.raw, self.w_round,
+                                           scale))
 
     # ------------------------------------------------------------- scores
     def score_largest(self):

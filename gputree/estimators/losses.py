@@ -1,7 +1,8 @@
 """Boosting losses: for each loss the initial raw score, per-row gradients and
 hessians, the loss value, the inverse link (raw score -> prediction, and its
 name, ``link``, for exports) and, for the absolute error, quantile and Huber
-losses, the refit of leaf values to medians or quantiles.
+losses, the refit of leaf values from medians or quantiles (Huber's mean
+clipped step from per-leaf fixed-point sums, exact in any order).
 
 Every array operation goes through ``xp`` (numpy, or cupy on a GPU) so that
 targets, gradients, hessians and raw scores stay on the device across rounds.
@@ -17,13 +18,17 @@ Conventions (``K`` = raw outputs: 1, or the number of classes for softmax):
   ``-G / (H + lambda)`` is the Newton step ``sum(w * residual) / (H + lambda)``
   (for the log-loss the residual is ``y - p``).
 """
+import math
+
 import numpy as np
 
+from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE
 from .._threads import kernel_jit, part_bounds_jit, parts_for, run_parts
 from ..backends import devmath
-from ..fixed_point import order_free_sum, weighted_mean
-from ..quantiles import grouped_weighted_median, grouped_weighted_quantile
+from ..fixed_point import (grouped_fixed_point_sums, order_free_sum, positive_weight_scale,
+                           summable_scale, weighted_mean)
+from ..quantiles import grouped_weighted_quantile
 
 _EPS = np.finfo(FLOAT_DTYPE).eps
 
@@ -122,6 +127,9 @@ class Loss:
     #: those rows' of all rows (nothing learned from other rows): boosting
     #: may then make them a block at a time
     rowwise = False
+    #: the weighted quantile of :meth:`round_values` over the round's rows
+    #: (float q) that the round's gradients depend on (Huber's delta), or None
+    round_quantile = None
 
     def targets(self, xp, y):
         """Device targets (n, K) from host y (n,) (values or class codes)."""
@@ -139,13 +147,15 @@ class Loss:
         g, h, _ = self.gradients_and_pointwise(xp, y, raw, w)
         return g, h
 
-    def gradients_and_pointwise(self, xp, y, raw, w, out=None):
+    def gradients_and_pointwise(self, xp, y, raw, w, out=None, selected=None):
         """(g, h, pointwise loss (n,)) at ``raw``: one call where a loss
         shares work between them (the log-loss's exponential). ``w`` None
         means all weights are one (no multiplication). ``out``: the result
         of an earlier call its caller no longer needs, which a loss may
         refill (fresh arrays cost their pages: 3 x 56 MB a round at 7M
-        rows)."""
+        rows). ``selected``: for a loss with a :attr:`round_quantile`, that
+        quantile where the caller found it over all the round's rows (rows
+        spread over workers); None: found from these rows."""
         d1, d2, pointwise = self._derivatives_and_pointwise(xp, y, raw, out)
         if w is None:
             return d1, d2, pointwise
@@ -281,18 +291,59 @@ class SquaredError(Loss):
         return raw
 
 
-class AbsoluteError(Loss):
-    """l = |y - raw|; g = sign(raw - y), h = 1 to grow the tree, then every
-    leaf's value is refit to the weighted median of its residuals."""
+class LeafQuantileLoss(Loss):
+    """A loss that starts from a weighted quantile of the targets and refits
+    every leaf from the same quantile of its residuals y - raw:
+    ``leaf_quantile`` (q, average: as grouped_weighted_quantile's).
+    :meth:`leaf_sums` and :meth:`leaf_values` complete a leaf's value from
+    per-leaf int64 sums (Huber's mean step); by default the value is the
+    quantile. The three steps are the seams of a refit with the rows spread
+    over workers (:mod:`gputree.dask.leaf_refits`)."""
 
-    name = "absolute_error"
     refits_leaves = True
-    rowwise = True
+    leaf_quantile = (0.5, False)
+    #: whether the leaf values need :meth:`leaf_sums` beyond the quantiles
+    refit_sums = False
 
     def init_raw(self, y, w):
         y = np.asarray(y, dtype=FLOAT_DTYPE)
-        return grouped_weighted_median(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
-                                       np.zeros(y.shape[0], dtype=np.int64), 1)
+        return grouped_weighted_quantile(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
+                                         np.zeros(y.shape[0], dtype=np.int64), 1,
+                                         *self.leaf_quantile)
+
+    def refit_leaves(self, xp, tree, positions, y, raw, w):
+        quantiles = grouped_weighted_quantile(xp, (y - raw)[:, 0], w, positions,
+                                              tree.node_count, *self.leaf_quantile)
+        scale = sums = None
+        if self.refit_sums:
+            scale = positive_weight_scale(xp, w)
+            sums = self.leaf_sums(xp, quantiles, positions, y, raw, w, scale)
+        _set_leaves(tree, self.leaf_values(quantiles, sums, scale))
+
+    def leaf_sums(self, xp, quantiles, positions, y, raw, w, scale):
+        """int64 (n_nodes, S) per-leaf fixed-point sums of the rows (the
+        leaves' ``quantiles`` float64 (n_nodes,), ``positions`` int (n,),
+        ``y``, ``raw`` float64 (n, 1), the round's weights ``w`` float64
+        (n,)) on scales fixed by ``scale`` (:func:`positive_weight_scale`
+        of all the rows' weights), so that sums over shards of the rows add
+        up (a loss with :attr:`refit_sums`)."""
+        raise NotImplementedError(f"{type(self).__name__}'s leaf values are its quantiles")
+
+    def leaf_values(self, quantiles, sums, scale):
+        """The leaves' values float64 (n_nodes,) (NaN where none) from their
+        ``quantiles`` and the :meth:`leaf_sums` of all the rows (None
+        without :attr:`refit_sums`)."""
+        return quantiles
+
+
+class AbsoluteError(LeafQuantileLoss):
+    """l = |y - raw|; g = sign(raw - y), h = 1 to grow the tree, then every
+    leaf's value is refit to the weighted median of its residuals (averaged
+    where the weight below hits half exactly)."""
+
+    name = "absolute_error"
+    rowwise = True
+    leaf_quantile = (0.5, True)
 
     def pointwise(self, xp, y, raw):
         return xp.abs(y - raw)[:, 0]
@@ -302,10 +353,6 @@ class AbsoluteError(Loss):
 
     def predict(self, xp, raw):
         return raw
-
-    def refit_leaves(self, xp, tree, positions, y, raw, w):
-        _set_leaves(tree, grouped_weighted_median(xp, (y - raw)[:, 0], w, positions,
-                                                  tree.node_count))
 
 
 class PoissonLoss(Loss):
@@ -331,7 +378,7 @@ class PoissonLoss(Loss):
         return _exp(raw)
 
 
-class QuantileLoss(Loss):
+class QuantileLoss(LeafQuantileLoss):
     """Pinball loss of quantile ``alpha``: l = alpha (y - raw) for y > raw,
     else (1 - alpha) (raw - y); g = -alpha where y >= raw (as scikit-learn),
     else 1 - alpha; h = 1 to grow the tree, then every leaf is refit to the
@@ -339,16 +386,14 @@ class QuantileLoss(Loss):
     scikit-learn's GradientBoostingRegressor does the same)."""
 
     name = "quantile"
-    refits_leaves = True
     rowwise = True
 
     def __init__(self, alpha=0.9):
         self.alpha = float(alpha)
 
-    def init_raw(self, y, w):
-        y = np.asarray(y, dtype=FLOAT_DTYPE)
-        return grouped_weighted_quantile(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
-                                         np.zeros(y.shape[0], dtype=np.int64), 1, self.alpha)
+    @property
+    def leaf_quantile(self):
+        return self.alpha, False
 
     def pointwise(self, xp, y, raw):
         d = (y - raw)[:, 0]
@@ -360,40 +405,51 @@ class QuantileLoss(Loss):
     def predict(self, xp, raw):
         return raw
 
-    def refit_leaves(self, xp, tree, positions, y, raw, w):
-        _set_leaves(tree, grouped_weighted_quantile(xp, (y - raw)[:, 0], w, positions,
-                                                    tree.node_count, self.alpha))
-
     def __repr__(self):
         return f"QuantileLoss(alpha={self.alpha})"
 
 
-class HuberLoss(Loss):
+class HuberLoss(LeafQuantileLoss):
     """Huber loss as scikit-learn's GradientBoostingRegressor (Friedman's
     M-regression): every round ``delta`` is the weighted ``alpha``-quantile of
-    |y - raw|; l = (y - raw)**2 / 2 within delta, delta (|y - raw| - delta / 2)
-    beyond; g = raw - y clipped to [-delta, delta], h = 1 to grow the tree,
-    then every leaf is refit by Friedman's one step from the median residual
-    ``m``: m + mean(sign(r - m) min(delta, |r - m|))."""
+    |y - raw| (:attr:`round_quantile` of :meth:`round_values`); l = (y -
+    raw)**2 / 2 within delta, delta (|y - raw| - delta / 2) beyond; g = raw -
+    y clipped to [-delta, delta], h = 1 to grow the tree, then every leaf is
+    refit by Friedman's one step from the weighted median residual ``m``
+    (the lower median: no average): m + the weighted mean of the clipped
+    steps sign(r - m) min(delta, |r - m|).
+
+    The mean is order-free, so the same on every device and over shards of
+    the rows: per leaf the sums of w and of w * step in int64 fixed point
+    (:meth:`leaf_sums`), on scales fixed before summing from bounds (every
+    weight at most the largest positive weight W, every |step| at most
+    delta, at most the number of positive weights nonzero), then the exact
+    integers' quotient, correctly rounded, scaled back (:meth:`leaf_values`)."""
 
     name = "huber"
-    refits_leaves = True
+    refit_sums = True
 
     def __init__(self, alpha=0.9):
         self.alpha = float(alpha)
         self.delta = np.inf
 
-    def init_raw(self, y, w):
-        y = np.asarray(y, dtype=FLOAT_DTYPE)
-        return grouped_weighted_quantile(np, y[:, 0], np.asarray(w, dtype=FLOAT_DTYPE),
-                                         np.zeros(y.shape[0], dtype=np.int64), 1, 0.5)
+    @property
+    def round_quantile(self):
+        return self.alpha
 
-    def gradients_and_pointwise(self, xp, y, raw, w, out=None):
-        """Sets this round's delta from the residuals, then as Loss."""
-        weights = xp.ones(y.shape[0]) if w is None else w
-        self.delta = float(grouped_weighted_quantile(
-            xp, xp.abs(y - raw)[:, 0], weights, xp.zeros(y.shape[0], dtype=np.int64), 1,
-            self.alpha)[0])
+    def round_values(self, xp, y, raw):
+        """|y - raw| float64 (n,): delta is their weighted alpha-quantile."""
+        return xp.abs(y - raw)[:, 0]
+
+    def gradients_and_pointwise(self, xp, y, raw, w, out=None, selected=None):
+        """Sets this round's delta from the residuals (``selected``: given),
+        then as Loss."""
+        if selected is None:
+            weights = xp.ones(y.shape[0]) if w is None else w
+            selected = grouped_weighted_quantile(
+                xp, self.round_values(xp, y, raw), weights,
+                xp.zeros(y.shape[0], dtype=np.int64), 1, self.alpha)[0]
+        self.delta = float(selected)
         return super().gradients_and_pointwise(xp, y, raw, w, out)
 
     def pointwise(self, xp, y, raw):
@@ -406,15 +462,33 @@ class HuberLoss(Loss):
     def predict(self, xp, raw):
         return raw
 
-    def refit_leaves(self, xp, tree, positions, y, raw, w):
-        residual = (y - raw)[:, 0]
-        median = grouped_weighted_quantile(xp, residual, w, positions, tree.node_count, 0.5)
-        d = residual - xp.where(xp.isfinite(median), median, 0.0)[positions]
+    def leaf_sums(self, xp, quantiles, positions, y, raw, w, scale):
+        """int64 (n_nodes, 2): per leaf the fixed-point sums of w and of w *
+        step (scales: :meth:`_sum_bounds`)."""
+        d = (y - raw)[:, 0] - xp.where(xp.isfinite(quantiles), quantiles, 0.0)[positions]
         step = xp.sign(d) * xp.minimum(self.delta, xp.abs(d))
-        total = xp.bincount(positions, weights=w, minlength=tree.node_count)
-        mean = xp.bincount(positions, weights=w * step, minlength=tree.node_count) / xp.where(
-            total > 0, total, 1.0)
-        _set_leaves(tree, median + mean)
+        return grouped_fixed_point_sums(xp, xp.stack([w, w * step], axis=1), positions,
+                                        quantiles.shape[0], *self._sum_bounds(scale))
+
+    def leaf_values(self, quantiles, sums, scale):
+        """median + sum(w step) / sum(w): the integers' quotient correctly
+        rounded (Python's int division), times the scales' ratio (a power of
+        two), per leaf with weight (host)."""
+        largest, size = self._sum_bounds(scale)
+        shift_w, shift_step = (summable_scale(bound, size)[0] for bound in largest)
+        mean = np.zeros(sums.shape[0], dtype=FLOAT_DTYPE)
+        for node, (total_w, total_step) in enumerate(np.asarray(to_host(sums)).tolist()):
+            if total_w > 0:
+                mean[node] = math.ldexp(total_step / total_w, shift_w - shift_step)
+        return np.asarray(to_host(quantiles), dtype=FLOAT_DTYPE) + mean
+
+    def _sum_bounds(self, scale):
+        """(the largest |w| and |w step|, the most nonzero rows) of the
+        leaf sums from ``scale`` (largest positive weight, their number):
+        w <= W and |step| <= delta, so |w step| <= W delta (rounding is
+        monotone)."""
+        largest, n_kept = scale
+        return (largest, largest * self.delta), n_kept
 
     def __repr__(self):
         return f"HuberLoss(alpha={self.alpha})"
