@@ -4,8 +4,9 @@ its features, and every worker's choice of the best of the slices' splits.
 
 Every worker builds the int64 histograms of its own rows for every feature
 (the level's built nodes only), sends each peer the peer's features
-(worker to worker, actor to actor: no driver, no scheduler), packed into the
-bytes their values need (:mod:`gputree.dask.packed_histograms`), and adds the
+(worker to worker over distributed's comms: no driver, no scheduler, not
+through the worker's event loop: :mod:`gputree.dask.peer_links`), packed
+into the bytes their values need (:mod:`gputree.dask.packed_histograms`), and adds the
 pieces it receives to its own, exact in any order: a worker then holds the
 one-machine histograms of its features. It keeps them in its own pool
 (``derive``: a larger sibling is ``parent - built``, as the grower plans)
@@ -18,9 +19,7 @@ one-machine choice (``numpy.argmax``). With :attr:`SlicedHistograms.whole_up_to`
 workers or fewer, every worker owns every feature: each sends the others its
 whole histograms and scans them all, so no exchange of best splits follows.
 """
-import concurrent.futures
 import pickle
-import threading
 
 import numpy as np
 
@@ -40,8 +39,9 @@ class SlicedHistograms:
     """One worker's part of the reduce-scatter (held by its
     :class:`gputree.dask.worker_rows.WorkerRows`).
 
-    peers : the actors of every worker, in slice order (this one at
-    ``index``); the features' slices are :func:`feature_bounds` of the
+    links : this worker's :class:`gputree.dask.peer_links.PeerLinks` to
+    every peer (``len(links)`` workers, this one at ``index`` in slice
+    order); the features' slices are :func:`feature_bounds` of the
     histograms' feature count (binned X's or, after colsample_bytree, the
     tree's columns').
     """
@@ -56,39 +56,21 @@ class SlicedHistograms:
     #: workers' CPU 20.4-23.1 s against the reduce-scatter's 17.6-19.9 s
     whole_up_to = 1
 
-    def __init__(self, peers, index):
-        self.peers, self.index = peers, int(index)
-        self.inbox = {}
-        self.arrived = threading.Condition()
-        self.sent = []       # the previous level's sends, checked at the next
-        self.aborted = False
-        self.worker = None   # the distributed Worker this one runs on (its comms)
+    def __init__(self, links, index):
+        self.links, self.index = links, int(index)
+        self.n_slices = len(links)
         self.pool = None     # int64 (capacity, own features, n_bins, C)
         self.buffers = {}    # slice -> uint8: the packed histograms sent to it
-        self.whole = len(self.peers) <= self.whole_up_to
+        self.whole = self.n_slices <= self.whole_up_to
 
     def _own(self, n_features):
         """(bounds of every slice, this worker's first and stop feature)."""
         if self.whole:
             return np.array([0, n_features]), 0, int(n_features)
-        bounds = feature_bounds(n_features, len(self.peers))
+        bounds = feature_bounds(n_features, self.n_slices)
         return bounds, int(bounds[self.index]), int(bounds[self.index + 1])
 
     # ------------------------------------------------------ communication
-    def receive(self, tag, sender, piece):
-        """A peer's histograms of this worker's features for level ``tag``
-        (runs on the worker's event loop: it only stores)."""
-        tag = tuple(tag) if isinstance(tag, list) else tag   # msgpack sends tuples as lists
-        with self.arrived:
-            self.inbox[(tag, int(sender))] = piece
-            self.arrived.notify_all()
-
-    def abort(self):
-        """Stop waiting for the peers (the driver gave up the fit)."""
-        with self.arrived:
-            self.aborted = True
-            self.arrived.notify_all()
-
     def reduce(self, tag, rows, n_features, build):
         """Build this worker's histograms of pool ``rows`` int32 (all
         ``n_features`` features) with ``build(bounds, order, done)``
@@ -97,12 +79,11 @@ class SlicedHistograms:
         features first, sent to it as soon as they are built, so that they
         travel while this worker builds the next slice, its own last. Then
         the peers' pieces are added to this worker's features and the sums
-        stored in the pool's ``rows``. The sends are one-way and not waited
-        for (a peer needs them to answer the driver, who waits for every
-        worker's answer): their writes are checked as they finish
-        (:meth:`_send`) and at the end of the round (:meth:`settle`)."""
+        stored in the pool's ``rows``. The sends are not waited for (the
+        links' thread writes them; a failed write raises at the next take
+        or at the end of the round: :meth:`settle`)."""
         bounds, first, stop = self._own(n_features)
-        others = [s for s in range(len(self.peers)) if s != self.index]
+        others = [s for s in range(self.n_slices) if s != self.index]
         built = []
 
         def done(s, local):
@@ -111,7 +92,7 @@ class SlicedHistograms:
                 if others:
                     packed = pack(local)
                     self._send(tag, [None if p == self.index else packed
-                                     for p in range(len(self.peers))])
+                                     for p in range(self.n_slices)])
             elif s != self.index:
                 # packed (copied): the peers' pieces can then be added into local in place
                 self._send_to(s, tag, self._pack(s, local[:, bounds[s]:bounds[s + 1]]))
@@ -140,77 +121,34 @@ class SlicedHistograms:
         worker's sent to every peer, the peers' received (all-gather).
         Sent pickled here, as bytes, which the message carries as they are
         (distributed's serialization of a tuple of small arrays, an array a
-        frame, costs the event loop more than the pickle costs here)."""
-        if len(self.peers) == 1:
+        frame, costs more than the pickle)."""
+        if self.n_slices == 1:
             return [value]
         self._send(tag, [pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)]
-                   * len(self.peers))
+                   * self.n_slices)
         return [value if s == self.index else pickle.loads(self._take(tag, s))
-                for s in range(len(self.peers))]
+                for s in range(self.n_slices)]
 
     def _send(self, tag, pieces):
-        """Send each peer its piece of ``pieces`` (one per slice) as a
-        one-way message (:meth:`_post`), not waiting: the sends already
-        written are checked (a failed one raises), the others kept for
-        later."""
-        self._settle(wait=False)
-        self.sent += [self._post(peer, tag, pieces[s])
-                      for s, peer in enumerate(self.peers) if s != self.index]
+        """Send each peer its piece of ``pieces`` (one per slice) over the
+        links (:mod:`gputree.dask.peer_links`), not waiting for it to be
+        read."""
+        for s in range(self.n_slices):
+            if s != self.index:
+                self._send_to(s, tag, pieces[s])
 
     def _send_to(self, s, tag, piece):
-        """:meth:`_send` of ``piece`` to slice ``s``'s worker only."""
-        self._settle(wait=False)
-        self.sent.append(self._post(self.peers[s], tag, piece))
-
-    def _post(self, peer, tag, piece):
-        """``peer.receive(tag, self.index, piece)``, the actor call that
-        distributed makes, sent with ``reply=False`` over the worker's
-        connection pool: the peer answers nothing (it waits for every
-        message before its step ends, so a reply would tell nobody
-        anything), and no reply crosses both event loops. Returns a
-        concurrent Future, done once the message is written (its error if
-        the write failed, e.g. the peer is gone)."""
-        if self.worker is None:
-            from distributed import get_worker
-            self.worker = get_worker()
+        """:meth:`_send` of ``piece`` to slice ``s``'s worker only (bytes
+        as they are, other pieces serialized by distributed)."""
         from distributed.protocol import to_serialize
-        written = concurrent.futures.Future()
-        call = self.worker.rpc(peer._address)
-        # the tag (a tuple of a str and an int, or an int) and the sender go
-        # as msgpack values, bytes as they are; other pieces serialized
-        args = [tag, self.index, piece if isinstance(piece, bytes) else to_serialize(piece)]
-
-        async def post():
-            try:
-                await call.actor_execute(function="receive", actor=peer.key, args=args,
-                                         kwargs={"separate_thread": False}, reply=False)
-            except BaseException as error:
-                written.set_exception(error)
-            else:
-                written.set_result(None)
-        self.worker.loop.add_callback(post)
-        return written
+        self.links.send(s, tag, piece if isinstance(piece, bytes) else to_serialize(piece))
 
     def settle(self):
         """Wait until every send is written (a round's end)."""
-        self._settle(wait=True)
-
-    def _settle(self, wait):
-        pending = []
-        for future in self.sent:
-            if wait or future.done():
-                future.result()
-            else:
-                pending.append(future)
-        self.sent = pending
+        self.links.settle()
 
     def _take(self, tag, sender):
-        with self.arrived:
-            self.arrived.wait_for(lambda: (tag, sender) in self.inbox or self.aborted)
-            if self.aborted:
-                raise RuntimeError("the fit was stopped while this worker waited for the "
-                                   "histograms of another worker")
-            return self.inbox.pop((tag, sender))
+        return self.links.take(tag, sender)
 
     def _ensure_rows(self, n_rows, shape):
         """A pool of at least ``n_rows`` rows for histograms of ``shape``

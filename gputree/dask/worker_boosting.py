@@ -76,7 +76,7 @@ class WorkerRowsBackend(DistributedBackend):
         partitions.wait(futures)
         self.actor_futures = futures
         self.actors = [future.result() for future in futures]
-        self.call("connect", self.actors, per_worker=list(range(len(self.actors))))
+        self.call("connect", self.call("listen"), per_worker=list(range(len(self.actors))))
         self.n_rows = partitions.n_rows
         self.n_validation = 0
 

@@ -33,6 +33,7 @@ from ..growth.histogram_pool import HistogramPool
 from .backend import worker_backend
 from .peer_growth import PeerBackend, WorkerArray
 from .leaf_refits import leaf_values, round_selection
+from .peer_links import PeerLinks
 from .selection import fixed_weights, order_keys, shard_summary, weight_at_or_below
 from .sliced_histograms import SlicedHistograms
 from .worker_validation import validation_score
@@ -234,11 +235,19 @@ class WorkerRows:
                  self._summable(self._weighted(self.pointwise), score_largest, n_total))
         return backend.to_host(totals).reshape(1, -1), score, stats.inv_scale, stats.layout
 
-    def connect(self, index, peers):
-        """Join the reduce-scatter of the histograms among ``peers`` (every
-        worker's actor, this one at ``index``; see
-        :mod:`gputree.dask.sliced_histograms`)."""
-        self.sliced = SlicedHistograms(peers, index)
+    def listen(self):
+        """Open this worker's end of the links among the workers
+        (:mod:`gputree.dask.peer_links`); returns its address."""
+        from distributed import get_worker
+        self.links = PeerLinks(get_worker())
+        return self.links.listen()
+
+    def connect(self, index, addresses):
+        """Join the reduce-scatter of the histograms among the workers
+        (every worker's :meth:`listen` address, this one's at ``index``;
+        see :mod:`gputree.dask.sliced_histograms`)."""
+        self.links.connect(index, addresses)
+        self.sliced = SlicedHistograms(self.links, index)
         self._exchanges = 0
 
     def boost_rounds(self, first, n_rounds, seed, stream, subsample, n_total, unit, groups,
@@ -332,14 +341,11 @@ class WorkerRows:
                             tree if with_validation else None)
         return tree, rng
 
-    def receive(self, tag, sender, piece, separate_thread=None):
-        """A peer's histograms of this worker's features (called by the
-        peers, on the worker's event loop)."""
-        self.sliced.receive(tag, sender, piece)
-
     def abort(self, separate_thread=None):
         """Stop waiting for the peers (called on the event loop)."""
-        self.sliced.abort()
+        links = getattr(self, "links", None)
+        if links is not None:
+            links.abort()
 
     def level_splits(self, tag, x_name, zero, moves, level_start, node_to_build, n_bins,
                      derive, scan):

@@ -1,0 +1,213 @@
+"""Direct links between the workers during a fit: one distributed comm from
+each worker to each peer, written and read by a thread of the links' own
+in every worker, which hands the actor thread the messages by tag.
+
+The per-level messages of a tree grown by the workers together (histogram
+pieces, best splits, a round's exchanges: :mod:`gputree.dask.sliced_histograms`)
+went through each worker's event loop as distributed actor calls: the loop
+ran the call's machinery for every message, between heartbeats and the
+worker's other duties, and the actor thread waited for it (150k x 28, 100
+trees, 2 workers on 2 cores: a 1.3 kB message ~1 ms from post to arrival,
+1.6 ms more before the waiting thread ran). Written and read on the actor
+thread itself (a loop of its own, run for each send and wait), the comms'
+Python work lay on the critical path of every level (~0.8 ms a message in
+all). Here a thread per worker runs an asyncio loop that holds the links:
+it writes what the actor thread posts (:meth:`PeerLinks.send`, in posting
+order) and reads the peers' messages as they come, while the actor thread
+computes; a waiting actor thread (:meth:`PeerLinks.take`, a condition)
+holds no GIL, so the links' thread runs at once, and between two waits the
+actor thread mostly runs kernels that release the GIL.
+
+Each link is a comm of distributed's (:func:`distributed.comm.listen`,
+:func:`distributed.comm.connect`), with the worker's protocol and security
+settings: TCP or TLS between processes, inproc within one.
+"""
+import asyncio
+import concurrent.futures
+import threading
+import weakref
+
+from distributed.comm import connect, get_address_host, listen, parse_address, unparse_address
+from distributed.comm.addressing import unparse_host_port
+from distributed.comm.core import CommClosedError
+
+
+class PeerLinks:
+    """One worker's links to its peers: ``worker`` the distributed Worker
+    whose actor thread uses them (its address's protocol and its security
+    settings)."""
+
+    def __init__(self, worker):
+        self.worker = worker
+        self.mail = _Mailbox()
+        self.index, self.n_workers = None, 1
+        # the links' thread holds the mailbox, not this object
+        weakref.finalize(self, _close, self.mail)
+
+    def __len__(self):
+        """The number of workers linked, this one included."""
+        return self.n_workers
+
+    # ------------------------------------------------------------ set-up
+    def listen(self):
+        """Start the links' thread and its listener; returns the listener's
+        address (str)."""
+        scheme, _ = parse_address(self.worker.address)
+        where = "" if scheme == "inproc" else unparse_host_port(
+            get_address_host(self.worker.address), 0)
+        return self.mail.start(unparse_address(scheme, where),
+                               self.worker.security.get_listen_args("worker"))
+
+    def connect(self, index, addresses):
+        """Link to every peer (``addresses``: every worker's :meth:`listen`
+        address, this one's at ``index``)."""
+        self.index, self.n_workers = int(index), len(addresses)
+        self.mail.call(self.mail.connect(self.index, list(addresses),
+                                         self.worker.security.get_connection_args("worker")))
+
+    # ---------------------------------------------------------- messages
+    def send(self, peer, tag, piece):
+        """``piece`` (bytes, or an object distributed serializes; not
+        changed until the peer has read it) to slice ``peer``'s worker under
+        ``tag``, written by the links' thread."""
+        self.mail.post(peer, [tag, self.index, piece])
+
+    def take(self, tag, sender):
+        """The piece ``sender`` sent under ``tag``, waited for."""
+        return self.mail.take((tag, int(sender)))
+
+    def settle(self):
+        """Wait until every message posted is written (a round's end); a
+        failed write raises."""
+        self.mail.call(self.mail.written())
+
+    def abort(self):
+        """Stop waiting for the peers (called from the worker's event loop,
+        any thread)."""
+        self.mail.stop_waiting()
+
+
+class _Mailbox:
+    """The links' thread: its loop writes this worker's messages and reads
+    the peers' as they come, kept by (tag, sender) for the actor thread."""
+
+    def __init__(self):
+        self.inbox = {}
+        self.arrived = threading.Condition()
+        self.failure = None      # why a link failed (raised to a waiting take)
+        self.aborted = False
+        self.loop, self.outgoing, self.incoming, self.listeners = None, {}, [], []
+        self.writing = set()     # the writes posted and not done
+
+    def start(self, address, listen_args):
+        """The reader thread, its loop and its listener on ``address``;
+        returns the listener's address."""
+        started = concurrent.futures.Future()
+        self.loop = asyncio.new_event_loop()
+
+        def read():
+            asyncio.set_event_loop(self.loop)
+            try:
+                started.set_result(self.loop.run_until_complete(self._listen(address,
+                                                                             listen_args)))
+            except BaseException as error:   # noqa: BLE001 - raised to listen()
+                started.set_exception(error)
+                return
+            self.loop.run_forever()
+            tasks = asyncio.all_tasks(self.loop)      # after stop(): the links' reads
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.close()
+        threading.Thread(target=read, name="gputree-peer-links", daemon=True).start()
+        return started.result()
+
+    async def _listen(self, address, listen_args):
+        listener = listen(address, self.serve, **listen_args)
+        await listener.start()
+        self.listeners.append(listener)
+        return listener.contact_address
+
+    def call(self, coroutine):
+        """Run ``coroutine`` on the links' loop, waited for."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    async def connect(self, index, addresses, connection_args):
+        for s, address in enumerate(addresses):
+            if s != index:
+                comm = await connect(address, **connection_args)
+                comm.allow_offload = False     # written in posting order, on this thread
+                self.outgoing[s] = comm
+
+    def post(self, peer, message):
+        """Write ``message`` to slice ``peer``'s link, on the links' loop (in
+        posting order); a failed write is told to the next take."""
+        self.loop.call_soon_threadsafe(self._write, peer, message)
+
+    def _write(self, peer, message):
+        task = self.loop.create_task(self.outgoing[peer].write(message))
+        self.writing.add(task)
+        task.add_done_callback(self._written)
+
+    def _written(self, task):
+        self.writing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._failed(task.exception())
+
+    async def written(self):
+        """Once every write posted is done (its error raised)."""
+        if self.writing:
+            await asyncio.gather(*self.writing)
+
+    def _failed(self, error):
+        with self.arrived:
+            self.failure = error
+            self.arrived.notify_all()
+
+    async def serve(self, comm):
+        """A peer's link to this worker: its messages kept as they are read."""
+        self.incoming.append(comm)
+        try:
+            while True:
+                tag, sender, piece = await comm.read()
+                tag = tuple(tag) if isinstance(tag, list) else tag   # msgpack: lists
+                with self.arrived:
+                    self.inbox[(tag, int(sender))] = piece
+                    self.arrived.notify_all()
+        except Exception as error:     # noqa: BLE001 - a closed link: told to a take
+            self._failed(error)
+
+    def take(self, key):
+        """The piece under ``key``, taken out once it has come."""
+        with self.arrived:
+            self.arrived.wait_for(lambda: key in self.inbox or self.aborted
+                                  or self.failure is not None)
+            if key in self.inbox:
+                return self.inbox.pop(key)
+            if self.aborted:
+                raise RuntimeError("the fit was stopped while this worker waited for "
+                                   "another worker")
+            # a comm's error: the driver takes the fit's workers as lost
+            raise CommClosedError("the link to another worker closed while this worker "
+                                  f"waited for it: {self.failure!r}") from self.failure
+
+    def stop_waiting(self):
+        with self.arrived:
+            self.aborted = True
+            self.arrived.notify_all()
+
+    def stop(self):
+        """Close the links and the listener, and end the links' thread (run
+        on its loop)."""
+        for comm in list(self.outgoing.values()) + self.incoming:
+            comm.abort()
+        for listener in self.listeners:
+            listener.stop()
+        self.loop.stop()
+
+
+def _close(mail):
+    """End the links of a :class:`PeerLinks` no longer used (its actor
+    released), on their thread."""
+    if mail.loop is not None and not mail.loop.is_closed():
+        mail.loop.call_soon_threadsafe(mail.stop)

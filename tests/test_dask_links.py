@@ -1,0 +1,116 @@
+"""gputree.dask.peer_links: the workers' direct links, each driven by the
+thread that uses it (here two threads standing for two workers' actor
+threads, over TCP and inproc comms): messages arrive whole and by tag in any
+order, and a wait ends with a clear error when the peer is gone or the fit
+is stopped, never hangs."""
+import threading
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+
+from distributed.comm.core import CommClosedError  # noqa: E402
+from distributed.protocol import to_serialize  # noqa: E402
+from distributed.security import Security  # noqa: E402
+
+from gputree.dask.packed_histograms import add_packed, pack  # noqa: E402
+from gputree.dask.peer_links import PeerLinks  # noqa: E402
+
+
+def _linked(scheme):
+    """Two PeerLinks, each listening and connected from a thread of its own
+    (as every worker's actor thread does at once)."""
+    worker = SimpleNamespace(address=f"{scheme}://127.0.0.1:1" if scheme == "tcp"
+                             else "inproc://127.0.0.1/1/1", security=Security())
+    links = [PeerLinks(worker), PeerLinks(worker)]
+    addresses = [None, None]
+
+    def listen(i):
+        addresses[i] = links[i].listen()
+    _in_threads(listen)
+    _in_threads(lambda i: links[i].connect(i, addresses))
+    return links
+
+
+def _in_threads(work):
+    """work(0) and work(1) at once, each in its own thread; their errors
+    raised here."""
+    errors = []
+
+    def run(i):
+        try:
+            work(i)
+        except BaseException as error:   # noqa: BLE001 - re-raised below
+            errors.append(error)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a link hung"
+    if errors:
+        raise errors[0]
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "inproc"])
+def test_messages_arrive_whole_by_tag_in_any_order(scheme):
+    """Each side sends bytes and packed histograms under several tags, then
+    takes the peer's in another order: each piece is the one sent under its
+    tag, the histograms exactly (their sum equals the sum of the originals)."""
+    links = _linked(scheme)
+    rng = np.random.default_rng(0)
+    hists = [rng.integers(-2**40, 2**40, size=(3, 5, 7, 2)) for _ in range(2)]
+    got = [None, None]
+
+    def exchange(i):
+        peer = 1 - i
+        for level in range(4):
+            links[i].send(peer, ("splits", level), bytes([i, level]) * 1000)
+        links[i].send(peer, 99, to_serialize(pack(hists[i])))
+        piece = links[i].take(99, peer)
+        splits = [links[i].take(("splits", level), peer) for level in (3, 1, 0, 2)]
+        total = hists[i].copy()
+        add_packed(total, piece)
+        got[i] = (splits, total)
+        links[i].settle()
+    _in_threads(exchange)
+    for i in range(2):
+        splits, total = got[i]
+        assert splits == [bytes([1 - i, level]) * 1000 for level in (3, 1, 0, 2)]
+        np.testing.assert_array_equal(total, hists[0] + hists[1])
+
+
+def test_wait_ends_when_the_fit_is_stopped_or_the_peer_gone():
+    """A take waiting for a peer raises once the fit is stopped (abort, from
+    another thread); a take waiting for a peer whose links closed raises
+    naming the closed link, a comm's error (CommClosedError: the driver
+    takes the fit's workers as lost, as when their actor calls fail)."""
+    links = _linked("tcp")
+    timer = threading.Timer(0.2, links[1].abort)
+    timer.start()
+    with pytest.raises(RuntimeError, match="fit was stopped"):
+        _within(30, lambda: links[1].take(("splits", 0), 0))
+    timer.join()
+    links[1].mail.loop.call_soon_threadsafe(links[1].mail.stop)
+    with pytest.raises(CommClosedError, match="link to another worker closed"):
+        _within(30, lambda: links[0].take(("splits", 0), 1))
+
+
+def _within(seconds, work):
+    """work() in a thread of its own; its error raised here, and a failure
+    if it has not ended after ``seconds``."""
+    errors = []
+
+    def run():
+        try:
+            work()
+        except BaseException as error:   # noqa: BLE001 - re-raised below
+            errors.append(error)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=seconds)
+    assert not thread.is_alive(), "a take hung"
+    if errors:
+        raise errors[0]
