@@ -75,13 +75,17 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=90_000, help="synthetic query rows")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--serial", action="store_true", help="every kernel in one part")
+    parser.add_argument("--lossguide", action="store_true",
+                        help="the rank scenario's lossguide ranker (31 leaves, depth unbounded)")
     args = parser.parse_args(argv)
 
     import gputree
     from benchmarks.compare import RANK_SETTINGS
     data = _ranking_data(args)
+    shape = (dict(grow_policy="lossguide", max_depth=None) if args.lossguide
+             else dict(max_depth=6))
     model = gputree.GradientBoostingRanker(**dict(
-        RANK_SETTINGS, max_depth=6, reg_lambda=1.0, max_bins=255,
+        RANK_SETTINGS, **shape, reg_lambda=1.0, max_bins=255,
         lambdarank_truncation_level=30, early_stopping=False, device="cpu"))
     clock = KernelClock(args.serial)
     model.fit(data.X_train, data.y_train, group=data.group_train)     # compiles

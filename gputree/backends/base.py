@@ -280,11 +280,12 @@ class Backend(abc.ABC):
         raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
 
     def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,
-                             feature_bins=None):
+                             feature_bins=None, n_bins=None):
         """hist[hist_row] OUT: the histogram (int64 (F, n_bins, C)) of the
         rows of ``node`` in ``partition`` (stats int64 (n, C) IN;
-        ``feature_bins`` as :meth:`build_histograms`'). Only a backend with a
-        row partition has it."""
+        ``feature_bins`` as :meth:`build_histograms`'; ``n_bins`` the binned
+        data's bins, None: hist's). Only a backend with a row partition
+        has it."""
         raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
 
     def zero_rows(self, array, rows):

@@ -315,12 +315,25 @@ class CPUBackend(Backend):
         partition.write_positions(positions)
 
     def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,
-                             feature_bins=None):
+                             feature_bins=None, n_bins=None):
+        """Backend.build_node_histogram: ``hist`` (R, 1, cells, C) for X_binned
+        of more than one feature is in the compact layout of histograms of
+        ``n_bins`` bins (histograms.row_layout; ``feature_bins`` given);
+        rows kept sparse (BinnedCache.sparse) are added by the sparse pass
+        (its rows read every channel from stats)."""
         rows = partition.rows(node)
-        histograms.histograms_of_rows(X_binned, stats, rows,
-                                      np.array([0, rows.shape[0]], dtype=np.int64),
-                                      np.array([hist_row], dtype=np.int64), hist,
-                                      hist.shape[3], _feature_bins(feature_bins, hist.shape))
+        node_first = np.array([0, rows.shape[0]], dtype=np.int64)
+        built_rows = np.array([hist_row], dtype=np.int64)
+        compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
+        feature_bins = _feature_bins(feature_bins, hist.shape)
+        sparse = (self._sparse(X_binned, n_bins) if n_bins is not None
+                  and hist.shape[3] <= stats.shape[1] else None)
+        if sparse is None:
+            histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist,
+                                          hist.shape[3], feature_bins, n_bins=compact)
+        else:
+            sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
+                                           hist.shape[3], feature_bins, thread_count(), compact)
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
                             feature_bins=None):

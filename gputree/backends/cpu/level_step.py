@@ -22,17 +22,10 @@ import numpy as np
 from ..._dtypes import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
 from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
-from . import histograms
 from .bestfirst_step import _MIN_GAIN, _N_NODES, _TOUCHED, BestFirstSteps, may_split
 from .split_scan import take_best
 
 cache_numba_cpu_kernels(__file__)
-
-#: a tree's pool rows take the compact layout (histograms.row_layout) when
-#: it holds at most this share of the full layout's cells (LETOR's 300
-#: features: 6,601 of 76,800 cells; the scan, the derivation and the
-#: histogram pass then touch 12x less memory)
-COMPACT_SHARE = 0.5
 
 # the level's scalars (int64 ``level``): its first node, its nodes, whether
 # its nodes were scanned (0: their best splits are set already, the root's)
@@ -199,21 +192,6 @@ class LevelSteps(BestFirstSteps):
         self.limits[:] = limits
         self._scan_constants(scan)
         return True
-
-    def histogram_rows(self, row_shape):
-        """The pool's row shape for this tree, whose histograms are shaped
-        ``row_shape`` (F, n_bins, C) in the full layout: the compact
-        layout's (1, cells, C) (histograms.row_layout, of the scan's
-        n_bins_non_missing) where it has at most :data:`COMPACT_SHARE` of
-        the cells and F > 1, else ``row_shape``; the scan reads the rows
-        in that layout."""
-        n_features, n_bins, n_channels = row_shape
-        _, cells, _, _ = histograms.row_layout(self.constants[0], (0,) + row_shape)
-        if n_features > 1 and cells[-1] <= COMPACT_SHARE * n_features * n_bins:
-            self.cells = cells
-            return (1, int(cells[-1]), n_channels)
-        self.cells = histograms.FULL_LAYOUT
-        return row_shape
 
     def _level_arrays(self, n_level, n_words):
         """The level's arrays for up to ``n_level`` nodes (level_rows kept)."""
