@@ -418,7 +418,7 @@ class CPUBackend(Backend):
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout,
                         inv, params, *scratch, *outputs, source, built_of,
-                        histograms.FULL_LAYOUT)
+                        histograms.FULL_LAYOUT, _every_row(n_nodes))
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
@@ -467,6 +467,13 @@ def _scan_outputs(n_features, n_channels, n_bins, n_rows):
     """This thread's scan outputs of ``n_rows`` histogram rows (kept)."""
     return _kept_rows("outputs", (n_features, n_channels, n_bins), n_rows,
                       lambda rows: empty_scan_outputs(np, rows, n_features, n_channels, n_bins))
+
+
+def _every_row(n_rows):
+    """int64 0 .. n_rows-1: the scan's rows where it scans every one (kept)."""
+    rows, = _kept_rows("every_row", (), n_rows,
+                       lambda rows: (np.arange(rows, dtype=np.int64),))
+    return rows
 
 
 def _feature_bins(feature_bins, hist_shape):

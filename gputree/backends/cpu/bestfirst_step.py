@@ -349,16 +349,17 @@ class BestFirstSteps:
         return self.out
 
     def scan(self, hist, n_rows, n_scan):
-        """The split scan of the ``n_scan`` nodes the last step chose, in the
-        first ``n_rows`` rows of the pool's ``hist`` (the backend's
-        find_best_splits' scan, with this tree's arrays)."""
-        n_slots = split_scan.scan_slots(n_rows * self.n_features)
+        """The split scan of the ``n_scan`` nodes the last step chose (pool
+        rows ``scan_rows[:n_scan]``), in the first ``n_rows`` rows of the
+        pool's ``hist`` (the backend's find_best_splits' scan, with this
+        tree's arrays, of those rows alone)."""
+        n_slots = split_scan.scan_slots(n_scan * self.n_features)
         n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
         self.find_splits.run(n_scan * self.row_work, hist[:n_rows], n_bins_non_missing,
                              is_categorical, self.allowed[:n_rows], self.split_bin[:n_rows],
                              missing_bin, layout, inv, params, *self._scratch(n_slots),
                              *(a[:n_rows] for a in self.outputs), hist,
-                             self.built_of[:n_rows], self.cells)
+                             self.built_of[:n_rows], self.cells, self.scan_rows[:n_scan])
 
     @property
     def touched(self):

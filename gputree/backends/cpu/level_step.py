@@ -40,7 +40,8 @@ _PRESIZED_DEPTH = 8
 def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, level_rows,
            next_rows, totals, depth, parent, taken, best_feature, best_bitset, best_words,
            best_gain, best_missing_left, best_left, in_use, allowed, built_of, split_feature,
-           split_bitset, split_words, left_child, node_to_build, build_index, built_rows, out):
+           split_bitset, split_words, left_child, node_to_build, build_index, built_rows,
+           scan_rows, out):
     """One level. IN: the last scan's outputs (as the best-first step's
     ``_step``), ``state`` int64 (9,) (the best-first step's: the nodes, the
     rows touched, the rules' scalars) IN/OUT, ``limits`` float64 (4,),
@@ -56,7 +57,8 @@ def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, l
     node_to_build int32 (2L,) (-1: not built), and as the histogram pass
     takes them, build_index int32 (2L,) (each node's index among the
     built ones, -1: not built) and built_rows int64 (2L,) (their pool rows,
-    the first out[N_BUILT]); ``out`` int64 (5,): the level's splits, the
+    the first out[N_BUILT]); scan_rows int64 (2L,) OUT: the rows to scan
+    (the first out[N_SCAN]); ``out`` int64 (5,): the level's splits, the
     next level's nodes to scan, rows built (one past the highest), rows
     the scan reads, nodes built."""
     start, n_level = level[_START], level[_N_LEVEL]
@@ -142,6 +144,7 @@ def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, l
         for k in range(2):
             if may1 if k else may0:
                 r = next_rows[c - first + k]
+                scan_rows[n_scan] = r
                 n_scan += 1
                 last = max(last, r + 1)
                 allowed[r, :] = 1
@@ -202,6 +205,7 @@ class LevelSteps(BestFirstSteps):
         self.node_to_build = np.full(2 * n_level, -1, dtype=NODE_DTYPE)
         self.build_index = np.full(2 * n_level, -1, dtype=np.int32)
         self.built_rows = np.zeros(2 * n_level, dtype=np.int64)
+        self.scan_rows = np.zeros(2 * n_level, dtype=np.int64)
         self.split_feature = np.full(n_level, -1, dtype=NODE_DTYPE)
         self.split_bitset = np.zeros((n_level, BITSET_WORDS), dtype=BITSET_DTYPE)
         self.split_words = np.zeros((n_level, n_words), dtype=BITSET_DTYPE)
@@ -215,6 +219,7 @@ class LevelSteps(BestFirstSteps):
         self.level_rows[0] = row
         self.level[:] = (0, 1, 1)
         if row >= 0:
+            self.scan_rows[0] = row
             self.allowed[row, :] = 1
             self.built_of[row] = -1
             self.outputs[3][row] = 0
@@ -245,7 +250,7 @@ class LevelSteps(BestFirstSteps):
                self.best_gain, self.best_missing_left, self.best_left, pool.in_use,
                self.allowed, self.built_of, self.split_feature, self.split_bitset,
                self.split_words, self.left_child, self.node_to_build, self.build_index,
-               self.built_rows, self.out)
+               self.built_rows, self.scan_rows, self.out)
         return self.out
 
     def level_splits(self, n_level):

@@ -42,21 +42,23 @@ _scan = _node_summary = None
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
-                 out_bitset, out_left, out_info, out_words, source, built_of, cells, part,
-                 n_parts):
-    """The split scan of every (node, feature) (arguments as
-    scan.make_split_scanner; the scan inlined), in parts over the scratch
-    slots, slot s scanning the s-th of n_slots runs of consecutive tasks,
-    part p slots p, p + n_parts, ...; compiled per criterion
-    by split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >=
-    0 is first derived in place, feature by feature:
+                 out_bitset, out_left, out_info, out_words, source, built_of, cells, scan_rows,
+                 part, n_parts):
+    """The split scan of every (node, feature) of the nodes (histogram rows)
+    ``scan_rows`` (int64 (k,) IN; the outputs of the other rows untouched)
+    (arguments as scan.make_split_scanner; the scan inlined), in parts over
+    the scratch slots, slot s scanning the s-th of n_slots runs of
+    consecutive tasks (k F of them: row scan_rows[j]'s features, j after
+    j), part p slots p, p + n_parts, ...; compiled per criterion by
+    split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >= 0
+    is first derived in place, feature by feature:
     ``hist[node, f] -= source[b, f]`` (int64 (m, F, n_bins, C) IN) on the
     feature's cells (histograms.subtract_histograms' result, every feature
     of the node, scanned or not). ``cells`` int64: empty, hist and source
     (m, F, n_bins, C); else the compact layout (histograms.row_layout), hist
     and source (m, 1, cells[-1], C)."""
     n_features, n_bins = n_bins_non_missing.shape[0], hist.shape[2]
-    n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
+    n_tasks, n_slots = scan_rows.shape[0] * n_features, scratch_sums.shape[0]
     flat = hist.reshape(hist.shape[0], hist.shape[1], n_bins * hist.shape[3])
     source_flat = source.reshape(source.shape[0], hist.shape[1], n_bins * hist.shape[3])
     for slot in range(part, n_slots, n_parts):
@@ -65,17 +67,17 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
         # turn (each part's spread over the level's nodes)
         first, stop = part_bounds(n_tasks, slot, n_slots)
         for t in range(np.int64(first), np.int64(stop)):
-            node = t // n_features
+            k = t // n_features
+            node, f = scan_rows[k], t - k * n_features
             if built_of[node] >= 0:
                 # unsigned like subtract_histograms' call: one compile of the helper
                 subtract_cells(flat, U64(node), flat, U64(node), source_flat,
-                               U64(built_of[node]), U64(t - node * n_features),
-                               n_bins_non_missing, n_bins, cells)
-            _scan(np.int64(t), np.int64(slot), hist, cells, n_features, n_bins_non_missing,
-                  is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
-                  params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
-                  scratch_gains, out_gain, out_missing_left, out_bitset, out_left, out_info,
-                  out_words)
+                               U64(built_of[node]), U64(f), n_bins_non_missing, n_bins, cells)
+            _scan(node * n_features + f, np.int64(slot), hist, cells, n_features,
+                  n_bins_non_missing, is_categorical, feature_allowed, split_bin, missing_bin,
+                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+                  scratch_prefix, scratch_gains, out_gain, out_missing_left, out_bitset,
+                  out_left, out_info, out_words)
 
 
 @ir_inline
