@@ -65,7 +65,8 @@ def _fastest(steps, hist, n_rows, allowed, built_of, derived, cells, repeat):
         start = time.perf_counter()
         steps.find_splits.compiled(h[:n_rows], n_bins_non_missing, is_categorical, allowed,
                                    steps.split_bin[:n_rows], missing_bin, layout, inv, params,
-                                   *scratch, *outputs, h, built_of, steps.cells, rows, 0, 1)
+                                   *scratch, *outputs, h, built_of, steps.cells, rows,
+                                   np.zeros(1, dtype=np.int64), 0, 1)
         best = min(best, time.perf_counter() - start)
     return best
 

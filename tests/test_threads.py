@@ -381,3 +381,31 @@ def test_run_parts_runs_each_part_once_on_concurrent_callers_and_raises_a_helper
         run_parts(_record_part, 3, [-1])
     seen = []
     assert run_parts(_record_part, 3, seen) == 0 and sorted(seen) == [(0, 3), (1, 3), (2, 3)]
+
+
+def test_fetch_add_gives_each_of_two_threads_its_own_values():
+    """Two threads claiming 200,000 values of one counter (the split scan's
+    slots) each get distinct ones, together every value once."""
+    import threading
+
+    from numba import njit
+
+    from gputree.backends.cpu.intrinsics import fetch_add
+
+    @njit(nogil=True)
+    def claim(counter, n, out):
+        for i in range(n):
+            out[i] = fetch_add(counter, 0, 1)
+
+    counter, n = np.zeros(1, dtype=np.int64), 100_000
+    outs = [np.empty(n, dtype=np.int64) for _ in range(2)]
+    claim(counter, 1, outs[0])                  # compiled before the threads start
+    counter[0] = 0
+    threads = [threading.Thread(target=claim, args=(counter, n, out)) for out in outs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    np.testing.assert_array_equal(np.sort(np.concatenate(outs)), np.arange(2 * n))
+    assert counter[0] == 2 * n
+

@@ -416,9 +416,9 @@ class CPUBackend(Backend):
             built_of[derived_rows] = built_rows
         find_splits.run(scanned_bins * split_scan.SCAN_WORK_PER_BIN, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
-                        missing_bin, layout,
-                        inv, params, *scratch, *outputs, source, built_of,
-                        histograms.FULL_LAYOUT, _every_row(n_nodes))
+                        missing_bin, layout, inv, params, *scratch, *outputs, source,
+                        built_of, histograms.FULL_LAYOUT, _every_row(n_nodes),
+                        np.zeros(1, dtype=np.int64))
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,

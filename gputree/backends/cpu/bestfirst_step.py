@@ -243,6 +243,7 @@ class BestFirstSteps:
                        split_scan.scan_slots(_MOST_SLOTS))
         self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
         self.cells = histograms.FULL_LAYOUT      # the pool's layout (histograms.row_layout)
+        self.claims = np.zeros(1, dtype=np.int64)   # the scan's slots claimed
         self._rows(0)
 
     def histogram_rows(self, row_shape):
@@ -355,11 +356,13 @@ class BestFirstSteps:
         tree's arrays, of those rows alone)."""
         n_slots = split_scan.scan_slots(n_scan * self.n_features)
         n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
+        self.claims[0] = 0
         self.find_splits.run(n_scan * self.row_work, hist[:n_rows], n_bins_non_missing,
                              is_categorical, self.allowed[:n_rows], self.split_bin[:n_rows],
                              missing_bin, layout, inv, params, *self._scratch(n_slots),
                              *(a[:n_rows] for a in self.outputs), hist,
-                             self.built_of[:n_rows], self.cells, self.scan_rows[:n_scan])
+                             self.built_of[:n_rows], self.cells, self.scan_rows[:n_scan],
+                             self.claims)
 
     @property
     def touched(self):

@@ -14,6 +14,7 @@ from ..summaries import node_summaries_kernel_body
 from ..._compile_cache import gputree_cache
 from ..._threads import kernel_jit, thread_count
 from .histograms import subtract_cells
+from .intrinsics import fetch_add
 from .jit import U64, inline_helper, ir_inline, part_bounds, plain_jit
 from .threaded import threaded
 
@@ -43,13 +44,16 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
                  out_bitset, out_left, out_info, out_words, source, built_of, cells, scan_rows,
-                 part, n_parts):
+                 claims, part, n_parts):
     """The split scan of every (node, feature) of the nodes (histogram rows)
     ``scan_rows`` (int64 (k,) IN; the outputs of the other rows untouched)
     (arguments as scan.make_split_scanner; the scan inlined), in parts over
     the scratch slots, slot s scanning the s-th of n_slots runs of
     consecutive tasks (k F of them: row scan_rows[j]'s features, j after
-    j), part p slots p, p + n_parts, ...; compiled per criterion by
+    j), each part claiming the next slot not taken (``claims`` int64 (1,)
+    INOUT, 0 before the call: a part that starts late, a pool thread woken
+    after the calling thread's part began, takes fewer; which part scans a
+    slot changes nothing written); compiled per criterion by
     split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >= 0
     is first derived in place, feature by feature:
     ``hist[node, f] -= source[b, f]`` (int64 (m, F, n_bins, C) IN) on the
@@ -61,10 +65,12 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
     n_tasks, n_slots = scan_rows.shape[0] * n_features, scratch_sums.shape[0]
     flat = hist.reshape(hist.shape[0], hist.shape[1], n_bins * hist.shape[3])
     source_flat = source.reshape(source.shape[0], hist.shape[1], n_bins * hist.shape[3])
-    for slot in range(part, n_slots, n_parts):
+    while True:
         # slot s scans the s-th of n_slots runs of consecutive tasks (their
-        # cells side by side: read in order), the runs dealt to the parts in
-        # turn (each part's spread over the level's nodes)
+        # cells side by side: read in order), claimed in turn by the parts
+        slot = fetch_add(claims, 0, 1)
+        if slot >= n_slots:
+            break
         first, stop = part_bounds(n_tasks, slot, n_slots)
         for t in range(np.int64(first), np.int64(stop)):
             k = t // n_features
