@@ -44,11 +44,11 @@ class KernelClock:
         self.parts = collections.Counter()
         threaded.run_parts = self._run
 
-    def _run(self, kernel, n_parts, *args):
+    def _run(self, kernel, n_parts, *args, **options):
         n_parts = 1 if self.serial else n_parts
         start = time.perf_counter()
         try:
-            return self.original(kernel, n_parts, *args)
+            return self.original(kernel, n_parts, *args, **options)
         finally:
             name = _kernel_name(kernel)
             self.seconds[name] += time.perf_counter() - start

@@ -198,7 +198,7 @@ def split_finder(measure, categorical, newton_one):
     variant = (f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
                f"{'1' if newton_one else '0'}")
     return threaded(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
-                    cache=_CACHE_SCAN)
+                    cache=_CACHE_SCAN, claimed=True)
 
 
 @kernel_factory
