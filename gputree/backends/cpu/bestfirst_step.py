@@ -244,6 +244,7 @@ class BestFirstSteps:
         self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
         self.cells = histograms.FULL_LAYOUT      # the pool's layout (histograms.row_layout)
         self.claims = np.zeros(1, dtype=np.int64)   # the scan's slots claimed
+        self._scan_arguments = None                 # (:meth:`_scan_arrays`)
         self._rows(0)
 
     def histogram_rows(self, row_shape):
@@ -254,6 +255,7 @@ class BestFirstSteps:
         the cells and F > 1, else ``row_shape``; the scan reads the rows
         in that layout."""
         n_features, n_bins, n_channels = row_shape
+        self._scan_arguments = None
         _, cells, _, _ = histograms.row_layout(self.constants[0], (0,) + row_shape)
         if n_features > 1 and cells[-1] <= COMPACT_SHARE * n_features * n_bins:
             self.cells = cells
@@ -264,6 +266,7 @@ class BestFirstSteps:
     def _scan_constants(self, scan):
         """The scan's constants of a tree (``scan``: as the constructor's)."""
         n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = scan
+        self._scan_arguments = None
         self.inv = np.ascontiguousarray(inv, dtype=FLOAT_DTYPE)
         self.constants = (n_bins_non_missing, is_categorical, missing_bin, layout, inv, params)
         self.find_splits = split_scan.finder_of(layout, params, self.any_categorical)
@@ -272,6 +275,7 @@ class BestFirstSteps:
 
     def _rows(self, n_rows):
         """The arrays of the pool's rows for ``n_rows`` rows (the first kept)."""
+        self._scan_arguments = None
         old = getattr(self, "allowed", np.zeros((0, self.n_features), dtype=np.uint8))
         self.allowed = np.zeros((n_rows, self.n_features), dtype=np.uint8)
         self.allowed[:old.shape[0]] = old
@@ -354,15 +358,24 @@ class BestFirstSteps:
         rows ``scan_rows[:n_scan]``), in the first ``n_rows`` rows of the
         pool's ``hist`` (the backend's find_best_splits' scan, with this
         tree's arrays, of those rows alone)."""
-        n_slots = split_scan.scan_slots(n_scan * self.n_features)
-        n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
+        if self._scan_arguments is None or self._scan_arguments[0] is not hist:
+            self._scan_arguments = self._scan_arrays(hist)
         self.claims[0] = 0
-        self.find_splits.run(n_scan * self.row_work, hist[:n_rows], n_bins_non_missing,
-                             is_categorical, self.allowed[:n_rows], self.split_bin[:n_rows],
-                             missing_bin, layout, inv, params, *self._scratch(n_slots),
-                             *(a[:n_rows] for a in self.outputs), hist,
-                             self.built_of[:n_rows], self.cells, self.scan_rows[:n_scan],
-                             self.claims)
+        self.find_splits.run(n_scan * self.row_work, *self._scan_arguments,
+                             self.scan_rows[:n_scan], self.claims)
+
+    def _scan_arrays(self, hist):
+        """The scan's arguments but the rows and claims, on the pool's
+        ``hist``: whole arrays of every pool row (the scan reads and writes
+        the rows it scans and their built rows alone; its slots, all the
+        scratch's, only group tasks), made again only when the pool's or
+        this tree's arrays change (:meth:`_rows`, :meth:`_scan_constants`,
+        :meth:`histogram_rows`): a best-first step's scan had a dozen
+        slices made per call."""
+        n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
+        return (hist, n_bins_non_missing, is_categorical, self.allowed, self.split_bin,
+                missing_bin, layout, inv, params, *self._scratch(_MOST_SLOTS), *self.outputs,
+                hist, self.built_of, self.cells)
 
     @property
     def touched(self):
