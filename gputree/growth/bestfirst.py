@@ -163,11 +163,11 @@ class _BestFirstGrowth(_TreeGrowth):
             node, n_scan, built_node, built_row, n_rows = steps.step(pool).tolist()
             if node < 0:
                 break
-            backend.split_node_rows(self.rows, X, node, int(steps.best_feature[node]),
-                                    left_set(steps.best_bitset[node], steps.best_words[node]))
+            backend.split_and_build(self.rows, X, stats, node, int(steps.best_feature[node]),
+                                    steps.best_bitset[node], steps.best_words[node],
+                                    built_node if n_scan else -1, built_row, pool.hist,
+                                    **cells, n_bins=n_bins)
             if n_scan:
-                backend.build_node_histogram(self.rows, X, stats, built_node, built_row,
-                                             pool.hist, **cells, n_bins=n_bins)
                 steps.scan(pool.hist, n_rows, n_scan)
 
     def _step(self, table, level_start, impurity, depth, parent_row):

@@ -27,7 +27,7 @@ from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
 from . import (bestfirst_step, binning, histograms, lean_gather, level_step, partition,
-               predict, ranking, sparse_rows, split_scan)
+               predict, ranking, sparse_rows, split_build, split_scan)
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
 
@@ -335,6 +335,28 @@ class CPUBackend(Backend):
             sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
                                            hist.shape[3], feature_bins, thread_count(), compact)
 
+    def split_and_build(self, partition, X_binned, stats, node, feature, bitset, words,
+                        built_node, built_row, hist, feature_bins=None, n_bins=None):
+        """Backend.split_and_build: one compiled call (:mod:`.split_build`)
+        where X_binned has sparse rows and the leaf's rows move in one
+        chunk, the built child's histogram added by it where one piece
+        holds it; else (and for what it left) the two primitives."""
+        sparse = (self._sparse(X_binned, n_bins) if n_bins is not None
+                  and hist.shape[3] <= stats.shape[1] else None)
+        if sparse is None or partition.count[node] >= split_build.MOST_LEAF_ROWS:
+            super().split_and_build(partition, X_binned, stats, node, feature, bitset, words,
+                                    built_node, built_row, hist, feature_bins, n_bins)
+            return
+        compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
+        bins, _, layout, shape = histograms.row_layout(_feature_bins(feature_bins, hist.shape),
+                                                       hist.shape, compact)
+        built = _split_build(hist.shape[3]).run(
+            partition, self.binned.columns(X_binned), node, feature, bitset, words, built_node,
+            built_row, sparse, stats, hist, bins, layout, shape[2])
+        if built_node >= 0 and not built:
+            self.build_node_histogram(partition, X_binned, stats, built_node, built_row, hist,
+                                      feature_bins, n_bins)
+
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
                             feature_bins=None):
         feature_bins = _feature_bins(feature_bins, hist.shape)
@@ -467,6 +489,15 @@ def _scan_outputs(n_features, n_channels, n_bins, n_rows):
     """This thread's scan outputs of ``n_rows`` histogram rows (kept)."""
     return _kept_rows("outputs", (n_features, n_channels, n_bins), n_rows,
                       lambda rows: empty_scan_outputs(np, rows, n_features, n_channels, n_bins))
+
+
+def _split_build(n_channels):
+    """This thread's split_build.SplitBuild for histograms of ``n_channels``
+    channels (kept)."""
+    kept = _local.__dict__.setdefault("split_build", {})
+    if n_channels not in kept:
+        kept[n_channels] = split_build.SplitBuild(n_channels)
+    return kept[n_channels]
 
 
 def _every_row(n_rows):
