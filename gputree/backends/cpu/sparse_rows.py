@@ -152,10 +152,10 @@ def _node_piece(sparse, feature, stats, rows, hist_row, hist, n_add, feature_bin
     :func:`histograms_of_rows`'; ``feature`` the sparse values' features
     or cells, ``layout`` histograms.row_layout's)."""
     pieces = np.array([[0, rows.shape[0], 0, 1, hist_row]], dtype=np.int64)
-    _add_sparse.compiled(sparse.first, feature, sparse.bins, stats, n_add, rows, pieces,
-                         _FIRST_PIECE, _ONE_THREAD, hist, hist[:0], feature_bins,
-                         np.empty((1, hist.shape[3]), dtype=hist.dtype), sparse.mode, _ALONE,
-                         layout, 0, 1)
+    # (work 0: one part, on this thread)
+    _add_sparse.run(0, sparse.first, feature, sparse.bins, stats, n_add, rows, pieces,
+                    _FIRST_PIECE, _ONE_THREAD, hist, hist[:0], feature_bins,
+                    np.empty((1, hist.shape[3]), dtype=hist.dtype), sparse.mode, _ALONE, layout)
 
 
 @threaded

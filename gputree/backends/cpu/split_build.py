@@ -10,10 +10,10 @@ what it did)."""
 import numpy as np
 
 from ..._dtypes import WORD_COUNT_DTYPE, WORD_START_DTYPE
-from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
 from . import row_partition, sparse_rows
 from .row_partition import append_children
+from .threaded import threaded
 
 cache_numba_cpu_kernels(__file__)
 
@@ -27,13 +27,12 @@ SPLIT, BUILT = 1, 2
 MOST_LEAF_ROWS = row_partition._PARALLEL_ROWS
 
 
-@kernel_jit()
+@threaded
 def _split_and_build(X_columns, order, left, right, counts, table, begin, count, is_split, size,
-                     node,
-                     feature, split_bitset, split_words, split_start, split_n_words,
+                     node, feature, split_bitset, split_words, split_start, split_n_words,
                      built_node, first, sparse_feature, sparse_bins, stats, n_add, pieces,
                      first_piece, one_thread, hist, private, feature_bins, totals, mode, alone,
-                     layout, most_rows):
+                     layout, most_rows, part, n_parts):
     """Node ``node``'s rows (a RowPartition's ``order``, node arrays begin,
     count, is_split, size INOUT, room made) moved to its children by the
     split of ``feature`` and the sets (split_bitset uint32 (1, W), the
@@ -43,7 +42,8 @@ def _split_and_build(X_columns, order, left, right, counts, table, begin, count,
     has fewer than ``most_rows`` rows, its histogram into hist row
     pieces[0, 4] (pieces int64 (1, 5) INOUT, the rest of
     sparse_rows._node_piece's arguments as there). Returns SPLIT, or
-    SPLIT | BUILT where it built the histogram."""
+    SPLIT | BUILT where it built the histogram. Run as one part (its
+    threaded form: fit_breakdown's clock sees it)."""
     start, n = begin[node], count[node]
     _split_range(X_columns, order, start, start + n, feature, split_bitset, split_words,
                  split_start, split_n_words, left, right, counts, table, 0, 0, 1)
@@ -90,8 +90,8 @@ class SplitBuild:
         self.split_n_words[0] = nonzero[-1] + 1 if nonzero.size else 0
         self.pieces[0, 4] = built_row
         feature_of = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
-        done = _split_and_build(
-            X_columns, partition.order, partition.left, partition.right, self.counts, self.table,
+        done = _split_and_build.run(
+            0, X_columns, partition.order, partition.left, partition.right, self.counts, self.table,
             partition.begin, partition.count, partition.is_split, partition.size, node,
             feature, bitset[None], words, self.split_start, self.split_n_words, built_node,
             sparse.first, feature_of, sparse.bins, stats, hist.shape[3], self.pieces,
