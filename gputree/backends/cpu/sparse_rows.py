@@ -256,6 +256,21 @@ def _fill_feature(hist, s, f, m, totals, p_first, p_stop, n_add, feature_bins, l
     row, first, n, last = _feature_span(layout, feature_bins, f, hist.shape[2])
     row, m = U64(row), np.int64(m)
     cell = U64(first + m if m < n else last)
+    if n_add == 3:      # boosting's channels summed in registers, one pass over the cells
+        t0, t1, t2 = np.int64(0), np.int64(0), np.int64(0)
+        for p in range(p_first, p_stop):
+            t0, t1, t2 = t0 + totals[p, 0], t1 + totals[p, 1], t2 + totals[p, 2]
+        for b in range(first, first + n):
+            t0 -= hist[s, row, U64(b), U64(0)]
+            t1 -= hist[s, row, U64(b), U64(1)]
+            t2 -= hist[s, row, U64(b), U64(2)]
+        if last >= 0:
+            t0 -= hist[s, row, U64(last), U64(0)]
+            t1 -= hist[s, row, U64(last), U64(1)]
+            t2 -= hist[s, row, U64(last), U64(2)]
+        hist[s, row, cell, U64(0)], hist[s, row, cell, U64(1)] = t0, t1
+        hist[s, row, cell, U64(2)] = t2
+        return
     for c in range(n_add):
         total = np.int64(0)
         for p in range(p_first, p_stop):
