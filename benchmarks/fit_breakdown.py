@@ -7,9 +7,11 @@ downloads, node bookkeeping) and the kernels called without threads.
     python benchmarks/fit_breakdown.py --data /work/data/lambdarank
     python benchmarks/fit_breakdown.py --rows 90000            # synthetic queries
     python benchmarks/fit_breakdown.py --data DIR --serial     # each kernel in one part
+    python benchmarks/fit_breakdown.py --data DIR --lossguide  # best first, 31 leaves
 
 The fit is the ``rank`` scenario's first ranker of ``benchmarks/compare.py``
-(GradientBoostingRanker, depth 6, 100 trees), after a warm-up fit (numba's
+(GradientBoostingRanker, depth 6, 100 trees; ``--lossguide``: its lossguide
+ranker, 31 leaves, depth unbounded), after a warm-up fit (numba's
 compiles are not timed); the median of ``--repeat`` fits is reported, each
 kernel's seconds from that same fit. A diagnosis, not a comparison with the
 peers: ``compare.py`` times those, in a fresh process.
