@@ -424,11 +424,10 @@ class CPUBackend(Backend):
         scratch = _scan_scratch(n_channels, any_categorical, n_bins,
                                 split_scan.scan_slots(n_nodes * n_features))
         find_splits = split_scan.finder_of(layout, params, any_categorical)
-        # the bins of the (node, feature) pairs scanned (a best-first step
-        # scans two of the pool's rows; the others are skipped at once);
+        # the work of the (node, feature) pairs scanned (their bins);
         # add.reduce then dot: half the calls of sum's wrapper and np.dot
-        scanned_bins = int(np.add.reduce(feature_allowed, axis=0, dtype=np.int64)
-                           .dot(n_bins_non_missing))
+        work = int(np.add.reduce(feature_allowed, axis=0, dtype=np.int64)
+                   .dot(split_scan.feature_work(n_bins_non_missing, is_categorical)))
         built_of, = _kept_rows("built_of", (), n_nodes,
                                lambda rows: (np.empty(rows, dtype=NODE_DTYPE),))
         built_of.fill(-1)
@@ -436,7 +435,7 @@ class CPUBackend(Backend):
         if derive is not None:
             derived_rows, built_rows, source = derive
             built_of[derived_rows] = built_rows
-        find_splits.run(scanned_bins * split_scan.SCAN_WORK_PER_BIN, hist,
+        find_splits.run(work, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout, inv, params, *scratch, *outputs, source,
                         built_of, histograms.FULL_LAYOUT, _every_row(n_nodes),

@@ -271,7 +271,7 @@ class BestFirstSteps:
         self.constants = (n_bins_non_missing, is_categorical, missing_bin, layout, inv, params)
         self.find_splits = split_scan.finder_of(layout, params, self.any_categorical)
         # a scanned row's work: every feature's bins
-        self.row_work = int(np.sum(n_bins_non_missing)) * split_scan.SCAN_WORK_PER_BIN
+        self.row_work = int(split_scan.feature_work(n_bins_non_missing, is_categorical).sum())
 
     def _rows(self, n_rows):
         """The arrays of the pool's rows for ``n_rows`` rows (the first kept)."""
