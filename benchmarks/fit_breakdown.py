@@ -7,9 +7,11 @@ downloads, node bookkeeping) and the kernels called without threads.
     python benchmarks/fit_breakdown.py --data /work/data/lambdarank
     python benchmarks/fit_breakdown.py --rows 90000            # synthetic queries
     python benchmarks/fit_breakdown.py --data DIR --serial     # each kernel in one part
+    python benchmarks/fit_breakdown.py --data DIR --lossguide  # best first, 31 leaves
 
 The fit is the ``rank`` scenario's first ranker of ``benchmarks/compare.py``
-(GradientBoostingRanker, depth 6, 100 trees), after a warm-up fit (numba's
+(GradientBoostingRanker, depth 6, 100 trees; ``--lossguide``: its lossguide
+ranker, 31 leaves, depth unbounded), after a warm-up fit (numba's
 compiles are not timed); the median of ``--repeat`` fits is reported, each
 kernel's seconds from that same fit. A diagnosis, not a comparison with the
 peers: ``compare.py`` times those, in a fresh process.
@@ -44,11 +46,11 @@ class KernelClock:
         self.parts = collections.Counter()
         threaded.run_parts = self._run
 
-    def _run(self, kernel, n_parts, *args):
+    def _run(self, kernel, n_parts, *args, **options):
         n_parts = 1 if self.serial else n_parts
         start = time.perf_counter()
         try:
-            return self.original(kernel, n_parts, *args)
+            return self.original(kernel, n_parts, *args, **options)
         finally:
             name = _kernel_name(kernel)
             self.seconds[name] += time.perf_counter() - start
@@ -75,13 +77,17 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=90_000, help="synthetic query rows")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--serial", action="store_true", help="every kernel in one part")
+    parser.add_argument("--lossguide", action="store_true",
+                        help="the rank scenario's lossguide ranker (31 leaves, depth unbounded)")
     args = parser.parse_args(argv)
 
     import gputree
     from benchmarks.compare import RANK_SETTINGS
     data = _ranking_data(args)
+    shape = (dict(grow_policy="lossguide", max_depth=None) if args.lossguide
+             else dict(max_depth=6))
     model = gputree.GradientBoostingRanker(**dict(
-        RANK_SETTINGS, max_depth=6, reg_lambda=1.0, max_bins=255,
+        RANK_SETTINGS, **shape, reg_lambda=1.0, max_bins=255,
         lambdarank_truncation_level=30, early_stopping=False, device="cpu"))
     clock = KernelClock(args.serial)
     model.fit(data.X_train, data.y_train, group=data.group_train)     # compiles

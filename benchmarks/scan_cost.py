@@ -55,7 +55,8 @@ def _fastest(steps, hist, n_rows, allowed, built_of, derived, cells, repeat):
     (whatever ``built_of`` says: every form then meets the same cache)."""
     from gputree.backends.cpu import split_scan
     n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = steps.constants
-    scratch = steps._scratch(split_scan.scan_slots(n_rows * steps.n_features))
+    rows = np.flatnonzero(allowed.any(axis=1)).astype(np.int64)     # the rows the fit scans
+    scratch = steps._scratch(split_scan.scan_slots(rows.shape[0] * steps.n_features))
     outputs = [a[:n_rows] for a in steps.outputs]
     best, h = np.inf, hist.copy()
     for _ in range(repeat):
@@ -64,7 +65,8 @@ def _fastest(steps, hist, n_rows, allowed, built_of, derived, cells, repeat):
         start = time.perf_counter()
         steps.find_splits.compiled(h[:n_rows], n_bins_non_missing, is_categorical, allowed,
                                    steps.split_bin[:n_rows], missing_bin, layout, inv, params,
-                                   *scratch, *outputs, h, built_of, steps.cells, 0, 1)
+                                   *scratch, *outputs, h, built_of, steps.cells, rows,
+                                   np.zeros(1, dtype=np.int64), 0, 1)
         best = min(best, time.perf_counter() - start)
     return best
 

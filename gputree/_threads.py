@@ -86,11 +86,15 @@ def _executor():
     return _pool[1]
 
 
-def run_parts(kernel, n_parts, *args):
+def run_parts(kernel, n_parts, *args, claimed=False):
     """``kernel(*args, part, n_parts)`` for part 0 .. n_parts-1, at the same
     time: part 0 on the calling thread, the others on the pool (``kernel``
     releases the GIL). Returns when every part is done (an exception of
-    any part is raised then); returns part 0's result."""
+    any part is raised then); returns part 0's result. ``claimed``: the
+    parts claim the kernel's work as they come (any part may do all of it,
+    the split scan's slots): a part no pool thread has started by the time
+    part 0 is done is cancelled, not waited for (a pool thread woken late,
+    on a machine whose cores are busy, would have found nothing left)."""
     if n_parts <= 1:
         return kernel(*args, 0, 1)
     pool = _executor()
@@ -99,7 +103,8 @@ def run_parts(kernel, n_parts, *args):
         return kernel(*args, 0, n_parts)
     finally:
         for future in others:
-            future.result()
+            if not (claimed and future.cancel()):
+                future.result()
 
 
 def part_bounds(n, part, n_parts):

@@ -1,13 +1,13 @@
 """The CPU's compact histogram layout (each feature's own bins side by
 side, histograms.row_layout): the histogram passes (dense and sparse rows,
 the root's count channel) write the full layout's cells, cell for cell; a
-boosted model grown on compact rows (the compiled level steps) is the one
-grown on full rows, with missing values and mostly-constant features."""
+boosted model grown on compact rows (the compiled level and best-first
+steps) is the one grown on full rows, with missing values and mostly-constant features."""
 import numpy as np
 import pytest
 
 import gputree
-from gputree.backends.cpu import histograms, level_step
+from gputree.backends.cpu import bestfirst_step, histograms
 from gputree.backends.cpu.backend import CPUBackend
 from gputree.data.binning import BinMapper
 from gputree.tree import LeftSets
@@ -72,27 +72,34 @@ def test_compact_passes_write_the_full_layouts_cells(constant_share, root):
             compact[row, 0].sum(axis=0), n_features * totals)
 
 
-@pytest.mark.parametrize("constant_share, colsample", [(0.0, 1.0), (0.9, 1.0), (0.3, 0.6)])
+@pytest.mark.parametrize("constant_share, colsample, shape", [
+    (0.0, 1.0, dict(max_depth=4)), (0.9, 1.0, dict(max_depth=4)),
+    (0.3, 0.6, dict(max_depth=4)),
+    (0.0, 1.0, dict(grow_policy="lossguide", max_depth=None, max_leaf_nodes=12)),
+    (0.9, 1.0, dict(grow_policy="lossguide", max_depth=None, max_leaf_nodes=12)),
+    (0.3, 0.6, dict(grow_policy="lossguide", max_depth=None, max_leaf_nodes=12))])
 def test_a_ranker_grown_on_compact_rows_is_the_full_layouts(monkeypatch, constant_share,
-                                                            colsample):
-    # colsample_bytree: each tree's columns, of other bins (other compact rows)
+                                                            colsample, shape):
+    # colsample_bytree: each tree's columns, of other bins (other compact rows);
+    # the compiled level steps (max_depth) and best-first steps (lossguide)
     rng = np.random.RandomState(1)
     n, n_features = 3000, 10
     X = _few_bins(rng, n, n_features, constant_share)
     y = rng.randint(0, 4, n)
     shapes = []
-    original = level_step.LevelSteps.histogram_rows
+    original = bestfirst_step.BestFirstSteps.histogram_rows
 
     def histogram_rows(steps, row_shape):
         shapes.append(original(steps, row_shape))
         return shapes[-1]
 
-    monkeypatch.setattr(level_step.LevelSteps, "histogram_rows", histogram_rows)
+    monkeypatch.setattr(bestfirst_step.BestFirstSteps, "histogram_rows", histogram_rows)
     models = []
-    for share in (level_step.COMPACT_SHARE, 0.0):
-        monkeypatch.setattr(level_step, "COMPACT_SHARE", share)
-        model = gputree.GradientBoostingRanker(n_estimators=5, max_depth=4, random_state=0,
-                                               colsample_bytree=colsample, device="cpu")
+    for share in (bestfirst_step.COMPACT_SHARE, 0.0):
+        monkeypatch.setattr(bestfirst_step, "COMPACT_SHARE", share)
+        model = gputree.GradientBoostingRanker(n_estimators=5, random_state=0,
+                                               colsample_bytree=colsample, device="cpu",
+                                               **shape)
         models.append(model.fit(X, y, group=[30] * (n // 30)))
     assert shapes[0][0] == 1 and shapes[-1][0] > 1        # compact, then full
     np.testing.assert_array_equal(models[0].predict(X), models[1].predict(X))

@@ -246,13 +246,21 @@ def test_mostly_constant_features_build_exactly_without_their_most_frequent_bin(
         touched[f, :k] = touched[f, -1] = True
     np.testing.assert_array_equal(out[:, touched], expected[:, touched])
     np.testing.assert_array_equal(out[:, ~touched], before[:, ~touched])
+    # one node of a few hundred rows (one piece: the CPU's pass without a plan)
+    positions = np.where(rng.rand(n) < 0.02, 5, 4).astype(np.int32)
+    args = (X_binned, stats, positions, 4, np.array([-1, 0], dtype=np.int32), 1, n_bins)
+    np.testing.assert_array_equal(backend.build_histograms(*args),
+                                  reference.build_histograms(*args))
 
 
-def test_boosting_on_mostly_constant_features_grows_the_trees_of_the_dense_pass(monkeypatch):
+@pytest.mark.parametrize("shape", [dict(max_depth=4),
+                                   dict(grow_policy="lossguide", max_leaf_nodes=12)])
+def test_boosting_on_mostly_constant_features_grows_the_trees_of_the_dense_pass(monkeypatch,
+                                                                               shape):
     """A boosting fit whose features mostly hold one value (the CPU builds
     their histograms from sparse rows, the root's count channel copied from
-    the bin counts) grows the same trees, bit for bit, as with every value
-    added."""
+    the bin counts; level by level, or best first: a node's rows at a
+    time) grows the same trees, bit for bit, as with every value added."""
     import gputree
     from gputree.backends.cpu import sparse_rows
     rng = np.random.RandomState(3)
@@ -262,8 +270,8 @@ def test_boosting_on_mostly_constant_features_grows_the_trees_of_the_dense_pass(
     fits = []
     for share in (sparse_rows.SPARSE_SHARE, -1.0):
         monkeypatch.setattr(sparse_rows, "SPARSE_SHARE", share)
-        model = gputree.GradientBoostingRegressor(n_estimators=5, max_depth=4, device="cpu",
-                                                  min_samples_leaf=1, random_state=0)
+        model = gputree.GradientBoostingRegressor(n_estimators=5, device="cpu",
+                                                  min_samples_leaf=1, random_state=0, **shape)
         fits.append(model.fit(X, y).predict(X))
     np.testing.assert_array_equal(fits[0], fits[1])
 

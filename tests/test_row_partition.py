@@ -98,3 +98,54 @@ def test_numerical_splits_beyond_the_bitmap_match_numpy(monkeypatch, parallel_ro
         node_rows[first_child], node_rows[first_child + 1] = parent[left], parent[~left]
         np.testing.assert_array_equal(partition.rows(first_child), parent[left])
         np.testing.assert_array_equal(partition.rows(first_child + 1), parent[~left])
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("most_leaf_rows, one_piece_rows", [(None, None), (None, 16),
+                                                             (100, None)])
+def test_split_and_build_equals_its_two_primitives(monkeypatch, compact, most_leaf_rows,
+                                                   one_piece_rows):
+    """CPUBackend.split_and_build (a best-first step's row move and histogram
+    build in one compiled call, on sparse rows) leaves the partition and the
+    histogram rows of split_node_rows then build_node_histogram, cell for
+    cell: the built child in one piece, or left to the primitive (a child of
+    more rows than one piece holds: ``one_piece_rows``, bins of 1 row), or
+    both left to them (a leaf of more rows than one chunk moves:
+    ``most_leaf_rows``)."""
+    from gputree.backends.base import Backend
+    from gputree.backends.cpu import histograms, split_build
+    from gputree.backends.cpu.backend import CPUBackend
+    if most_leaf_rows:
+        monkeypatch.setattr(split_build, "MOST_LEAF_ROWS", most_leaf_rows)
+    if one_piece_rows:
+        monkeypatch.setattr(histograms, "_ROWS_PER_BIN", 1)
+    rng = np.random.default_rng(7)
+    n, n_features, n_bins = 3000, 6, 16
+    feature_bins = rng.integers(1, n_bins, n_features).astype(np.int32)
+    X = (rng.integers(0, n_bins, (n, n_features)) % feature_bins).astype(np.uint8)
+    X[rng.random((n, n_features)) < 0.8] = 0            # mostly constant: sparse rows
+    stats = rng.integers(-2**40, 2**40, (n, 3)).astype(np.int64)
+    backend = CPUBackend()
+    assert backend._sparse(X, n_bins) is not None
+    _, cells, _, _ = histograms.row_layout(feature_bins, (0, n_features, n_bins, 3))
+    shape = (4, 1, int(cells[-1]), 3) if compact else (4, n_features, n_bins, 3)
+    results = []
+    for split_and_build in (CPUBackend.split_and_build, Backend.split_and_build):
+        partition = backend.start_row_partition(X)
+        hist = np.full(shape, -5, dtype=np.int64)
+        for node, feature, last in [(0, 1, 3), (1, 2, 7), (2, 0, 1), (4, 3, 5)]:
+            bitset, _, _ = _random_split(rng, 1)
+            bitset[:] = 0
+            for b in range(last + 1):
+                bitset[0, b // 32] |= np.uint32(1 << (b % 32))
+            first_child = int(partition.size[0])
+            smaller = first_child + int(np.sum(X[partition.rows(node), feature] > last)
+                                        < partition.count[node] / 2)
+            split_and_build(backend, partition, X, stats, node, feature, bitset[0],
+                            np.zeros(1, dtype=np.uint32), smaller, node % 4, hist,
+                            feature_bins=feature_bins, n_bins=n_bins)
+        n_nodes = int(partition.size[0])
+        results.append((partition.order.copy(), partition.begin[:n_nodes].copy(),
+                        partition.count[:n_nodes].copy(), hist))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

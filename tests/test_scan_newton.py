@@ -130,3 +130,42 @@ def test_boosting_scan_equals_every_candidate_scored(n_bins, params):
             if hist[node, f, -1, 2] > 0:
                 assert missing_left[node, f] == ml
     assert n_found >= 20, "few valid splits: a weak test"
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0), (2, 0, 1)])
+def test_scan_parts_claiming_the_slots_in_any_order_give_one_parts_outputs(monkeypatch, order):
+    """The split scan's parts claim its slots as they come
+    (split_scan._find_splits): parts run one after the other in any order
+    (the first then takes every slot, the others none) write what one
+    part writes."""
+    from gputree.backends.cpu import threaded
+    rng = np.random.RandomState(7)
+    hist, n_non_missing = newton_histograms(rng, 5, 40, 40)
+    stats = newton_statistics(rng.normal(size=(8, 1)), np.full((8, 1), 0.25), np.ones(8))
+    inv = np.ones(3)
+    inv[:2] = INV
+    allowed = np.ones(hist.shape[:2], np.uint8)
+    params = GrowthParams(min_samples_leaf=1).criterion_params()
+
+    def scan():
+        outputs = get_backend("cpu").scan_splits(
+            hist, n_non_missing, np.zeros(hist.shape[1], np.uint8), allowed, 39,
+            stats.layout, inv, params)
+        return [a.copy() for a in outputs]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(threaded, "parts_for", lambda work: 1)
+        one = scan()
+    counts = []
+
+    def in_turn(kernel, n_parts, *args, claimed=False):
+        assert claimed                              # a late part may be cancelled
+        for part in order:
+            kernel(*args, part, len(order))
+            counts.append(int(args[-1][0]))         # the slots claimed so far
+    monkeypatch.setattr(threaded, "run_parts", in_turn)
+    turns = scan()
+    # the first part took every slot (and one past them), the others one past each
+    assert counts == [counts[0] + k for k in range(len(order))] and counts[0] > 2
+    for a, b in zip(one, turns):
+        np.testing.assert_array_equal(a, b)

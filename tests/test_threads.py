@@ -381,3 +381,68 @@ def test_run_parts_runs_each_part_once_on_concurrent_callers_and_raises_a_helper
         run_parts(_record_part, 3, [-1])
     seen = []
     assert run_parts(_record_part, 3, seen) == 0 and sorted(seen) == [(0, 3), (1, 3), (2, 3)]
+
+
+def test_claimed_parts_no_pool_thread_started_are_cancelled_the_others_awaited():
+    """run_parts(claimed=True) (a kernel whose parts claim its work, any
+    part may do all of it): with every pool thread busy, part 0 returns
+    without the parts no thread started, which never run; with a free
+    pool, every part runs and is awaited, as without ``claimed``."""
+    import threading
+    import time
+
+    from gputree._threads import _executor, run_parts
+    pool, gate = _executor(), threading.Event()
+    busy = [pool.submit(gate.wait) for _ in range(pool._max_workers)]
+    try:
+        seen = []
+        assert run_parts(_record_part, 3, seen, claimed=True) == 0
+        assert seen == [(0, 3)]
+    finally:
+        gate.set()
+        for future in busy:
+            future.result()
+    time.sleep(0.05)                # (a cancelled part, were it run, would show now)
+    assert seen == [(0, 3)]
+
+    started = threading.Event()
+
+    def slow_part(seen, part, n_parts):
+        if part:                    # started while part 0 runs: awaited, then done
+            started.set()
+            time.sleep(0.05)
+        else:
+            assert started.wait(10)
+        return _record_part(seen, part, n_parts)
+
+    seen = []
+    assert run_parts(slow_part, 2, seen, claimed=True) == 0
+    assert sorted(seen) == [(0, 2), (1, 2)]
+
+
+def test_fetch_add_gives_each_of_two_threads_its_own_values():
+    """Two threads claiming 200,000 values of one counter (the split scan's
+    slots) each get distinct ones, together every value once."""
+    import threading
+
+    from numba import njit
+
+    from gputree.backends.cpu.intrinsics import fetch_add
+
+    @njit(nogil=True)
+    def claim(counter, n, out):
+        for i in range(n):
+            out[i] = fetch_add(counter, 0, 1)
+
+    counter, n = np.zeros(1, dtype=np.int64), 100_000
+    outs = [np.empty(n, dtype=np.int64) for _ in range(2)]
+    claim(counter, 1, outs[0])                  # compiled before the threads start
+    counter[0] = 0
+    threads = [threading.Thread(target=claim, args=(counter, n, out)) for out in outs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    np.testing.assert_array_equal(np.sort(np.concatenate(outs)), np.arange(2 * n))
+    assert counter[0] == 2 * n
+

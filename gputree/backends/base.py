@@ -16,6 +16,7 @@ import numpy as np
 
 from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
+from .splitset import left_set
 
 
 #: trees whose leaf ids are held at once by the default add_leaf_values
@@ -280,12 +281,27 @@ class Backend(abc.ABC):
         raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
 
     def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,
-                             feature_bins=None):
+                             feature_bins=None, n_bins=None):
         """hist[hist_row] OUT: the histogram (int64 (F, n_bins, C)) of the
         rows of ``node`` in ``partition`` (stats int64 (n, C) IN;
-        ``feature_bins`` as :meth:`build_histograms`'). Only a backend with a
-        row partition has it."""
+        ``feature_bins`` as :meth:`build_histograms`'; ``n_bins`` the binned
+        data's bins, None: hist's). Only a backend with a row partition
+        has it."""
         raise NotImplementedError(f"the {self.name!r} backend keeps no row partition")
+
+    def split_and_build(self, partition, X_binned, stats, node, feature, bitset, words,
+                        built_node, built_row, hist, feature_bins=None, n_bins=None):
+        """:meth:`split_node_rows` of ``node`` by its split (``feature``,
+        ``bitset`` uint32 (BITSET_WORDS,), ``words`` uint32 (m,) beyond it,
+        trailing zeros allowed), then, where ``built_node`` >= 0,
+        :meth:`build_node_histogram` of that node (one of the children) into
+        ``hist``'s row ``built_row`` (``feature_bins``, ``n_bins`` as
+        there): a best-first step's two calls. Only a backend with a row
+        partition has it."""
+        self.split_node_rows(partition, X_binned, node, feature, left_set(bitset, words))
+        if built_node >= 0:
+            self.build_node_histogram(partition, X_binned, stats, built_node, built_row, hist,
+                                      feature_bins=feature_bins, n_bins=n_bins)
 
     def zero_rows(self, array, rows):
         """array[rows] = 0 (rows: int backend array of first-axis indices)."""

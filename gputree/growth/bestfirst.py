@@ -85,12 +85,12 @@ class _BestFirstGrowth(_TreeGrowth):
         self.pending = None  # (node, split): the split taken whose rows have not moved
         self.to_build = None  # (node, pool row): the histogram the next build makes
         self.direct = self._scans_directly()
-        self._step(table, 0, impurity, 0, None)
         steps = self._compiled_steps()
         if steps is None:
+            self._step(table, 0, impurity, 0, None)
             self._grow(table)
         else:
-            self._grow_compiled(steps)
+            self._grow_compiled(steps, impurity)
         if self.rows is not None:
             self.backend.partition_positions(self.rows, self.positions)
         tree = (finish_tree(self.backend, table, self.data, self.stats, self.criterion_inputs())
@@ -136,28 +136,38 @@ class _BestFirstGrowth(_TreeGrowth):
             growth.max_leaf_nodes, growth.max_depth, int(layout[LAYOUT_COUNT_CHANNEL]),
             int(layout[LAYOUT_N_OUTPUTS]), self.scan_constants())
 
-    def _grow_compiled(self, steps):
-        """As :meth:`_grow`, each step one call of ``steps`` (the backend's
+    def _grow_compiled(self, steps, impurity):
+        """As :meth:`_grow` with the root's step, each step one call of
+        ``steps`` (the backend's
         :meth:`~gputree.backends.base.Backend.best_first_steps`) between
         the row split, the histogram pass and the scan: the same calls in
-        the same order, the same tree (:meth:`compiled_tree`)."""
+        the same order, the same tree (:meth:`compiled_tree`), in the
+        pool's rows of the steps' layout (``histogram_rows``); ``impurity``
+        float64 (1,) the root's."""
         backend, pool = self.backend, self.pool
         X, stats, cells = self.data.X_binned, self.stats.stats, self._cells()
-        if len(self.waiting):
-            priority = -self.waiting.heap[0][0]
-            node, split = self.waiting.pop()
-            steps.start(self.root_totals, split, priority, self.hist_row.pop(node))
-        else:
-            steps.start(self.root_totals, None, 0.0, -1)
+        pool.start_tree(steps.histogram_rows(pool.row_shape), pool.max_rows)
+        row = -1
+        if splittable(self.root_totals[None], impurity, 0, self.growth, self.stats.layout,
+                      self.stats.inv_scale).size:
+            row = int(pool.take(1)[0])
+            pool.rows_to_zero()         # not zeroed: the histogram pass overwrites them
+        steps.start_root(self.root_totals, row, pool)
+        if row >= 0:
+            none = np.empty(0, dtype=NODE_DTYPE)
+            self._build(0, 1, {"node_to_build": np.array([row], dtype=NODE_DTYPE),
+                               "zero_rows": none}, derive=False)
+            steps.scan(pool.hist, row + 1, 1)
+        n_bins = self.data.n_bins
         while True:
             node, n_scan, built_node, built_row, n_rows = steps.step(pool).tolist()
             if node < 0:
                 break
-            backend.split_node_rows(self.rows, X, node, int(steps.best_feature[node]),
-                                    left_set(steps.best_bitset[node], steps.best_words[node]))
+            backend.split_and_build(self.rows, X, stats, node, int(steps.best_feature[node]),
+                                    steps.best_bitset[node], steps.best_words[node],
+                                    built_node if n_scan else -1, built_row, pool.hist,
+                                    **cells, n_bins=n_bins)
             if n_scan:
-                backend.build_node_histogram(self.rows, X, stats, built_node, built_row,
-                                             pool.hist, **cells)
                 steps.scan(pool.hist, n_rows, n_scan)
 
     def _step(self, table, level_start, impurity, depth, parent_row):
@@ -254,7 +264,8 @@ class _BestFirstGrowth(_TreeGrowth):
         self._apply_partition()
         child, row = self.to_build
         backend.build_node_histogram(self.rows, self.data.X_binned, self.stats.stats,
-                                     level_start + child, row, pool.hist, **self._cells())
+                                     level_start + child, row, pool.hist, **self._cells(),
+                                     n_bins=self.data.n_bins)
         derive = ({"derive": (plan["parent_rows"], plan["built_rows"], pool.hist)}
                   if plan["built_rows"].size else {})
         split = backend.find_best_splits(
@@ -311,7 +322,7 @@ class _BestFirstGrowth(_TreeGrowth):
         child, hist_row = self.to_build
         self.backend.build_node_histogram(self.rows, self.data.X_binned, self.stats.stats,
                                           level_start + child, hist_row, self.pool.hist,
-                                          **self._cells())
+                                          **self._cells(), n_bins=self.data.n_bins)
         if derive:
             self._derive(device)
 

@@ -27,7 +27,7 @@ from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
 from . import (bestfirst_step, binning, histograms, lean_gather, level_step, partition,
-               predict, ranking, sparse_rows, split_scan)
+               predict, ranking, sparse_rows, split_build, split_scan)
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
 
@@ -315,12 +315,47 @@ class CPUBackend(Backend):
         partition.write_positions(positions)
 
     def build_node_histogram(self, partition, X_binned, stats, node, hist_row, hist,
-                             feature_bins=None):
+                             feature_bins=None, n_bins=None):
+        """Backend.build_node_histogram: ``hist`` (R, 1, cells, C) for X_binned
+        of more than one feature is in the compact layout of histograms of
+        ``n_bins`` bins (histograms.row_layout; ``feature_bins`` given);
+        rows kept sparse (BinnedCache.sparse) are added by the sparse pass
+        (its rows read every channel from stats)."""
         rows = partition.rows(node)
-        histograms.histograms_of_rows(X_binned, stats, rows,
-                                      np.array([0, rows.shape[0]], dtype=np.int64),
-                                      np.array([hist_row], dtype=np.int64), hist,
-                                      hist.shape[3], _feature_bins(feature_bins, hist.shape))
+        node_first = np.array([0, rows.shape[0]], dtype=np.int64)
+        built_rows = np.array([hist_row], dtype=np.int64)
+        compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
+        feature_bins = _feature_bins(feature_bins, hist.shape)
+        sparse = (self._sparse(X_binned, n_bins) if n_bins is not None
+                  and hist.shape[3] <= stats.shape[1] else None)
+        if sparse is None:
+            histograms.histograms_of_rows(X_binned, stats, rows, node_first, built_rows, hist,
+                                          hist.shape[3], feature_bins, n_bins=compact)
+        else:
+            sparse_rows.histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist,
+                                           hist.shape[3], feature_bins, thread_count(), compact)
+
+    def split_and_build(self, partition, X_binned, stats, node, feature, bitset, words,
+                        built_node, built_row, hist, feature_bins=None, n_bins=None):
+        """Backend.split_and_build: one compiled call (:mod:`.split_build`)
+        where X_binned has sparse rows and the leaf's rows move in one
+        chunk, the built child's histogram added by it where one piece
+        holds it; else (and for what it left) the two primitives."""
+        sparse = (self._sparse(X_binned, n_bins) if n_bins is not None
+                  and hist.shape[3] <= stats.shape[1] else None)
+        if sparse is None or partition.count[node] >= split_build.MOST_LEAF_ROWS:
+            super().split_and_build(partition, X_binned, stats, node, feature, bitset, words,
+                                    built_node, built_row, hist, feature_bins, n_bins)
+            return
+        compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
+        bins, _, layout, shape = histograms.row_layout(_feature_bins(feature_bins, hist.shape),
+                                                       hist.shape, compact)
+        built = _split_build(hist.shape[3]).run(
+            partition, self.binned.columns(X_binned), node, feature, bitset, words, built_node,
+            built_row, sparse, stats, hist, bins, layout, shape[2])
+        if built_node >= 0 and not built:
+            self.build_node_histogram(partition, X_binned, stats, built_node, built_row, hist,
+                                      feature_bins, n_bins)
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
                             feature_bins=None):
@@ -389,11 +424,10 @@ class CPUBackend(Backend):
         scratch = _scan_scratch(n_channels, any_categorical, n_bins,
                                 split_scan.scan_slots(n_nodes * n_features))
         find_splits = split_scan.finder_of(layout, params, any_categorical)
-        # the bins of the (node, feature) pairs scanned (a best-first step
-        # scans two of the pool's rows; the others are skipped at once);
+        # the work of the (node, feature) pairs scanned (their bins);
         # add.reduce then dot: half the calls of sum's wrapper and np.dot
-        scanned_bins = int(np.add.reduce(feature_allowed, axis=0, dtype=np.int64)
-                           .dot(n_bins_non_missing))
+        work = int(np.add.reduce(feature_allowed, axis=0, dtype=np.int64)
+                   .dot(split_scan.feature_work(n_bins_non_missing, is_categorical)))
         built_of, = _kept_rows("built_of", (), n_nodes,
                                lambda rows: (np.empty(rows, dtype=NODE_DTYPE),))
         built_of.fill(-1)
@@ -401,11 +435,11 @@ class CPUBackend(Backend):
         if derive is not None:
             derived_rows, built_rows, source = derive
             built_of[derived_rows] = built_rows
-        find_splits.run(scanned_bins * split_scan.SCAN_WORK_PER_BIN, hist,
+        find_splits.run(work, hist,
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
-                        missing_bin, layout,
-                        inv, params, *scratch, *outputs, source, built_of,
-                        histograms.FULL_LAYOUT)
+                        missing_bin, layout, inv, params, *scratch, *outputs, source,
+                        built_of, histograms.FULL_LAYOUT, _every_row(n_nodes),
+                        np.zeros(1, dtype=np.int64))
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,
@@ -454,6 +488,22 @@ def _scan_outputs(n_features, n_channels, n_bins, n_rows):
     """This thread's scan outputs of ``n_rows`` histogram rows (kept)."""
     return _kept_rows("outputs", (n_features, n_channels, n_bins), n_rows,
                       lambda rows: empty_scan_outputs(np, rows, n_features, n_channels, n_bins))
+
+
+def _split_build(n_channels):
+    """This thread's split_build.SplitBuild for histograms of ``n_channels``
+    channels (kept)."""
+    kept = _local.__dict__.setdefault("split_build", {})
+    if n_channels not in kept:
+        kept[n_channels] = split_build.SplitBuild(n_channels)
+    return kept[n_channels]
+
+
+def _every_row(n_rows):
+    """int64 0 .. n_rows-1: the scan's rows where it scans every one (kept)."""
+    rows, = _kept_rows("every_row", (), n_rows,
+                       lambda rows: (np.arange(rows, dtype=np.int64),))
+    return rows
 
 
 def _feature_bins(feature_bins, hist_shape):

@@ -237,7 +237,13 @@ def _feature_span(layout, feature_bins, f, n_bins):
 @llvm_inline
 def _zero_cells(dest, s, f_first, f_stop, feature_bins, layout):
     """dest[s] OUT = 0 on the cells of features f_first .. f_stop-1
-    (:func:`_feature_span` of ``layout``; indexed, not sliced: no views)."""
+    (:func:`_feature_span` of ``layout``; indexed, not sliced: no views).
+    Every feature of a compact row: its cells, side by side, in one loop."""
+    if layout.shape[0] and f_first == 0 and f_stop == layout.shape[0] - 1:
+        for k in range(layout[0], layout[U64(f_stop)]):
+            for c in range(dest.shape[3]):
+                dest[U64(s), U64(0), U64(k), U64(c)] = 0
+        return
     for f in range(f_first, f_stop):
         fi, first, n, last = _feature_span(layout, feature_bins, f, dest.shape[2])
         for b in range(first, first + n):

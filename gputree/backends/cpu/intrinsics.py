@@ -1,6 +1,7 @@
-"""LLVM intrinsics the CPU histogram pass calls as numba functions: a cache
-prefetch of a row, and the vector read-modify-writes that add two or three
-channels to a histogram cell at once."""
+"""LLVM intrinsics the CPU kernels call as numba functions: a cache
+prefetch of a row, the vector read-modify-writes that add two or three
+channels to a histogram cell at once (the histogram pass), and an atomic
+fetch-and-add (the split scan's parts claiming its slots)."""
 from llvmlite import ir as llvm_ir
 from numba import types as numba_types
 from numba.extending import intrinsic
@@ -103,3 +104,25 @@ def add_three(typingctx, dest, s, f, b, first, second, third):
     """dest[s, f, b, 0:3] INOUT += (first, second, third): one masked
     32-byte read-modify-write instead of three (as add_two)."""
     return _cell_vector_typing(dest, 3)
+
+
+def _fetch_add_codegen(context, builder, signature, args):
+    """LLVM IR of fetch_add: an atomicrmw add on array[index] (monotonic:
+    the count alone is shared; the threads' data meet at their start and
+    join)."""
+    array = context.make_array(signature.args[0])(context, builder, args[0])
+    pointer = builder.inttoptr(_element_address(builder, array, [args[1]]),
+                               llvm_ir.IntType(64).as_pointer())
+    return builder.atomic_rmw("add", pointer, args[2], "monotonic")
+
+
+@intrinsic
+def fetch_add(typingctx, array, index, value):
+    """array[index] INOUT += value as one atomic operation, returning the
+    value before (array int64 1-D; index, value int64): two threads that
+    call it on the same cell each get a value of their own."""
+    if not (isinstance(array, numba_types.Array) and array.dtype == numba_types.int64
+            and array.ndim == 1):
+        return None
+    i = numba_types.int64
+    return i(array, i, i), _fetch_add_codegen

@@ -22,17 +22,10 @@ import numpy as np
 from ..._dtypes import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
 from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
-from . import histograms
 from .bestfirst_step import _MIN_GAIN, _N_NODES, _TOUCHED, BestFirstSteps, may_split
 from .split_scan import take_best
 
 cache_numba_cpu_kernels(__file__)
-
-#: a tree's pool rows take the compact layout (histograms.row_layout) when
-#: it holds at most this share of the full layout's cells (LETOR's 300
-#: features: 6,601 of 76,800 cells; the scan, the derivation and the
-#: histogram pass then touch 12x less memory)
-COMPACT_SHARE = 0.5
 
 # the level's scalars (int64 ``level``): its first node, its nodes, whether
 # its nodes were scanned (0: their best splits are set already, the root's)
@@ -47,7 +40,8 @@ _PRESIZED_DEPTH = 8
 def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, level_rows,
            next_rows, totals, depth, parent, taken, best_feature, best_bitset, best_words,
            best_gain, best_missing_left, best_left, in_use, allowed, built_of, split_feature,
-           split_bitset, split_words, left_child, node_to_build, build_index, built_rows, out):
+           split_bitset, split_words, left_child, node_to_build, build_index, built_rows,
+           scan_rows, out):
     """One level. IN: the last scan's outputs (as the best-first step's
     ``_step``), ``state`` int64 (9,) (the best-first step's: the nodes, the
     rows touched, the rules' scalars) IN/OUT, ``limits`` float64 (4,),
@@ -63,7 +57,8 @@ def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, l
     node_to_build int32 (2L,) (-1: not built), and as the histogram pass
     takes them, build_index int32 (2L,) (each node's index among the
     built ones, -1: not built) and built_rows int64 (2L,) (their pool rows,
-    the first out[N_BUILT]); ``out`` int64 (5,): the level's splits, the
+    the first out[N_BUILT]); scan_rows int64 (2L,) OUT: the rows to scan
+    (the first out[N_SCAN]); ``out`` int64 (5,): the level's splits, the
     next level's nodes to scan, rows built (one past the highest), rows
     the scan reads, nodes built."""
     start, n_level = level[_START], level[_N_LEVEL]
@@ -149,6 +144,7 @@ def _level(gain, missing_left, bitset, left, words, state, limits, inv, level, l
         for k in range(2):
             if may1 if k else may0:
                 r = next_rows[c - first + k]
+                scan_rows[n_scan] = r
                 n_scan += 1
                 last = max(last, r + 1)
                 allowed[r, :] = 1
@@ -200,21 +196,6 @@ class LevelSteps(BestFirstSteps):
         self._scan_constants(scan)
         return True
 
-    def histogram_rows(self, row_shape):
-        """The pool's row shape for this tree, whose histograms are shaped
-        ``row_shape`` (F, n_bins, C) in the full layout: the compact
-        layout's (1, cells, C) (histograms.row_layout, of the scan's
-        n_bins_non_missing) where it has at most :data:`COMPACT_SHARE` of
-        the cells and F > 1, else ``row_shape``; the scan reads the rows
-        in that layout."""
-        n_features, n_bins, n_channels = row_shape
-        _, cells, _, _ = histograms.row_layout(self.constants[0], (0,) + row_shape)
-        if n_features > 1 and cells[-1] <= COMPACT_SHARE * n_features * n_bins:
-            self.cells = cells
-            return (1, int(cells[-1]), n_channels)
-        self.cells = histograms.FULL_LAYOUT
-        return row_shape
-
     def _level_arrays(self, n_level, n_words):
         """The level's arrays for up to ``n_level`` nodes (level_rows kept)."""
         old = getattr(self, "level_rows", np.zeros(0, dtype=np.int64))
@@ -224,6 +205,7 @@ class LevelSteps(BestFirstSteps):
         self.node_to_build = np.full(2 * n_level, -1, dtype=NODE_DTYPE)
         self.build_index = np.full(2 * n_level, -1, dtype=np.int32)
         self.built_rows = np.zeros(2 * n_level, dtype=np.int64)
+        self.scan_rows = np.zeros(2 * n_level, dtype=np.int64)
         self.split_feature = np.full(n_level, -1, dtype=NODE_DTYPE)
         self.split_bitset = np.zeros((n_level, BITSET_WORDS), dtype=BITSET_DTYPE)
         self.split_words = np.zeros((n_level, n_words), dtype=BITSET_DTYPE)
@@ -237,6 +219,7 @@ class LevelSteps(BestFirstSteps):
         self.level_rows[0] = row
         self.level[:] = (0, 1, 1)
         if row >= 0:
+            self.scan_rows[0] = row
             self.allowed[row, :] = 1
             self.built_of[row] = -1
             self.outputs[3][row] = 0
@@ -267,7 +250,7 @@ class LevelSteps(BestFirstSteps):
                self.best_gain, self.best_missing_left, self.best_left, pool.in_use,
                self.allowed, self.built_of, self.split_feature, self.split_bitset,
                self.split_words, self.left_child, self.node_to_build, self.build_index,
-               self.built_rows, self.out)
+               self.built_rows, self.scan_rows, self.out)
         return self.out
 
     def level_splits(self, n_level):

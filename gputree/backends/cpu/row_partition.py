@@ -46,27 +46,44 @@ _TABLE_SHARE = 1 / 8
 class RowPartition:
     """Rows grouped by node for one tree: ``order`` int32 (n,) (a buffer
     kept per binned X), node ``k``'s rows (ascending) ``order[begin[k]:begin[k] +
-    count[k]]``; node ids as the grower numbers them (the root 0, each
-    split's children appended). Scratch: ``left``, ``right`` int32 (n,)."""
+    count[k]]`` (int64 arrays, the first ``size[0]`` nodes'; ``is_split``
+    uint8 marks the nodes split); node ids as the grower numbers them (the
+    root 0, each split's children appended). Scratch: ``left``, ``right``
+    int32 (n,). A compiled caller may split nodes itself (:func:`split_one`,
+    then :func:`append_children`) where :meth:`reserve` made room."""
 
-    def __init__(self, order, left, right):
+    def __init__(self, order, left, right, capacity=64):
         self.order, self.left, self.right = order, left, right
-        self.begin, self.count = [0], [order.shape[0]]
-        self.split_nodes = []
+        self.begin = np.zeros(capacity, dtype=np.int64)
+        self.count = np.zeros(capacity, dtype=np.int64)
+        self.is_split = np.zeros(capacity, dtype=np.uint8)
+        self.count[0] = order.shape[0]
+        self.size = np.ones(1, dtype=np.int64)
         self.table = np.empty(0, dtype=np.uint8)
         self.one_count = np.empty((1, 2), dtype=np.int64)
 
+    def reserve(self, n_more):
+        """Room for ``n_more`` more nodes in the node arrays."""
+        n = int(self.size[0]) + n_more
+        if n > self.begin.shape[0]:
+            capacity = max(n, 2 * self.begin.shape[0])
+            for name in ("begin", "count", "is_split"):
+                old = getattr(self, name)
+                array = np.zeros(capacity, dtype=old.dtype)
+                array[:old.shape[0]] = old
+                setattr(self, name, array)
+
     def rows(self, node):
         """int32 view of node's rows."""
-        first = self.begin[node]
-        return self.order[first:first + self.count[node]]
+        first = int(self.begin[node])
+        return self.order[first:first + int(self.count[node])]
 
     def split(self, X_columns, node, feature, split_sets):
         """Move the rows of ``node`` to its children, the node ids next in
         line (their ranges appended): the rows whose bin of ``feature`` is
         in the left set of ``split_sets`` (a LeftSets of one split) go
         left, the others right."""
-        first, n = self.begin[node], self.count[node]
+        first, n = int(self.begin[node]), int(self.count[node])
         n_chunks = parts_for(n * _WORK_PER_ROW) if n >= _PARALLEL_ROWS else 1
         counts = self.one_count if n_chunks == 1 else np.empty((n_chunks, 2), dtype=np.int64)
         arguments = (X_columns, self.order, first, first + n, np.int64(feature), *split_sets,
@@ -85,18 +102,29 @@ class RowPartition:
             _place_chunks.run(n * _WORK_PER_ROW, self.order, first, self.left, self.right,
                               counts)
         n_left = int(counts[0, 0]) if n_chunks == 1 else int(counts[:, 0].sum())
-        self.begin += [first, first + n_left]
-        self.count += [n_left, n - n_left]
-        self.split_nodes.append(node)
+        self.reserve(2)
+        # (its Python function: no compile of its own)
+        append_children.py_func(self.begin, self.count, self.is_split, self.size, node, n_left)
 
     def write_positions(self, positions):
         """positions int32 (n,) OUT: every row's leaf (the nodes not split)."""
-        leaf = np.ones(len(self.begin), dtype=bool)
-        leaf[self.split_nodes] = False
-        leaves = np.flatnonzero(leaf).astype(np.int32)
-        begin = np.asarray(self.begin, dtype=np.int64)[leaves]
-        count = np.asarray(self.count, dtype=np.int64)[leaves]
-        _write_positions.run(positions.shape[0], self.order, leaves, begin, count, positions)
+        n = int(self.size[0])
+        leaves = np.flatnonzero(self.is_split[:n] == 0).astype(np.int32)
+        _write_positions.run(positions.shape[0], self.order, leaves, self.begin[leaves],
+                             self.count[leaves], positions)
+
+
+@ir_inline
+def append_children(begin, count, is_split, size, node, n_left):
+    """Node ``node``'s children appended to a RowPartition's node arrays
+    (room made): its first ``n_left`` rows the left one's, the others the
+    right one's."""
+    k = size[0]
+    first, n = begin[node], count[node]
+    begin[k], count[k] = first, n_left
+    begin[k + 1], count[k + 1] = first + n_left, n - n_left
+    is_split[node] = 1
+    size[0] = k + 2
 
 
 def _table_bins(split_sets):

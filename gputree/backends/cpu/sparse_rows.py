@@ -13,6 +13,7 @@ from numba import njit
 
 from ..._threads import parts_for
 from ..kernel_cache import cache_numba_cpu_kernels
+from . import histograms
 from .histograms import _feature_span, _zero_cells, add_private, plan_pieces, row_layout
 from .jit import U64, part_bounds
 from .threaded import threaded
@@ -98,6 +99,14 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
     (histograms.row_layout); None: the full one."""
     feature_bins, _, layout, shape = row_layout(feature_bins, hist.shape, n_bins)
     n_features = feature_bins.shape[0]
+    # the compact layout: each value's cell in place of its feature
+    feature = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
+    if node_first.shape[0] == 2 and rows.shape[0] < _one_piece_rows(shape[2]):
+        # one node of one piece (plan_pieces' plan, without its numpy calls: a
+        # best-first step's build, 3,000 a LETOR fit; a level's root)
+        _node_piece(sparse, feature, stats, rows, int(built_rows[0]), hist, n_add, feature_bins,
+                    layout)
+        return
     per_row = int(sparse.first[-1]) // max(1, sparse.first.shape[0] - 1)
     work = (per_row + 1) * rows.shape[0]
     # a pass that runs as one part is planned for one thread (no dealing)
@@ -110,8 +119,6 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
         one_piece = np.zeros(hist.shape[0], dtype=np.bool_)
         one_piece[built_rows[extra == 0]] = True
         alone = (pieces[:, 4] >= 0) & one_piece[np.maximum(pieces[:, 4], 0)]
-    # the compact layout: each value's cell in place of its feature
-    feature = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
     # one piece (a level of one node, not cut): run as one part, no other
     # thread woken for nothing (LETOR: the root and the first level of
     # every tree, a third of the passes)
@@ -125,6 +132,30 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
         np.cumsum(extra + 1, out=node_pieces[1:])
         _fill_modes.run(blocked.size * n_features * 16, hist, built_rows, blocked, node_pieces,
                         totals, sparse.mode, feature_bins, n_add, layout)
+
+
+def _one_piece_rows(n_bins):
+    """The rows below which histograms.plan_pieces makes a node one piece
+    (of histograms of ``n_bins`` bins, the full layout's)."""
+    return 2 * histograms._ROWS_PER_BIN * n_bins
+
+
+#: a piece's place in its thread's list, its thread's pieces, and that it
+#: is its node's only one: :func:`_node_piece`'s (read only)
+_FIRST_PIECE, _ONE_THREAD = np.zeros(1, dtype=np.int64), np.array([0, 1], dtype=np.int64)
+_ALONE = np.ones(1, dtype=np.bool_)
+
+
+def _node_piece(sparse, feature, stats, rows, hist_row, hist, n_add, feature_bins, layout):
+    """hist[hist_row] OUT: the histogram of ``rows`` (int32 (m,)) added as
+    one piece on this thread by :func:`_add_sparse` (arguments as
+    :func:`histograms_of_rows`'; ``feature`` the sparse values' features
+    or cells, ``layout`` histograms.row_layout's)."""
+    pieces = np.array([[0, rows.shape[0], 0, 1, hist_row]], dtype=np.int64)
+    # (work 0: one part, on this thread)
+    _add_sparse.run(0, sparse.first, feature, sparse.bins, stats, n_add, rows, pieces,
+                    _FIRST_PIECE, _ONE_THREAD, hist, hist[:0], feature_bins,
+                    np.empty((1, hist.shape[3]), dtype=hist.dtype), sparse.mode, _ALONE, layout)
 
 
 @threaded
@@ -225,6 +256,21 @@ def _fill_feature(hist, s, f, m, totals, p_first, p_stop, n_add, feature_bins, l
     row, first, n, last = _feature_span(layout, feature_bins, f, hist.shape[2])
     row, m = U64(row), np.int64(m)
     cell = U64(first + m if m < n else last)
+    if n_add == 3:      # boosting's channels summed in registers, one pass over the cells
+        t0, t1, t2 = np.int64(0), np.int64(0), np.int64(0)
+        for p in range(p_first, p_stop):
+            t0, t1, t2 = t0 + totals[p, 0], t1 + totals[p, 1], t2 + totals[p, 2]
+        for b in range(first, first + n):
+            t0 -= hist[s, row, U64(b), U64(0)]
+            t1 -= hist[s, row, U64(b), U64(1)]
+            t2 -= hist[s, row, U64(b), U64(2)]
+        if last >= 0:
+            t0 -= hist[s, row, U64(last), U64(0)]
+            t1 -= hist[s, row, U64(last), U64(1)]
+            t2 -= hist[s, row, U64(last), U64(2)]
+        hist[s, row, cell, U64(0)], hist[s, row, cell, U64(1)] = t0, t1
+        hist[s, row, cell, U64(2)] = t2
+        return
     for c in range(n_add):
         total = np.int64(0)
         for p in range(p_first, p_stop):

@@ -14,6 +14,7 @@ from ..summaries import node_summaries_kernel_body
 from ..._compile_cache import gputree_cache
 from ..._threads import kernel_jit, thread_count
 from .histograms import subtract_cells
+from .intrinsics import fetch_add
 from .jit import U64, inline_helper, ir_inline, part_bounds, plain_jit
 from .threaded import threaded
 
@@ -23,10 +24,22 @@ _CACHE_SCAN = cache_numba_cpu_kernels(__file__)
 
 
 #: work (about ns, ThreadedKernel.run's unit) of the split scan per bin of
-#: a (node, feature) it scans (a best-first step's two nodes of a
+#: a (node, feature) it scans: a numerical feature's (LETOR's best-first
+#: step, two nodes of 300 features, 12,600 bins: 48 us on one thread, 3.8
+#: ns a bin; its fits 0.43 s with the scan in one part, 0.53 s in two) ...
+SCAN_WORK_PER_BIN = 4
+#: ... and a categorical one's (a best-first step's two nodes of a
 #: 2,000-category and a numerical feature: 59 us on one thread, 13 ns a
 #: bin; 89 us in two parts on two threads)
-SCAN_WORK_PER_BIN = 12
+CATEGORY_SCAN_WORK_PER_BIN = 13
+
+
+def feature_work(n_bins_non_missing, is_categorical):
+    """int64 (F,): the scan's work of each feature of one node (its bins,
+    int32 (F,), at its kind's work per bin; ``is_categorical`` uint8 (F,))."""
+    per_bin = np.where(np.asarray(is_categorical) != 0, CATEGORY_SCAN_WORK_PER_BIN,
+                       SCAN_WORK_PER_BIN)
+    return per_bin.astype(np.int64) * np.asarray(n_bins_non_missing, dtype=np.int64)
 
 
 #: scratch slots of the split scan per thread (each slot's tasks run in
@@ -42,40 +55,47 @@ _scan = _node_summary = None
 def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  split_bin, missing_bin, layout, inv, params, scratch_sums, scratch_keys,
                  scratch_order, scratch_prefix, scratch_gains, out_gain, out_missing_left,
-                 out_bitset, out_left, out_info, out_words, source, built_of, cells, part,
-                 n_parts):
-    """The split scan of every (node, feature) (arguments as
-    scan.make_split_scanner; the scan inlined), in parts over the scratch
-    slots, slot s scanning the s-th of n_slots runs of consecutive tasks,
-    part p slots p, p + n_parts, ...; compiled per criterion
-    by split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >=
-    0 is first derived in place, feature by feature:
+                 out_bitset, out_left, out_info, out_words, source, built_of, cells, scan_rows,
+                 claims, part, n_parts):
+    """The split scan of every (node, feature) of the nodes (histogram rows)
+    ``scan_rows`` (int64 (k,) IN; the outputs of the other rows untouched)
+    (arguments as scan.make_split_scanner; the scan inlined), in parts over
+    the scratch slots, slot s scanning the s-th of n_slots runs of
+    consecutive tasks (k F of them: row scan_rows[j]'s features, j after
+    j), each part claiming the next slot not taken (``claims`` int64 (1,)
+    INOUT, 0 before the call: a part that starts late, a pool thread woken
+    after the calling thread's part began, takes fewer; which part scans a
+    slot changes nothing written); compiled per criterion by
+    split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >= 0
+    is first derived in place, feature by feature:
     ``hist[node, f] -= source[b, f]`` (int64 (m, F, n_bins, C) IN) on the
     feature's cells (histograms.subtract_histograms' result, every feature
     of the node, scanned or not). ``cells`` int64: empty, hist and source
     (m, F, n_bins, C); else the compact layout (histograms.row_layout), hist
     and source (m, 1, cells[-1], C)."""
     n_features, n_bins = n_bins_non_missing.shape[0], hist.shape[2]
-    n_tasks, n_slots = hist.shape[0] * n_features, scratch_sums.shape[0]
+    n_tasks, n_slots = scan_rows.shape[0] * n_features, scratch_sums.shape[0]
     flat = hist.reshape(hist.shape[0], hist.shape[1], n_bins * hist.shape[3])
     source_flat = source.reshape(source.shape[0], hist.shape[1], n_bins * hist.shape[3])
-    for slot in range(part, n_slots, n_parts):
+    while True:
         # slot s scans the s-th of n_slots runs of consecutive tasks (their
-        # cells side by side: read in order), the runs dealt to the parts in
-        # turn (each part's spread over the level's nodes)
+        # cells side by side: read in order), claimed in turn by the parts
+        slot = fetch_add(claims, 0, 1)
+        if slot >= n_slots:
+            break
         first, stop = part_bounds(n_tasks, slot, n_slots)
         for t in range(np.int64(first), np.int64(stop)):
-            node = t // n_features
+            k = t // n_features
+            node, f = scan_rows[k], t - k * n_features
             if built_of[node] >= 0:
                 # unsigned like subtract_histograms' call: one compile of the helper
                 subtract_cells(flat, U64(node), flat, U64(node), source_flat,
-                               U64(built_of[node]), U64(t - node * n_features),
-                               n_bins_non_missing, n_bins, cells)
-            _scan(np.int64(t), np.int64(slot), hist, cells, n_features, n_bins_non_missing,
-                  is_categorical, feature_allowed, split_bin, missing_bin, layout, inv,
-                  params, scratch_sums, scratch_keys, scratch_order, scratch_prefix,
-                  scratch_gains, out_gain, out_missing_left, out_bitset, out_left, out_info,
-                  out_words)
+                               U64(built_of[node]), U64(f), n_bins_non_missing, n_bins, cells)
+            _scan(node * n_features + f, np.int64(slot), hist, cells, n_features,
+                  n_bins_non_missing, is_categorical, feature_allowed, split_bin, missing_bin,
+                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+                  scratch_prefix, scratch_gains, out_gain, out_missing_left, out_bitset,
+                  out_left, out_info, out_words)
 
 
 @ir_inline
@@ -190,7 +210,7 @@ def split_finder(measure, categorical, newton_one):
     variant = (f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
                f"{'1' if newton_one else '0'}")
     return threaded(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
-                    cache=_CACHE_SCAN)
+                    cache=_CACHE_SCAN, claimed=True)
 
 
 @kernel_factory

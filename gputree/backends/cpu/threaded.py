@@ -18,8 +18,8 @@ class ThreadedKernel:
     use (its cached compilations named by signature: ``_compile_cache``; a
     kernel is compiled for several dtypes and memory orders)."""
 
-    def __init__(self, function, cache):
-        self.function, self.cache = function, cache
+    def __init__(self, function, cache, claimed=False):
+        self.function, self.cache, self.claimed = function, cache, claimed
 
     @functools.cached_property
     def compiled(self):
@@ -29,12 +29,13 @@ class ThreadedKernel:
         """The kernel on ``args`` in parts (``_threads.parts_for(work)``,
         ``work`` about the job's nanoseconds on one thread); part 0's
         result."""
-        return run_parts(self.compiled, parts_for(work), *args)
+        return run_parts(self.compiled, parts_for(work), *args, claimed=self.claimed)
 
 
-def threaded(function=None, *, cache=True):
+def threaded(function=None, *, cache=True, claimed=False):
     """Decorator: ``function`` (a kernel whose last two arguments are
-    ``part, n_parts``) as a :class:`ThreadedKernel`."""
+    ``part, n_parts``) as a :class:`ThreadedKernel`; ``claimed``: its parts
+    claim its work as they come (``_threads.run_parts``)."""
     if function is None:
-        return functools.partial(threaded, cache=cache)
-    return ThreadedKernel(function, cache)
+        return functools.partial(threaded, cache=cache, claimed=claimed)
+    return ThreadedKernel(function, cache, claimed)
