@@ -49,6 +49,7 @@ from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
 from .recovery import fit_recovering, keep_bins, kept_bins
 from .worker_boosting import WorkerResidentBoosting
+from .worker_forest import WorkerResidentTrees
 from .inputs import (bin_partitions, binned_with, encoded_partitions, fit_encoder,
                      gather_vector, is_dask_collection, is_dask_frame, row_blocks)
 
@@ -286,10 +287,10 @@ def _make(local_class, defaults=None, bases=()):
 
 _NO_EARLY_STOPPING = {"early_stopping": False}
 
-DaskDecisionTreeClassifier = _make(DecisionTreeClassifier)
-DaskDecisionTreeRegressor = _make(DecisionTreeRegressor)
-DaskRandomForestClassifier = _make(RandomForestClassifier)
-DaskRandomForestRegressor = _make(RandomForestRegressor)
+DaskDecisionTreeClassifier = _make(DecisionTreeClassifier, bases=(WorkerResidentTrees,))
+DaskDecisionTreeRegressor = _make(DecisionTreeRegressor, bases=(WorkerResidentTrees,))
+DaskRandomForestClassifier = _make(RandomForestClassifier, bases=(WorkerResidentTrees,))
+DaskRandomForestRegressor = _make(RandomForestRegressor, bases=(WorkerResidentTrees,))
 DaskGradientBoostingClassifier = _make(GradientBoostingClassifier, _NO_EARLY_STOPPING,
                                        (WorkerResidentBoosting,))
 DaskGradientBoostingRegressor = _make(GradientBoostingRegressor, _NO_EARLY_STOPPING,

@@ -24,6 +24,10 @@ from .backend import DistributedBackend
 from .sliced_histograms import merge_splits
 
 
+_RANDOM_THRESHOLDS = ("random thresholds need the whole histograms: extra_trees, "
+                      "splitter='random' fit on the driver path")
+
+
 class WorkerArray:
     """A row-sized array held by every worker's actor under ``name`` ("X",
     "columns", "stats", "positions"): only its shape (global rows) and
@@ -66,6 +70,7 @@ class PeerBackend(DistributedBackend):
         self.rows = rows
         self._zero = False
         self._pending, self._derive, self._tag = None, None, 0
+        self._limit = None
 
     def row_zeros(self, n_rows, dtype, reuse=None):
         self._zero = True      # zeroed by the tree's first level (or :meth:`finish`)
@@ -102,6 +107,20 @@ class PeerBackend(DistributedBackend):
         # the grower derives in place: the parent's row becomes the sibling's
         self._derive = (np.asarray(parent_rows), np.asarray(built_rows))
 
+    def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
+                             n_bins_non_missing, is_categorical, missing_bin, layout):
+        """The soft limit of ``max_features`` (``order``), applied to
+        ``feature_allowed`` by the workers at :meth:`find_best_splits`
+        (:mod:`gputree.dask.sliced_features`)."""
+        if not isinstance(hist, WorkerHistograms):
+            return super().choose_node_features(hist, feature_allowed, order, max_features,
+                                                draws, n_bins_non_missing, is_categorical,
+                                                missing_bin, layout)
+        if draws is not None:
+            raise NotImplementedError(_RANDOM_THRESHOLDS)
+        self._limit = (np.asarray(order), int(max_features))
+        return None
+
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
                          missing_bin, layout, inv, params, split_bin=None):
         """The level's recorded work and the split scan of this worker's
@@ -112,19 +131,19 @@ class PeerBackend(DistributedBackend):
                                             feature_allowed, missing_bin, layout, inv, params,
                                             split_bin=split_bin)
         if split_bin is not None:
-            raise NotImplementedError("random thresholds need the whole histograms: "
-                                      "boosting with extra_trees fits on the driver path")
+            raise NotImplementedError(_RANDOM_THRESHOLDS)
         x_name, moves, level_start, node_to_build, n_bins = self._pending
         none = np.empty(0, dtype=node_to_build.dtype)
         derive = self._derive or (none, none)
         self._pending, self._derive = None, None
+        limit, self._limit = self._limit, None
         zero, self._zero = self._zero, False
         self._tag += 1
         scan = (int(feature_allowed.shape[0]), np.asarray(n_bins_non_missing),
                 np.asarray(is_categorical), np.asarray(feature_allowed), missing_bin,
                 np.asarray(layout), np.asarray(inv), np.asarray(params))
         own = self.rows.level_splits(self._tag, x_name, zero, moves, level_start,
-                                     node_to_build, n_bins, derive, scan)
+                                     node_to_build, n_bins, derive, scan, limit)
         sliced = self.rows.sliced
         return merge_splits([own] if sliced.whole else
                             sliced.exchange(("splits", self._tag), own))

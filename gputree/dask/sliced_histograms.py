@@ -26,6 +26,7 @@ import numpy as np
 from .._dtypes import FEATURE_DTYPE, STAT_DTYPE
 from ..backends.scan import SplitInfo
 from .packed_histograms import add_packed, pack, packed_capacity
+from .sliced_features import constant_features, soft_limit
 
 
 def feature_bounds(n_features, n_slices):
@@ -169,6 +170,20 @@ class SlicedHistograms:
         if parent_rows.size:
             backend.subtract_histograms(self.pool, parent_rows, self.pool, built_rows,
                                         parent_rows)
+
+    def limit(self, tag, order, max_features, n_bins_non_missing, missing_bin, layout,
+              allowed):
+        """The ``max_features`` soft limit of pool rows [0, len(allowed)),
+        applied to ``allowed`` uint8 (n_nodes, F) in place, from every
+        slice's constant features (:mod:`gputree.dask.sliced_features`;
+        ``tag``: the level's id)."""
+        _, first, stop = self._own(allowed.shape[1])
+        n_nodes = allowed.shape[0]
+        self._ensure_rows(n_nodes, (0,) + self.pool.shape[1:])
+        own = constant_features(self.pool[:n_nodes],
+                                np.asarray(n_bins_non_missing)[first:stop], missing_bin, layout)
+        parts = [own] if self.whole else self.exchange(("limit", tag), own)
+        soft_limit(order, max_features, np.concatenate(parts, axis=1), allowed)
 
     def scan(self, backend, n_nodes, n_bins_non_missing, is_categorical, allowed, missing_bin,
              layout, inv, params):

@@ -50,11 +50,12 @@ ROUNDS_PER_CALL = 100
 
 
 class WorkerRowsBackend(DistributedBackend):
-    """The :class:`WorkerRows` actors of a fit, called all at once
-    (:meth:`call`); the rounds run on the workers
-    (:meth:`WorkerRows.boost_rounds`)."""
+    """The :class:`WorkerRows` actors of a fit (``actor``: that class or a
+    subclass), called all at once (:meth:`call`); the rounds run on the
+    workers (:meth:`WorkerRows.boost_rounds`), a forest's trees too
+    (:meth:`gputree.dask.forest_rows.ForestRows.grow_trees`)."""
 
-    def __init__(self, partitions, device, X_binned, targets, evaluation=None):
+    def __init__(self, partitions, device, X_binned, targets, evaluation=None, actor=WorkerRows):
         super().__init__(partitions, device)
         client = partitions.client
         groups = balanced_groups(partitions.sizes, partitions.workers,
@@ -65,7 +66,7 @@ class WorkerRowsBackend(DistributedBackend):
                        for parts in self.rows]
         weights = targets.weights.parts if targets.weights else None
         validation = _validation_groups(evaluation, list(groups))
-        futures = [client.submit(WorkerRows, device, ranges,
+        futures = [client.submit(actor, device, ranges,
                                  [X_binned.futures[p] for p in parts],
                                  [targets.y.parts[p] for p in parts],
                                  None if weights is None else [weights[p] for p in parts],

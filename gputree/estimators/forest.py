@@ -38,7 +38,7 @@ from ..growth.median import grow_absolute_error
 from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
 from ..tree import decision_path_indicator
 from .base import (BaseTreeModel, growth_params, set_params_from, squared_error_alias,
-                   tree_random_streams)
+                   tree_random_streams, weight_total)
 from .._progress import Progress
 from .ensemble import (add_tree_values, device_leaves, stacked_values,
                        training_data, tree_rng)
@@ -101,6 +101,34 @@ def _fill_counted(unit, counts, out, part, n_parts):
         out[i, n_values] = 1 if count > 0 else 0
 
 
+def drawn_rows(seed, i, n_samples, n_bootstrap):
+    """int64 (n_bootstrap,) the rows tree ``i`` of a forest seeded ``seed``
+    draws with replacement, first from its ``tree_rng``; every row once
+    when n_bootstrap is None."""
+    if n_bootstrap is None:
+        return np.arange(n_samples)
+    return tree_rng(seed, i).randint(0, n_samples, n_bootstrap)
+
+
+def bootstrap_counts(seed, i, n_samples, n_bootstrap, ranges=None):
+    """float64 times tree ``i`` draws each of the ``n_samples`` rows (ones
+    without bootstrap): (n_samples,), or with ``ranges`` int64 (p, 2) the
+    counts of the global rows [start, stop) of each range, concatenated (a
+    Dask worker's rows: the same draw, by global row index)."""
+    if ranges is None:
+        ranges = np.array([[0, n_samples]])
+    sizes = [int(stop - start) for start, stop in ranges]
+    if n_bootstrap is None:
+        return np.ones(sum(sizes))
+    drawn = drawn_rows(seed, i, n_samples, n_bootstrap)
+    if len(ranges) == 1 and sizes[0] == n_samples:
+        return np.bincount(drawn, minlength=n_samples).astype(np.float64)
+    return np.concatenate([np.zeros(0)] + [
+        np.bincount(drawn[(drawn >= start) & (drawn < stop)] - start,
+                    minlength=size).astype(np.float64)
+        for (start, stop), size in zip(ranges, sizes)])
+
+
 class _OutOfBag:
     """Per row: sum of the leaf values of the trees that left it out, and how
     many trees did (device arrays)."""
@@ -118,12 +146,25 @@ class _OutOfBag:
         self.n[rows] += 1.0
 
     def mean(self):
-        """host (n, n_outputs, n_classes); rows never out of bag get zeros."""
+        """host (n, n_outputs, n_classes); rows never out of bag get zeros
+        (with a warning)."""
+        if self.missing():
+            warn_no_oob()
+        return self.values()
+
+    def missing(self):
+        """Whether some row was in every tree's bag."""
+        return bool(np.any(self.backend.to_host(self.n) == 0))
+
+    def values(self):
+        """:meth:`mean` without the warning."""
         n = self.backend.to_host(self.n)
-        if np.any(n == 0):
-            warnings.warn("Some inputs do not have OOB scores. This probably means too few "
-                          "trees were used to compute any reliable OOB estimates.", UserWarning)
         return self.backend.to_host(self.total) / np.maximum(n, 1)[:, None, None]
+
+
+def warn_no_oob():
+    warnings.warn("Some inputs do not have OOB scores. This probably means too few "
+                  "trees were used to compute any reliable OOB estimates.", UserWarning)
 
 
 def _mean_r2(y, prediction):
@@ -191,18 +232,13 @@ class _BaseForest(BaseTreeModel):
         return max(1, int(fraction * n_samples))
 
     def _drawn_rows(self, i, n_samples, n_bootstrap):
-        """int64 (n_bootstrap,) the rows tree ``i`` draws with replacement,
-        first from its ``tree_rng``; every row once when n_bootstrap is None."""
-        if n_bootstrap is None:
-            return np.arange(n_samples)
-        return tree_rng(self._seed, i).randint(0, n_samples, n_bootstrap)
+        """int64 (n_bootstrap,) the rows tree ``i`` draws with replacement
+        (:func:`drawn_rows`)."""
+        return drawn_rows(self._seed, i, n_samples, n_bootstrap)
 
     def _counts(self, i, n_samples, n_bootstrap):
         """float64 (n,) times tree ``i`` draws each row; ones without bootstrap."""
-        if n_bootstrap is None:
-            return np.ones(n_samples)
-        drawn = self._drawn_rows(i, n_samples, n_bootstrap)
-        return np.bincount(drawn, minlength=n_samples).astype(np.float64)
+        return bootstrap_counts(self._seed, i, n_samples, n_bootstrap)
 
     def _tree_seed(self, i):
         """The int seed tree ``i`` grows from (its ``random_state``)."""
@@ -368,7 +404,7 @@ class _BaseForest(BaseTreeModel):
         if stats is None:
             stats = targets.statistics(w)
             stats.stats = self._backend.upload(stats.stats)
-        growth = growth_params(self, n_samples, w.sum(), n_features)
+        growth = growth_params(self, n_samples, weight_total(w), n_features)
         return stats, growth, (counts == 0 if with_oob else None)
 
     def _grow_group(self, data, indices, bootstraps, oob, pool):

@@ -17,7 +17,7 @@ from ..io.sklearn_tree import SklearnTree
 from ..model import register_estimator, saved_int
 from ..tree import decision_path_indicator
 from .base import (SPLITTERS, BaseTreeModel, growth_params, set_params_from,
-                   squared_error_alias, tree_random_streams)
+                   squared_error_alias, tree_random_streams, weight_total)
 from .importances import impurity_importances, normalised, split_improvements
 from .targets import (CLASS_ATTRIBUTES, ClassTargets, RegressionTargets, as_float_targets,
                       check_poisson_targets)
@@ -72,7 +72,7 @@ class _BaseDecisionTree(BaseTreeModel):
         targets = self._targets(y)
         stats = self._statistics(targets, weight)
         stats.stats = inputs.backend.asarray(stats.stats)
-        growth = growth_params(self, n_samples, weight.sum(), n_features)
+        growth = growth_params(self, n_samples, weight_total(weight), n_features)
         tree, _ = self._grower()(inputs.backend, inputs.data, stats, growth, rng)
         tree = prune(tree, self.ccp_alpha, self._ccp_risk())
         surrogates = None
