@@ -140,9 +140,10 @@ class _DaskEstimator:
     def _check_dask_params(self, fit_params):
         on_workers = getattr(self, "_rows_on_workers", lambda: False)()
         if getattr(self, "warm_start", False) and not on_workers:
-            raise ValueError("warm_start=True on Dask needs boosting with criterion='newton', "
-                             "a named loss and extra_trees=False; fit once with the final "
-                             "n_estimators otherwise.")
+            raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting "
+                             "with criterion='newton', a named loss and extra_trees=False, or "
+                             "a forest of best splits (not criterion='absolute_error'); fit "
+                             "once with the final n_estimators otherwise.")
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
                              "'default', or fit the ordinary estimator on data in memory.")

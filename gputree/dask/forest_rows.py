@@ -73,7 +73,8 @@ class ForestRows(WorkerRows):
         tree i's weights from its bootstrap (``seed`` None: no bootstrap
         counts, a single tree's weights), its statistics on the whole's
         scales, ``growth`` with min_weight_leaf ``min_weight_fraction``
-        times the order-free sum of every row's weights, its leaves added
+        times the order-free sum of every row's weights (a single tree's:
+        of the sample weights, as one machine's), its leaves added
         to the out-of-bag sums where kept. Returns, on the first worker,
         (the trees, the last generator's state); None on the others."""
         trees, rng = [], None
@@ -116,8 +117,10 @@ class ForestRows(WorkerRows):
         stats.stats = backend.asarray(stats.stats)
         totals = np.sum(self._share(backend.to_host(stats.stats.sum(axis=0))), axis=0)
         if min_weight_fraction:
-            largest = float(np.max(self._share(self._largest(w))))
-            total = order_free_total(self._share(self._summable(w, largest, n_total)))
+            # a forest's tree: of its weights; a single tree: of the sample weights
+            of = w if counts is not None else to_host(weight)
+            largest = float(np.max(self._share(self._largest(of))))
+            total = order_free_total(self._share(self._summable(of, largest, n_total)))
             growth = replace(growth, min_weight_leaf=min_weight_fraction * total)
         whole = Statistics(WorkerArray("stats", (n_total, totals.shape[0]), np.int64),
                            stats.inv_scale, stats.layout, stats.n_classes,
