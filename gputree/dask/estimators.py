@@ -6,26 +6,34 @@ Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
 ``distributed.Client``; None: the current one). ``fit`` takes a 2-D dask
 array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
-row. X is encoded, binned and kept by the workers. Boosting with the Newton
-criterion keeps every row-sized array on the workers, y and the weights
-included (:mod:`gputree.dask.worker_boosting`), and stops early on
-validation rows held there (``eval_set`` as Dask collections, or
-``validation_fraction``; ``scoring="loss"``). Trees, forests,
-``criterion="friedman_mse"``, custom objectives and ``extra_trees`` gather
-y and the weights to the driver and build each tree's statistics there
-(:mod:`gputree.dask.backend`). ``to_local()`` gives the
+row. X is encoded, binned and kept by the workers.
+
+What stays on the driver: on the workers' path nothing row-sized. Boosting
+with the Newton criterion and a named loss keeps every row-sized array on
+the workers, y and the weights included (:mod:`gputree.dask.worker_boosting`),
+and stops early on validation rows held there (``eval_set`` as Dask
+collections, or ``validation_fraction``; ``scoring="loss"``). Trees and
+forests of best splits keep theirs there too, bootstrap counts and
+out-of-bag sums included (:mod:`gputree.dask.worker_forest`); only a
+forest's row-sized OOB attributes (``oob_score``) come to the driver, once,
+at the fit's end. ``criterion="friedman_mse"``, custom objectives and
+``extra_trees`` boosting, ``splitter="random"`` and ``multiway`` trees and
+``criterion="absolute_error"`` trees and forests gather y and the weights to
+the driver and build each tree's statistics there (the driver path,
+:mod:`gputree.dask.backend`). ``to_local()`` gives the
 ordinary fitted estimator; ``predict``-like methods on a Dask collection
 predict partition by partition on the workers and return a Dask collection
 (on in-memory data they predict on the driver, as the ordinary estimator).
 
-``warm_start=True`` on that boosting path continues the fitted trees: the
-workers recompute their raw scores from them on their rows.
+``warm_start=True`` on the workers' path continues the fitted trees: the
+workers recompute boosting's raw scores, or a forest's out-of-bag sums, from
+them on their rows.
 
 A worker lost during a fit: the fit continues on the workers left, to the
 same model (:mod:`gputree.dask.recovery`), or raises
 :class:`gputree.dask.WorkerLostError` and leaves the estimator as it was.
 
-Not supported on Dask (a clear error): ``warm_start`` outside that boosting
+Not supported on Dask (a clear error): ``warm_start`` outside the workers'
 path, early stopping and
 ``eval_set`` outside that boosting path (boosting's defaults turn early
 stopping off), another ``scoring`` or an ``eval_metric`` when validating,

@@ -1,12 +1,15 @@
-"""A boosting tree grown by every worker at once, the workers talking only to
-each other: the one-machine grower runs on each worker's
-:class:`gputree.dask.worker_rows.WorkerRows` over a :class:`PeerBackend`.
+"""A tree (a boosting round's, a forest's or a single one) grown by every
+worker at once, the workers talking only to each other: the one-machine
+grower runs on each worker's :class:`gputree.dask.worker_rows.WorkerRows`
+over a :class:`PeerBackend`.
 
 Per level, a worker builds the histograms of its rows, reduce-scatters them
 by feature among the workers and scans its features
 (:mod:`gputree.dask.sliced_histograms`); the workers then exchange their
 slices' best splits (each sends its own to every peer) and each merges them
-into the same one-machine choice (:func:`merge_splits`). Every worker thus
+into the same one-machine choice (:func:`merge_splits`); a forest's
+``max_features`` soft limit is decided from their exchanged constant-feature
+flags first (:mod:`gputree.dask.sliced_features`). Every worker thus
 makes the same decisions from the same node-sized data, with the same random
 generator (sent with the tree), and grows the same tree, which it applies to
 its own rows: the driver makes one call per tree and no level waits for it.

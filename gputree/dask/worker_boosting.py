@@ -27,8 +27,10 @@ sums in parts, and the model is the one-machine model bit for bit, whatever
 the partitioning.
 
 Used by the Dask boosting estimators for the Newton criterion with a named
-loss; the other configurations (``criterion="friedman_mse"``, custom
-objectives, ``extra_trees=True``) fit through :class:`gputree.dask.backend.DistributedBackend`.
+loss (:class:`WorkerRowsBackend` by the trees and forests too,
+:mod:`gputree.dask.worker_forest`); the other configurations
+(``criterion="friedman_mse"``, custom objectives, ``extra_trees=True``) fit
+through :class:`gputree.dask.backend.DistributedBackend`.
 """
 import asyncio
 import collections

@@ -1,4 +1,6 @@
-"""The rows one worker owns during a boosting fit, as a distributed Actor.
+"""The rows one worker owns during a boosting fit, as a distributed Actor
+(:class:`gputree.dask.forest_rows.ForestRows` extends it for trees and
+forests).
 
 A :class:`WorkerRows` lives on a worker for the whole fit and keeps every
 row-sized array of that worker's partitions (their rows stacked in global
