@@ -27,13 +27,12 @@ criteria of the histograms (not ``"absolute_error"``, whose splits search
 the node's rows); the others fit through
 :class:`gputree.dask.backend.DistributedBackend`.
 """
-import warnings
-
 import numpy as np
 
+from .._progress import Progress
 from ..estimators.base import growth_params, tree_random_streams
 from ..estimators.forest import warn_no_oob
-from ..estimators.ensemble import training_data
+from ..growth.pruning import prune
 from .forest_rows import ForestRows, targets_of
 from .peer_growth import WorkerArray
 from .targets import WorkerTargets
@@ -90,7 +89,6 @@ class WorkerResidentTrees:
     # ----------------------------------------------------------- a tree
     def _fit_tree(self, X, targets):
         """The one-machine tree fit (gputree.estimators.tree) on the workers."""
-        from ..growth.pruning import prune
         rng, seed = tree_random_streams(self.random_state)
         inputs = self._bin_training_data(X, seed, targets)
         n_samples, n_features = inputs.data.X_binned.shape
@@ -99,32 +97,17 @@ class WorkerResidentTrees:
         trees, state = backend.call("grow_trees", [(0, rng.get_state())], None, n_samples, None,
                                     inputs.data, growth, self.min_weight_fraction_leaf)[0]
         rng.set_state(state)        # the generator advanced as one machine's
-        tree = prune(trees[0], self.ccp_alpha, self._ccp_risk())
-        self._store_inputs(inputs)
+        self._set_fitted(inputs, summary, growth, prune(trees[0], self.ccp_alpha,
+                                                        self._ccp_risk()))
         self._backend = backend     # released with the fit
-        for name, value in summary.attributes().items():
-            setattr(self, name, value)
-        self.max_features_ = growth.max_features
-        self.n_outputs_ = targets.n_outputs
-        self._set_tree(tree)
-        self.surrogates_ = None
 
     # --------------------------------------------------------- a forest
     def _fit_forest(self, X, targets):
         """The one-machine forest fit (gputree.estimators.forest) on the
         workers."""
-        data, warm = training_data(self, X, targets)
-        if not warm:
-            self._trees = []
-        start = len(self._trees)
-        if self.n_estimators < start:
-            raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
-                             f"len(trees)={start} when warm_start==True.")
-        if warm and self.n_estimators == start:
-            warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
-                          "new trees.", UserWarning)
-            if not self.oob_score or hasattr(self, "oob_score_"):
-                return
+        data, warm, start, done = self._begin_fit(X, targets)
+        if done:
+            return
         backend, summary = self._worker_rows(self._backend, data, targets)
         self._forest_targets(summary, fitting=not warm)
         n_samples, n_features = data.X_binned.shape
@@ -133,7 +116,6 @@ class WorkerResidentTrees:
             backend.call("start_oob", self._value_shape, self._trees, self._seed, n_samples,
                          n_bootstrap)
         growth = growth_params(self, n_samples, 1.0, n_features)
-        from .._progress import Progress
         progress = Progress(self.n_estimators - start, self.verbose, type(self).__name__)
         per_call = 1 if self.verbose else TREES_PER_CALL
         try:
@@ -145,11 +127,7 @@ class WorkerResidentTrees:
                     progress.step()
         finally:
             progress.close()
-        self.max_features_ = growth.max_features
-        self._n_samples, self._n_samples_bootstrap = n_samples, n_bootstrap
-        for name in self._oob_attributes:
-            if name in self.__dict__:
-                delattr(self, name)
+        self._end_fit(n_samples, n_features, n_bootstrap)
         if self.oob_score:
             self._oob_from_workers(targets)
 

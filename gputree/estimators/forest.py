@@ -253,6 +253,22 @@ class _BaseForest(BaseTreeModel):
         if scipy.sparse.issparse(y):
             raise ValueError("sparse multilabel-indicator for y is not supported. gputree "
                              "needs dense targets: convert it with y.toarray().")
+        data, warm, start, done = self._begin_fit(X, sample_weight)
+        n_samples = data.X_binned.shape[0]
+        y = check_y(y, n_samples)
+        if done:
+            return self
+        # None: all ones, and no (n_samples,) array of them
+        weight = None if sample_weight is None else check_sample_weight(sample_weight, n_samples)
+        targets = self._targets(y, fitting=not warm)
+        self._grow_trees(data, targets, y, weight, start)
+        return self
+
+    def _begin_fit(self, X, sample_weight):
+        """(BinnedData of X, warm, the trees kept, done): X binned (or,
+        warm, binned with the kept trees' bins), the trees of a fresh fit
+        dropped; ``done``, with a warning, when a warm start adds no tree
+        and has its OOB estimate."""
         data, warm = training_data(self, X, sample_weight)
         if not warm:
             self._trees = []
@@ -260,18 +276,21 @@ class _BaseForest(BaseTreeModel):
         if self.n_estimators < start:
             raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
                              f"len(trees)={start} when warm_start==True.")
-        n_samples = data.X_binned.shape[0]
-        y = check_y(y, n_samples)
+        done = False
         if warm and self.n_estimators == start:
             warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
                           "new trees.", UserWarning)
-            if not self.oob_score or hasattr(self, "oob_score_"):
-                return self
-        # None: all ones, and no (n_samples,) array of them
-        weight = None if sample_weight is None else check_sample_weight(sample_weight, n_samples)
-        targets = self._targets(y, fitting=not warm)
-        self._grow_trees(data, targets, y, weight, start)
-        return self
+            done = not self.oob_score or hasattr(self, "oob_score_")
+        return data, warm, start, done
+
+    def _end_fit(self, n_samples, n_features, n_bootstrap):
+        """The fitted attributes of the trees' sizes; the OOB attributes
+        of an earlier fit dropped."""
+        self.max_features_ = growth_params(self, n_samples, 1.0, n_features).max_features
+        self._n_samples, self._n_samples_bootstrap = n_samples, n_bootstrap
+        for name in self._oob_attributes:
+            if name in self.__dict__:
+                delattr(self, name)
 
     def _targets(self, y, fitting):
         """The fit's targets (:mod:`gputree.estimators.targets`); a first fit
@@ -316,11 +335,7 @@ class _BaseForest(BaseTreeModel):
                 progress.step()
         finally:
             progress.close()
-        self.max_features_ = growth_params(self, n_samples, 1.0, n_features).max_features
-        self._n_samples, self._n_samples_bootstrap = n_samples, n_bootstrap
-        for name in self._oob_attributes:
-            if name in self.__dict__:
-                delattr(self, name)
+        self._end_fit(n_samples, n_features, n_bootstrap)
         if oob is not None:
             self._set_oob(oob.mean(), targets, y)
 

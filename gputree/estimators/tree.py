@@ -81,15 +81,20 @@ class _BaseDecisionTree(BaseTreeModel):
             surrogates = fit_surrogates(tree, np.asarray(inputs.backend.to_host(data.X_binned)),
                                         weight, data.n_bins_non_missing, data.is_categorical,
                                         data.missing_bin, self.n_surrogates)
-        # fitted attributes change together, only once the fit has succeeded
+        self._set_fitted(inputs, targets, growth, tree, surrogates)
+        return self
+
+    def _set_fitted(self, inputs, targets, growth, tree, surrogates=None):
+        """The fitted attributes, changed together, only once the fit has
+        succeeded: the inputs' bins and backend, the targets' classes, the
+        (pruned) tree."""
         self._store_inputs(inputs)
         for name, value in targets.attributes().items():
             setattr(self, name, value)
         self.max_features_ = growth.max_features
-        self.n_outputs_ = stats.n_outputs
+        self.n_outputs_ = targets.n_outputs
         self._set_tree(tree)
         self.surrogates_ = surrogates
-        return self
 
     def _trees_for_prediction(self):
         return [self.tree_.arrays]
