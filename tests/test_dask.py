@@ -110,7 +110,7 @@ CASES = {
                        dict(max_depth=5, max_bins=400), "target"),
     "tree-best-first": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                         dict(max_leaf_nodes=10, max_features=3, random_state=0), "labels"),
-    # extremely randomized trees: the random thresholds drawn on the driver
+    # extremely randomized trees: each worker draws its features' thresholds
     "tree-random-splitter": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                              dict(max_depth=5, splitter="random", max_features=2,
                                   random_state=4), "labels"),
@@ -226,7 +226,9 @@ def test_same_model_other_estimators(client, small_bin_subsample, case):
     dict(n_estimators=2, max_depth=3, multi_strategy="multi_output_tree", colsample_bytree=0.5,
          random_state=1, verbose=1),
     dict(n_estimators=3, grow_policy="lossguide", max_leaf_nodes=7, max_depth=None,
-         random_state=2)], ids=["binary-subsample", "multi-output-verbose", "lossguide"])
+         random_state=2),
+    dict(n_estimators=3, max_depth=3, extra_trees=True, colsample_bytree=0.7, random_state=6)],
+    ids=["binary-subsample", "multi-output-verbose", "lossguide", "extra-trees"])
 def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypatch, params,
                                             n_partitions):
     """Boosting with the Newton criterion keeps its rows on the workers: the
@@ -354,6 +356,10 @@ ON_WORKERS = {
     "tree-gini-class-weight": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                                dict(max_depth=5, max_features=3, class_weight={0: 2.0},
                                     min_weight_fraction_leaf=0.01, random_state=7), "labels"),
+    "tree-random-splitter-soft-limit": (gputree.DecisionTreeClassifier,
+                                        gd.DaskDecisionTreeClassifier,
+                                        dict(max_depth=5, splitter="random", max_features=2,
+                                             random_state=4), "labels"),
     "tree-regressor-two-outputs": (gputree.DecisionTreeRegressor,
                                    gd.DaskDecisionTreeRegressor,
                                    dict(max_depth=4, ccp_alpha=0.01), "target2"),
@@ -558,8 +564,8 @@ def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, l
 def test_refused_losses(client):
     X, _, target, _ = make_frame()
     with pytest.raises(ValueError, match="loss='huber' is not supported on Dask"):
-        gd.DaskGradientBoostingRegressor(loss="huber", extra_trees=True, client=client).fit(
-            dask_frame(X, 2), target)
+        gd.DaskGradientBoostingRegressor(loss="huber", criterion="friedman_mse",
+                                         client=client).fit(dask_frame(X, 2), target)
     with pytest.raises(ValueError, match="loss='quantile' is not supported on Dask"):
         gd.DaskGradientBoostingRegressor(loss="quantile", criterion="friedman_mse",
                                          client=client).fit(dask_frame(X, 2), target)
@@ -702,9 +708,10 @@ LOSSES = {
                          ("worker_forest", "WorkerResidentTrees", "_grow_on_workers"), 3),
     "boosting-driver-path": (("backend", "DistributedBackend", "build_histograms"), 5, 0,
                              ("worker_boosting", "WorkerResidentBoosting", "_round"), 3),
-    # random thresholds drawn from a RandomState (rewound for the new attempt)
-    "tree-random-state": (("backend", "DistributedBackend", "build_histograms"), 3, -1, None,
-                          1),
+    # random thresholds drawn from a RandomState (rewound for the new attempt),
+    # the first call to the workers killed
+    "tree-random-state": (("worker_boosting", "WorkerRowsBackend", "call", "grow_trees"), 1,
+                          -1, None, 1),
 }
 
 

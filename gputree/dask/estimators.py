@@ -16,11 +16,10 @@ collections, or ``validation_fraction``; ``scoring="loss"``). Trees and
 forests of best splits keep theirs there too, bootstrap counts and
 out-of-bag sums included (:mod:`gputree.dask.worker_forest`); only a
 forest's row-sized OOB attributes (``oob_score``) come to the driver, once,
-at the fit's end. ``criterion="friedman_mse"``, custom objectives and
-``extra_trees`` boosting, ``splitter="random"`` and ``multiway`` trees and
-``criterion="absolute_error"`` trees and forests gather y and the weights to
-the driver and build each tree's statistics there (the driver path,
-:mod:`gputree.dask.backend`). ``to_local()`` gives the
+at the fit's end. ``criterion="friedman_mse"`` and custom objectives in
+boosting, ``multiway`` trees and ``criterion="absolute_error"`` trees and
+forests gather y and the weights to the driver and build each tree's
+statistics there (the driver path, :mod:`gputree.dask.backend`). ``to_local()`` gives the
 ordinary fitted estimator; ``predict``-like methods on a Dask collection
 predict partition by partition on the workers and return a Dask collection
 (on in-memory data they predict on the driver, as the ordinary estimator).
@@ -149,9 +148,9 @@ class _DaskEstimator:
         on_workers = getattr(self, "_rows_on_workers", lambda: False)()
         if getattr(self, "warm_start", False) and not on_workers:
             raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting "
-                             "with criterion='newton', a named loss and extra_trees=False, or "
-                             "a forest of best splits (not criterion='absolute_error'); fit "
-                             "once with the final n_estimators otherwise.")
+                             "with criterion='newton' and a named loss, or a forest whose "
+                             "criterion is not 'absolute_error'; fit once with the final "
+                             "n_estimators otherwise.")
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
                              "'default', or fit the ordinary estimator on data in memory.")
@@ -159,8 +158,8 @@ class _DaskEstimator:
                      or fit_params.get("eval_set") is not None)
         if validates and not on_workers:
             raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
-                             "with criterion='newton', a named loss and extra_trees=False; "
-                             "pass early_stopping=False and no eval_set.")
+                             "with criterion='newton' and a named loss; pass "
+                             "early_stopping=False and no eval_set.")
         if validates and (self.scoring != "loss" or self.eval_metric is not None):
             raise ValueError("Early stopping on Dask scores the loss: pass scoring='loss' and "
                              "eval_metric=None (or fit the ordinary estimator).")
@@ -169,7 +168,7 @@ class _DaskEstimator:
         if loss is not None and loss.refits_leaves and not on_workers:
             raise ValueError(f"loss={self.loss!r} is not supported on Dask here (the leaf "
                              "refits of absolute_error, quantile and huber need "
-                             "criterion='newton' and extra_trees=False); use "
+                             "criterion='newton'); use "
                              "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model

@@ -9,7 +9,9 @@ by feature among the workers and scans its features
 slices' best splits (each sends its own to every peer) and each merges them
 into the same one-machine choice (:func:`merge_splits`); a forest's
 ``max_features`` soft limit is decided from their exchanged constant-feature
-flags first (:mod:`gputree.dask.sliced_features`). Every worker thus
+flags first (:mod:`gputree.dask.sliced_features`), and random thresholds
+(extremely randomized trees) by each worker for its features, from their
+histograms alone. Every worker thus
 makes the same decisions from the same node-sized data, with the same random
 generator (sent with the tree), and grows the same tree, which it applies to
 its own rows: the driver makes one call per tree and no level waits for it.
@@ -25,10 +27,6 @@ import numpy as np
 
 from .backend import DistributedBackend
 from .sliced_histograms import merge_splits
-
-
-_RANDOM_THRESHOLDS = ("random thresholds need the whole histograms: extra_trees, "
-                      "splitter='random' fit on the driver path")
 
 
 class WorkerArray:
@@ -73,7 +71,7 @@ class PeerBackend(DistributedBackend):
         self.rows = rows
         self._zero = False
         self._pending, self._derive, self._tag = None, None, 0
-        self._limit = None
+        self._choice = None
 
     def row_zeros(self, n_rows, dtype, reuse=None):
         self._zero = True      # zeroed by the tree's first level (or :meth:`finish`)
@@ -112,16 +110,16 @@ class PeerBackend(DistributedBackend):
 
     def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
                              n_bins_non_missing, is_categorical, missing_bin, layout):
-        """The soft limit of ``max_features`` (``order``), applied to
-        ``feature_allowed`` by the workers at :meth:`find_best_splits`
-        (:mod:`gputree.dask.sliced_features`)."""
+        """The soft limit of ``max_features`` (``order``) and the random
+        thresholds (``draws``), decided by the workers at
+        :meth:`find_best_splits` (:meth:`SlicedHistograms.limit`,
+        :meth:`SlicedHistograms.draw`); None here."""
         if not isinstance(hist, WorkerHistograms):
             return super().choose_node_features(hist, feature_allowed, order, max_features,
                                                 draws, n_bins_non_missing, is_categorical,
                                                 missing_bin, layout)
-        if draws is not None:
-            raise NotImplementedError(_RANDOM_THRESHOLDS)
-        self._limit = (np.asarray(order), int(max_features))
+        self._choice = (None if order is None else np.asarray(order), int(max_features),
+                        None if draws is None else np.asarray(draws))
         return None
 
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
@@ -133,20 +131,18 @@ class PeerBackend(DistributedBackend):
             return super().find_best_splits(hist, n_bins_non_missing, is_categorical,
                                             feature_allowed, missing_bin, layout, inv, params,
                                             split_bin=split_bin)
-        if split_bin is not None:
-            raise NotImplementedError(_RANDOM_THRESHOLDS)
         x_name, moves, level_start, node_to_build, n_bins = self._pending
         none = np.empty(0, dtype=node_to_build.dtype)
         derive = self._derive or (none, none)
         self._pending, self._derive = None, None
-        limit, self._limit = self._limit, None
+        choice, self._choice = self._choice, None
         zero, self._zero = self._zero, False
         self._tag += 1
         scan = (int(feature_allowed.shape[0]), np.asarray(n_bins_non_missing),
                 np.asarray(is_categorical), np.asarray(feature_allowed), missing_bin,
                 np.asarray(layout), np.asarray(inv), np.asarray(params))
         own = self.rows.level_splits(self._tag, x_name, zero, moves, level_start,
-                                     node_to_build, n_bins, derive, scan, limit)
+                                     node_to_build, n_bins, derive, scan, choice)
         sliced = self.rows.sliced
         return merge_splits([own] if sliced.whole else
                             sliced.exchange(("splits", self._tag), own))

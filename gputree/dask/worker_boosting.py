@@ -29,8 +29,7 @@ the partitioning.
 Used by the Dask boosting estimators for the Newton criterion with a named
 loss (:class:`WorkerRowsBackend` by the trees and forests too,
 :mod:`gputree.dask.worker_forest`); the other configurations
-(``criterion="friedman_mse"``, custom objectives, ``extra_trees=True``) fit
-through :class:`gputree.dask.backend.DistributedBackend`.
+(``criterion="friedman_mse"``, custom objectives) fit through :class:`gputree.dask.backend.DistributedBackend`.
 """
 import asyncio
 import collections
@@ -187,11 +186,8 @@ class WorkerResidentBoosting:
     of :class:`gputree.dask.backend.DistributedBackend` otherwise."""
 
     def _rows_on_workers(self):
-        """The worker path serves the Newton criterion with a named loss and
-        best splits (``extra_trees`` draws thresholds from the whole
-        histograms, which the workers hold in feature slices)."""
-        return (self.criterion == "newton" and not callable(self.loss)
-                and not self.extra_trees)
+        """The worker path serves the Newton criterion with a named loss."""
+        return self.criterion == "newton" and not callable(self.loss)
 
     def _fit_dask(self, X, y, sample_weight, eval_set=None):
         """The one-machine fit's steps (gputree.estimators.boosting) with

@@ -21,10 +21,11 @@ the driver once, which sets those attributes and scores them as one
 machine does (numpy's sums, so the score is one machine's bit for bit).
 Without ``oob_score`` nothing row-sized reaches the driver.
 
-Used by the Dask trees and forests whose trees the peer growth grows: the
-best splits of the histograms (``splitter="best"``), binary splits, the
-criteria of the histograms (not ``"absolute_error"``, whose splits search
-the node's rows); the others fit through
+Used by the Dask trees and forests whose trees the peer growth grows:
+binary splits (not ``multiway``) of the histograms (not
+``"absolute_error"``, whose splits search the node's rows), best or random
+thresholds (``splitter="random"``: each worker draws its features'); the
+others fit through
 :class:`gputree.dask.backend.DistributedBackend`.
 """
 import numpy as np
@@ -50,9 +51,9 @@ class WorkerResidentTrees:
     :class:`gputree.dask.backend.DistributedBackend` otherwise."""
 
     def _rows_on_workers(self):
-        return (getattr(self, "splitter", getattr(self, "_splitter", "best")) == "best"
-                and not getattr(self, "multiway", False)
-                and self.criterion != "absolute_error")
+        """The worker path serves binary splits of the histograms (not
+        ``multiway``, nor ``"absolute_error"``'s search over a node's rows)."""
+        return not getattr(self, "multiway", False) and self.criterion != "absolute_error"
 
     def _fit_dask(self, X, y, sample_weight):
         if not self._rows_on_workers():

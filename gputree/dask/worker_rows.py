@@ -355,7 +355,7 @@ class WorkerRows:
             links.abort()
 
     def level_splits(self, tag, x_name, zero, moves, level_start, node_to_build, n_bins,
-                     derive, scan, limit=None):
+                     derive, scan, choice=None):
         """One level of the tree being grown: positions zeroed (``zero``: a
         new tree), the previous level's splits applied (``moves``: host
         (level_start, split_feature, split_bitset, left_child) or None), the
@@ -364,10 +364,12 @@ class WorkerRows:
         (``tag``: the level's id), larger siblings derived (``derive``:
         host (parent_rows, built_rows) int32) and this worker's features
         scanned (``scan``: the remaining arguments of ``find_best_splits``
-        with the number of pool rows first), after the ``max_features`` soft
-        limit where ``limit`` (order int32 (n_rows, F), max_features) is
-        given (:meth:`SlicedHistograms.limit`). Returns this slice's best
-        splits (:meth:`SlicedHistograms.scan`)."""
+        with the number of pool rows first), with the node features' choice
+        where ``choice`` (order int32 (n_rows, F) or None, max_features,
+        draws float64 (n_rows, F) or None) is given: the ``max_features``
+        soft limit (:meth:`SlicedHistograms.limit`), then the random
+        thresholds (:meth:`SlicedHistograms.draw`). Returns this slice's
+        best splits (:meth:`SlicedHistograms.scan`)."""
         backend = self._use_threads()
         X = self.X[x_name]
         self.move(x_name, zero, moves)
@@ -391,10 +393,17 @@ class WorkerRows:
                                                      bounds, order, on_host, out=out)
             self.sliced.reduce(tag, rows, X.shape[1], build)
         self.sliced.derive(backend, *derive)
-        if limit is not None:
-            _, n_bins_non_missing, _, allowed, missing_bin, layout = scan[:6]
-            self.sliced.limit(tag, *limit, n_bins_non_missing, missing_bin, layout, allowed)
-        return self.sliced.scan(backend, *scan)
+        split_bin = None
+        if choice is not None:
+            order, max_features, draws = choice
+            _, n_bins_non_missing, is_categorical, allowed, missing_bin, layout = scan[:6]
+            if order is not None:
+                self.sliced.limit(tag, order, max_features, n_bins_non_missing, missing_bin,
+                                  layout, allowed)
+            if draws is not None:
+                split_bin = self.sliced.draw(backend, draws, n_bins_non_missing,
+                                             is_categorical, missing_bin, layout, allowed)
+        return self.sliced.scan(backend, *scan, split_bin=split_bin)
 
     def _level_buffer(self, n_build, row_shape):
         """The buffer a level's histograms are built into: int64 (>= n_build,
