@@ -83,9 +83,8 @@ class ForestRows(WorkerRows):
             rng.set_state(state)
             counts = (None if seed is None else
                       bootstrap_counts(seed, i, n_total, n_bootstrap, self.ranges))
-            stats, growth_i = self._tree_statistics(counts, n_total, data, growth,
+            stats, growth_i = self._tree_statistics(counts, n_total, growth,
                                                     min_weight_fraction)
-            self._use_threads()
             if self.grower is None:
                 self.grower = PeerBackend(self, self.device)
                 self.tree_pool = HistogramPool(self.grower)
@@ -97,7 +96,7 @@ class ForestRows(WorkerRows):
         self.sliced.settle()
         return (trees, rng.get_state()) if self.sliced.index == 0 else None
 
-    def _tree_statistics(self, counts, n_total, data, growth, min_weight_fraction):
+    def _tree_statistics(self, counts, n_total, growth, min_weight_fraction):
         """(Statistics of every row, the statistics as WorkerArray "stats"
         with their int64 totals; the tree's GrowthParams) of the weights
         ``counts`` times the sample and class weights; this worker's held

@@ -110,7 +110,7 @@ class WorkerResidentTrees:
         if done:
             return
         backend, summary = self._worker_rows(self._backend, data, targets)
-        self._forest_targets(summary, fitting=not warm)
+        self._describe_targets(summary, fitting=not warm)
         n_samples, n_features = data.X_binned.shape
         n_bootstrap = self._n_bootstrap(n_samples)
         if self.oob_score:
@@ -131,19 +131,6 @@ class WorkerResidentTrees:
         self._end_fit(n_samples, n_features, n_bootstrap)
         if self.oob_score:
             self._oob_from_workers(targets)
-
-    def _forest_targets(self, summary, fitting):
-        """forest._targets' checks and attributes, from the targets of no
-        rows with every row's classes."""
-        if self.oob_score and not callable(self.oob_score):
-            self._check_oob_target(summary)
-        if not fitting:
-            summary.check_same_classes(self)
-            return
-        for name, value in summary.attributes().items():
-            setattr(self, name, value)
-        self.n_outputs_ = summary.n_outputs
-        self._value_shape = summary.value_shape
 
     def _grow_on_workers(self, first, count, data, growth, n_bootstrap):
         """Trees first .. first + count - 1, grown by the workers (one call)."""

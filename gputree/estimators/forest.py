@@ -296,16 +296,22 @@ class _BaseForest(BaseTreeModel):
         """The fit's targets (:mod:`gputree.estimators.targets`); a first fit
         sets the attributes that describe them, a warm start checks them."""
         targets = self._make_targets(y)
+        self._describe_targets(targets, fitting)
+        return targets
+
+    def _describe_targets(self, targets, fitting):
+        """The checks of the fit's targets (those of OOB scoring; a warm
+        start's classes against the fitted ones) and, fitting, the
+        attributes that describe them."""
         if self.oob_score and not callable(self.oob_score):
             self._check_oob_target(targets)
         if not fitting:
             targets.check_same_classes(self)
-            return targets
+            return
         for name, value in targets.attributes().items():
             setattr(self, name, value)
         self.n_outputs_ = targets.n_outputs
         self._value_shape = targets.value_shape
-        return targets
 
     def _check_oob_target(self, targets):
         """Raise where ``score`` is undefined for these targets (oob_score=True
