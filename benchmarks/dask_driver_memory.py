@@ -1,13 +1,17 @@
-"""Driver memory of a Dask boosting fit on data generated on the workers.
+"""Driver memory of a Dask boosting or forest fit on data generated on the
+workers.
 
 A LocalCluster of 2 worker processes (1 thread each) builds X (--rows x 28
 float32) and y with ``dask.array.random``, so no row passes through the
 driver before the fit; the driver process's peak RSS (VmHWM, reset before the
 fit) is reported above its RSS at the start of the fit, for gputree's
-DaskGradientBoostingClassifier (and, with --peers, XGBoost's and LightGBM's
-Dask estimators), with the fit's seconds.
+DaskGradientBoostingClassifier (``--estimator forest``: its
+DaskRandomForestClassifier; ``--oob``: with oob_score, whose row-sized
+attributes come to the driver at the end) and, with --libraries, XGBoost's
+and LightGBM's Dask estimators, with the fit's seconds.
 
     python benchmarks/dask_driver_memory.py --rows 4000000 --trees 10
+    python benchmarks/dask_driver_memory.py --rows 2000000 --trees 5 --estimator forest
 """
 import argparse
 import sys
@@ -33,7 +37,12 @@ def data(n_rows, chunks):
     return X, y
 
 
-def estimators(trees, which):
+def estimators(trees, which, estimator="boosting", oob=False):
+    if estimator == "forest":
+        from gputree.dask import DaskRandomForestClassifier
+        yield "gputree forest", lambda: DaskRandomForestClassifier(
+            n_estimators=trees, max_depth=8, oob_score=oob, random_state=0, device="cpu")
+        return
     settings = dict(n_estimators=trees, max_depth=8, learning_rate=0.1, random_state=0)
     if "gputree" in which:
         from gputree.dask import DaskGradientBoostingClassifier
@@ -55,13 +64,15 @@ def main():
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--libraries", nargs="+", default=["gputree"],
                         choices=["gputree", "xgboost", "lightgbm"])
+    parser.add_argument("--estimator", choices=["boosting", "forest"], default="boosting")
+    parser.add_argument("--oob", action="store_true", help="a forest's oob_score")
     args = parser.parse_args()
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
         X, y = data(args.rows, -(-args.rows // args.partitions))
         X, y = X.persist(), y.persist()
-        for name, make in estimators(args.trees, args.libraries):
+        for name, make in estimators(args.trees, args.libraries, args.estimator, args.oob):
             make().set_params(n_estimators=1).fit(X[:2000], y[:2000])   # compile, warm up
             start = current_rss_bytes()
             reset_peak_rss()

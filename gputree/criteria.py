@@ -114,32 +114,84 @@ def _layout(criterion, fields, count_channel, n_channels):
                     + fields + [count_channel, n_channels], dtype=np.int64)
 
 
-def _one_hot_fixed_point(y_encoded, n_classes, sample_weight):
+@dataclass
+class RowScales:
+    """What fixes the fixed-point scales of a fit's classification or
+    regression statistics, found over every row: a part of the rows (a Dask
+    worker's) built with the whole's scales holds the very integers the
+    whole's statistics hold for those rows.
+
+    count : bool, a count channel (some weight is not one)
+    integer : bool, every weight is a whole number (of a part); and their
+        sum fits the fixed-point bound, the weights then being their own
+        fixed point (of the whole, :func:`combined_scales`)
+    largest : float64 (k,), the largest magnitude of each fixed-point
+        column: the weights, then (regression) ``w * y_o`` and ``w * s_o``
+        of each output o
+    n_rows : int
+    """
+
+    count: bool
+    integer: bool
+    largest: np.ndarray
+    n_rows: int
+
+
+def statistics_scales(y, sample_weight, criterion):
+    """RowScales of these rows alone (y as the builder takes it,
+    sample_weight float64 (n,)); combine the parts' with
+    :func:`combined_scales`."""
+    w = np.asarray(sample_weight, dtype=FLOAT_DTYPE)
+    columns = [w] + (list(_regression_columns(y, w, criterion))
+                     if criterion.kind == KIND_REGRESSION else [])
+    largest = np.array([max_abs(c) if c.size else 0.0 for c in columns], dtype=FLOAT_DTYPE)
+    return RowScales(_needs_count_channel(w), bool(np.all(w == np.round(w))), largest,
+                     w.shape[0])
+
+
+def combined_scales(parts):
+    """The RowScales of the rows of every part (:func:`statistics_scales`
+    each): integer weights are their own fixed point where their sum fits
+    the bound, as :func:`_integer_weights` decides for the whole."""
+    largest = np.max([part.largest for part in parts], axis=0)
+    n_rows = sum(part.n_rows for part in parts)
+    integer = (all(part.integer for part in parts)
+               and n_rows * float(largest[0]) <= 2.0 ** FIXED_POINT_BITS)
+    return RowScales(any(part.count for part in parts), integer, largest, n_rows)
+
+
+def _one_hot_fixed_point(y_encoded, n_classes, sample_weight, scales=None):
     """to_fixed_point of the one-hot weights (n_samples, n_outputs *
     n_classes), as (float64 (n_samples,) each row's integral value in its
     class channels, the channels' inverse scale). Integer weights are their
     own fixed point; for others the one-hot columns' scale is the weights'
     own (:func:`fixed_point_scale` looks at the largest value only), so no
-    one-hot copy is made."""
+    one-hot copy is made; ``scales``: the whole's (RowScales) where these
+    rows are a part of it."""
     sample_weight = np.asarray(sample_weight, dtype=FLOAT_DTYPE)
-    if _integer_weights(sample_weight):
+    integer = _integer_weights(sample_weight) if scales is None else scales.integer
+    if integer:
         return sample_weight, 1.0
-    k = fixed_point_exponent(sample_weight[:, None])
+    k = (fixed_point_exponent(sample_weight[:, None]) if scales is None
+         else exponent_of(scales.largest[0], scales.n_rows))
     fixed = np.rint(np.ldexp(sample_weight, k))
     warn_rows_lost(sample_weight[:, None], fixed[:, None], "sample_weight")
     return fixed, math.ldexp(1.0, -k)
 
 
-def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
+def classification_statistics(y_encoded, n_classes, sample_weight, criterion, scales=None):
     """y_encoded: int (n_samples, n_outputs) class indices; ``criterion`` a
-    classification :class:`Criterion`; returns Statistics.
+    classification :class:`Criterion`; ``scales``: RowScales of the whole
+    these rows are a part of (None: these rows are the whole); returns
+    Statistics.
 
     The fixed-point weights are written into each row's class channels in
     place, one channel at a time (no (n_samples, n_channels) temporaries)."""
     n_samples, n_outputs = y_encoded.shape
     n_values = n_outputs * n_classes
-    stats, inv, count_channel = _statistics_array(n_samples, n_values, sample_weight)
-    fixed, inv[:n_values] = _one_hot_fixed_point(y_encoded, n_classes, sample_weight)
+    stats, inv, count_channel = _statistics_array(
+        n_samples, n_values, sample_weight, count=None if scales is None else scales.count)
+    fixed, inv[:n_values] = _one_hot_fixed_point(y_encoded, n_classes, sample_weight, scales)
     for o in range(n_outputs):
         for k in range(n_classes):
             np.copyto(stats[:, o * n_classes + k], fixed, casting="unsafe",
@@ -148,28 +200,42 @@ def classification_statistics(y_encoded, n_classes, sample_weight, criterion):
     return Statistics(stats, inv, layout, n_classes)
 
 
-def regression_statistics(y, sample_weight, criterion):
+def _regression_columns(y, w, criterion):
+    """The float64 (n,) columns ``w * y_o`` and ``w * s_o`` of each output
+    o (s_o: y_o**2, or y_o log y_o for Poisson), one at a time."""
+    for o in range(y.shape[1]):
+        y_o = y[:, o]
+        yield w * y_o
+        if criterion.impurity == IMPURITY_POISSON:
+            yield w * np.where(y_o > 0, y_o * devmath.apply("log", np.where(y_o > 0, y_o, 1.0)),
+                               0.0)
+        else:
+            yield w * (y_o * y_o)
+
+
+def regression_statistics(y, sample_weight, criterion, scales=None):
     """y: float (n_samples, n_outputs); ``criterion`` a regression
-    :class:`Criterion`; returns Statistics.
+    :class:`Criterion`; ``scales`` as :func:`classification_statistics`;
+    returns Statistics.
 
     Raises a ValueError naming y and the fix when its channels cannot be
     formed in float64 (``check_target_range``)."""
     check_target_range(y, sample_weight)
     n_samples, n_outputs = y.shape
     w = sample_weight[:, None]
-    stats, inv, count_channel = _statistics_array(n_samples, 1 + 2 * n_outputs, sample_weight)
-    _, inv[0:1] = to_fixed_point(w, _integer_weights(sample_weight), out=stats[:, 0:1],
-                                 name="sample_weight")
-    for o in range(n_outputs):
-        y_o = y[:, o]
-        c = 1 + 2 * o
-        _, inv[c:c + 1] = to_fixed_point((w[:, 0] * y_o)[:, None], out=stats[:, c:c + 1])
-        if criterion.impurity == IMPURITY_POISSON:
-            second = np.where(y_o > 0, y_o * devmath.apply("log", np.where(y_o > 0, y_o, 1.0)), 0.0)
-        else:
-            second = y_o * y_o
-        _, inv[c + 1:c + 2] = to_fixed_point((w[:, 0] * second)[:, None],
-                                             out=stats[:, c + 1:c + 2])
+    stats, inv, count_channel = _statistics_array(
+        n_samples, 1 + 2 * n_outputs, sample_weight,
+        count=None if scales is None else scales.count)
+
+    def scale_from(c):
+        return None if scales is None else (float(scales.largest[c]), scales.n_rows)
+
+    integer = _integer_weights(sample_weight) if scales is None else scales.integer
+    _, inv[0:1] = to_fixed_point(w, integer, out=stats[:, 0:1], name="sample_weight",
+                                 scale_from=None if integer else scale_from(0))
+    for c, column in enumerate(_regression_columns(y, w[:, 0], criterion), start=1):
+        _, inv[c:c + 1] = to_fixed_point(column[:, None], out=stats[:, c:c + 1],
+                                         scale_from=scale_from(c))
     layout = _layout(criterion, [n_outputs, 2, 1, 0], count_channel, stats.shape[1])
     return Statistics(stats, inv, layout, 1)
 

@@ -130,7 +130,8 @@ def fixed_point_scale(values):
     return math.inf if k > 1023 else math.ldexp(1.0, k)
 
 
-def to_fixed_point(values, weights_are_counts=False, xp=np, out=None, name=None):
+def to_fixed_point(values, weights_are_counts=False, xp=np, out=None, name=None,
+                   scale_from=None):
     """Scale float columns (n_samples, k) to int64 fixed point.
 
     All columns in one group share one scale (:func:`fixed_point_exponent`) so
@@ -142,6 +143,8 @@ def to_fixed_point(values, weights_are_counts=False, xp=np, out=None, name=None)
     are small integers used as they are (scale 1). ``name``: the values are
     weights so named, and rows whose nonzero weight rounds to zero are
     reported (:func:`warn_rows_lost`); other values just round.
+    ``scale_from``: (largest magnitude, rows) of the whole the values are
+    a part of (a worker's rows), whose scale they take, else their own.
     """
     values = xp.asarray(values, dtype=FLOAT_DTYPE)
     if out is None:
@@ -149,7 +152,7 @@ def to_fixed_point(values, weights_are_counts=False, xp=np, out=None, name=None)
     if weights_are_counts:
         xp.copyto(out, values, casting="unsafe")
         return out, np.ones(values.shape[1], FLOAT_DTYPE)
-    k = fixed_point_exponent(values)
+    k = fixed_point_exponent(values) if scale_from is None else exponent_of(*scale_from)
     scale_into(values, k, out, xp)
     if name is not None:
         warn_rows_lost(values, out, name, xp)

@@ -110,7 +110,7 @@ CASES = {
                        dict(max_depth=5, max_bins=400), "target"),
     "tree-best-first": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                         dict(max_leaf_nodes=10, max_features=3, random_state=0), "labels"),
-    # extremely randomized trees: the random thresholds drawn on the driver
+    # extremely randomized trees: each worker draws its features' thresholds
     "tree-random-splitter": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                              dict(max_depth=5, splitter="random", max_features=2,
                                   random_state=4), "labels"),
@@ -226,7 +226,9 @@ def test_same_model_other_estimators(client, small_bin_subsample, case):
     dict(n_estimators=2, max_depth=3, multi_strategy="multi_output_tree", colsample_bytree=0.5,
          random_state=1, verbose=1),
     dict(n_estimators=3, grow_policy="lossguide", max_leaf_nodes=7, max_depth=None,
-         random_state=2)], ids=["binary-subsample", "multi-output-verbose", "lossguide"])
+         random_state=2),
+    dict(n_estimators=3, max_depth=3, extra_trees=True, colsample_bytree=0.7, random_state=6)],
+    ids=["binary-subsample", "multi-output-verbose", "lossguide", "extra-trees"])
 def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypatch, params,
                                             n_partitions):
     """Boosting with the Newton criterion keeps its rows on the workers: the
@@ -313,6 +315,163 @@ def _check_early_stopping(model, local, n_estimators):
     assert model.n_iter_ == local.n_iter_
     assert_same_model(model, local)
     assert len(model.validation_score_) == local.n_iter_ + 1
+
+
+def _largest_error(y, predicted):
+    """An OOB metric given y as fit was given it."""
+    return float(np.max(np.abs(np.asarray(y) - predicted)))
+
+
+#: trees and forests grown by the workers (name -> local class, Dask class,
+#: parameters, target: "labels", "target" or a two-output "labels2" /
+#: "target2")
+ON_WORKERS = {
+    "forest-oob-balanced": (gputree.RandomForestClassifier, gd.DaskRandomForestClassifier,
+                            dict(n_estimators=4, max_depth=4, oob_score=True,
+                                 class_weight="balanced", random_state=3), "labels"),
+    "forest-subsample-entropy": (gputree.RandomForestClassifier,
+                                 gd.DaskRandomForestClassifier,
+                                 dict(n_estimators=3, max_depth=4, criterion="entropy",
+                                      max_samples=0.4, class_weight="balanced_subsample",
+                                      min_weight_fraction_leaf=0.02, random_state=1),
+                                 "labels"),
+    "forest-no-bootstrap-best-first": (gputree.RandomForestClassifier,
+                                       gd.DaskRandomForestClassifier,
+                                       dict(n_estimators=2, max_leaf_nodes=9, bootstrap=False,
+                                            max_features=2, random_state=2), "labels"),
+    "forest-multi-output-oob": (gputree.RandomForestClassifier, gd.DaskRandomForestClassifier,
+                                dict(n_estimators=3, max_depth=3, oob_score=True,
+                                     random_state=4), "labels2"),
+    "forest-regressor-oob": (gputree.RandomForestRegressor, gd.DaskRandomForestRegressor,
+                             dict(n_estimators=4, max_depth=4, max_samples=300,
+                                  oob_score=True, random_state=5), "target"),
+    "forest-regressor-oob-metric": (gputree.RandomForestRegressor,
+                                    gd.DaskRandomForestRegressor,
+                                    dict(n_estimators=3, max_depth=3, oob_score=_largest_error,
+                                         random_state=9), "target"),
+    "forest-poisson-two-outputs": (gputree.RandomForestRegressor,
+                                   gd.DaskRandomForestRegressor,
+                                   dict(n_estimators=2, max_depth=3, criterion="poisson",
+                                        max_features=0.5, random_state=6), "target2"),
+    "tree-gini-class-weight": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
+                               dict(max_depth=5, max_features=3, class_weight={0: 2.0},
+                                    min_weight_fraction_leaf=0.01, random_state=7), "labels"),
+    "tree-random-splitter-soft-limit": (gputree.DecisionTreeClassifier,
+                                        gd.DaskDecisionTreeClassifier,
+                                        dict(max_depth=5, splitter="random", max_features=2,
+                                             random_state=4), "labels"),
+    "tree-regressor-two-outputs": (gputree.DecisionTreeRegressor,
+                                   gd.DaskDecisionTreeRegressor,
+                                   dict(max_depth=4, ccp_alpha=0.01), "target2"),
+}
+
+
+def _targets(kind, labels, target):
+    """y of ``kind`` (see ON_WORKERS): the second output differs from the
+    first (a shifted copy; Poisson's non-negative)."""
+    if kind == "labels2":       # a multilabel indicator (OOB accuracy is defined)
+        return np.stack([labels > 0, labels == 2], axis=1).astype(np.int64)
+    if kind == "target2":
+        return np.stack([np.abs(target), np.abs(target[::-1])], axis=1)
+    return labels if kind == "labels" else target
+
+
+def _no_rows_answered(monkeypatch, n_rows, allowed=()):
+    """Make every call to the workers' actors fail when an answer holds an
+    array of as many rows as a worker holds (or ``n_rows``), except for the
+    methods ``allowed``; returns the per-worker row counts seen."""
+    call = gd.worker_boosting.WorkerRowsBackend.call
+    seen = []
+
+    def rows_of(value):
+        if isinstance(value, np.ndarray):
+            yield value.shape[0] if value.ndim else 0
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from rows_of(item)
+        elif dataclasses.is_dataclass(value):
+            for field in dataclasses.fields(value):
+                yield from rows_of(getattr(value, field.name))
+
+    def checked(self, method, *args, **kwargs):
+        answers = call(self, method, *args, **kwargs)
+        sizes = {int(r[1] - r[0]) for bounds in self.ranges for r in bounds}
+        held = {int(sum(r[1] - r[0] for r in bounds)) for bounds in self.ranges}
+        seen.append(held)
+        if method not in allowed:
+            assert not set(rows_of(answers)) & (held | {n_rows}), (method, held, sizes)
+        return answers
+
+    monkeypatch.setattr(gd.worker_boosting.WorkerRowsBackend, "call", checked)
+    return seen
+
+
+@pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
+@pytest.mark.parametrize("n_partitions", [1, 3, 7])
+@pytest.mark.parametrize("case", list(ON_WORKERS))
+def test_trees_and_forests_on_the_workers(client, small_bin_subsample, monkeypatch, case,
+                                          n_partitions):
+    """Trees and forests keep their rows on the workers: y and the weights
+    are never gathered to the driver, the driver path's row primitives
+    never run, no answer of the workers holds a row-sized array (but the
+    OOB values, row-sized by scikit-learn's API, once at the fit's end),
+    and the model, its predictions and its OOB attributes are the
+    one-machine ones bit for bit, for uneven partitionings, with and
+    without weights: bootstraps, max_samples, class weights, two outputs,
+    best-first trees, the max_features soft limit, pruning."""
+    from gputree.dask.backend import DistributedBackend
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a row-sized array or primitive went through the driver")
+
+    for name in ("build_histograms", "update_positions", "take_columns"):
+        monkeypatch.setattr(DistributedBackend, name, refused)
+    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    seen = _no_rows_answered(monkeypatch, N_ROWS, allowed=("oob_rows",))
+    local_class, dask_class, params, kind = ON_WORKERS[case]
+    X, labels, target, weights = make_frame()
+    y = _targets(kind, labels, target)
+    dX = dask_frame(X, n_partitions)
+    dy = da.from_array(y, chunks=(250,) + y.shape[1:])
+    for w in (None, weights):
+        params = dict(params, device="cpu")
+        local = local_class(**params).fit(X, y, sample_weight=w)
+        model = dask_class(**params, client=client).fit(dX, dy, sample_weight=w)
+        assert_same_model(model, local)
+        for method in ("predict", "predict_proba"):
+            if hasattr(local, method) and y.ndim == 1:
+                np.testing.assert_array_equal(getattr(model, method)(dX).compute().to_numpy(),
+                                              getattr(local, method)(X))
+        np.testing.assert_array_equal(model.predict(X), local.predict(X))
+        for name in ("oob_score_", "oob_decision_function_", "oob_prediction_",
+                     "classes_", "n_classes_", "n_outputs_", "max_features_"):
+            if hasattr(local, name):
+                expected = getattr(local, name)
+                for a, b in zip(*(np.atleast_1d(v) if not isinstance(v, list) else v
+                                  for v in (getattr(model, name), expected))):
+                    np.testing.assert_array_equal(a, b, err_msg=name)
+            else:
+                assert not hasattr(model, name), name
+    assert seen           # the workers did the work
+
+
+def test_forest_warm_start_on_the_workers(client, small_bin_subsample):
+    """A warm-started Dask forest (the kept trees' OOB sums recomputed on the
+    workers from their bootstraps) is the one-machine warm-started forest,
+    which is the forest of one fit."""
+    X, labels, _, weights = make_frame()
+    params = dict(max_depth=4, oob_score=True, warm_start=True, random_state=8, device="cpu")
+    dX, dy = dask_frame(X, 3), da.from_array(labels, chunks=200)
+    local = gputree.RandomForestClassifier(n_estimators=2, **params).fit(X, labels, weights)
+    model = gd.DaskRandomForestClassifier(n_estimators=2, **params, client=client)
+    model.fit(dX, dy, sample_weight=weights)
+    local.set_params(n_estimators=5).fit(X, labels, weights)
+    model.set_params(n_estimators=5).fit(dX, dy, sample_weight=weights)
+    assert_same_model(model, local)
+    assert model.oob_score_ == local.oob_score_
+    np.testing.assert_array_equal(model.oob_decision_function_, local.oob_decision_function_)
+    once = gputree.RandomForestClassifier(n_estimators=5, **params).fit(X, labels, weights)
+    assert_same_model(model, once)
 
 
 @pytest.mark.parametrize("n_partitions", [2, 7])
@@ -405,8 +564,8 @@ def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, l
 def test_refused_losses(client):
     X, _, target, _ = make_frame()
     with pytest.raises(ValueError, match="loss='huber' is not supported on Dask"):
-        gd.DaskGradientBoostingRegressor(loss="huber", extra_trees=True, client=client).fit(
-            dask_frame(X, 2), target)
+        gd.DaskGradientBoostingRegressor(loss="huber", criterion="friedman_mse",
+                                         client=client).fit(dask_frame(X, 2), target)
     with pytest.raises(ValueError, match="loss='quantile' is not supported on Dask"):
         gd.DaskGradientBoostingRegressor(loss="quantile", criterion="friedman_mse",
                                          client=client).fit(dask_frame(X, 2), target)
@@ -414,12 +573,12 @@ def test_refused_losses(client):
 
 def test_warm_start_refused_off_the_worker_path(client):
     X, _, target, _ = make_frame()
-    with pytest.raises(ValueError, match="warm_start=True on Dask needs boosting"):
+    with pytest.raises(ValueError, match="warm_start=True on Dask needs the rows on the"):
         gd.DaskGradientBoostingRegressor(warm_start=True, criterion="friedman_mse",
                                          client=client).fit(dask_frame(X, 2), target)
-    with pytest.raises(ValueError, match="warm_start=True on Dask needs boosting"):
-        gd.DaskRandomForestRegressor(warm_start=True, client=client).fit(
-            dask_frame(X, 2), target)
+    with pytest.raises(ValueError, match="warm_start=True on Dask needs the rows on the"):
+        gd.DaskRandomForestRegressor(warm_start=True, criterion="absolute_error",
+                                     client=client).fit(dask_frame(X, 2), target)
 
 
 def test_driver_path_boosting(client, small_bin_subsample):
@@ -508,6 +667,7 @@ def _kill_at(client, monkeypatch, kill, at, victim, method="boost_rounds"):
     starts (of WorkerRowsBackend.call, the calls of the actors' ``method``),
     once. The nanny starts a new worker in its place."""
     owner, name = _owner(*kill[:2]), kill[2]
+    method = kill[3] if len(kill) > 3 else method
     calls, real = [], getattr(owner, name)
 
     def call_then_kill(self, *args, **kwargs):
@@ -542,15 +702,16 @@ LOSSES = {
     # waits for) killed as the third round's call starts
     "boosting-multiclass": (("worker_boosting", "WorkerRowsBackend", "call"), 3, -1,
                             ("worker_boosting", "WorkerResidentBoosting", "_round"), 3),
-    # the driver path: the second tree's levels (out-of-bag values of the
-    # kept tree recomputed on the workers)
-    "forest-regressor": (("backend", "DistributedBackend", "build_histograms"), 6, 0,
-                         ("forest", "_BaseForest", "_grow_one"), 3),
+    # worker-owned forest: the first worker killed as the second tree's call
+    # starts (out-of-bag sums of the kept tree recomputed on the workers)
+    "forest-regressor": (("worker_boosting", "WorkerRowsBackend", "call", "grow_trees"), 2, 0,
+                         ("worker_forest", "WorkerResidentTrees", "_grow_on_workers"), 3),
     "boosting-driver-path": (("backend", "DistributedBackend", "build_histograms"), 5, 0,
                              ("worker_boosting", "WorkerResidentBoosting", "_round"), 3),
-    # random thresholds drawn from a RandomState (rewound for the new attempt)
-    "tree-random-state": (("backend", "DistributedBackend", "build_histograms"), 3, -1, None,
-                          1),
+    # random thresholds drawn from a RandomState (rewound for the new attempt),
+    # the first call to the workers killed
+    "tree-random-state": (("worker_boosting", "WorkerRowsBackend", "call", "grow_trees"), 1,
+                          -1, None, 1),
 }
 
 
@@ -573,6 +734,7 @@ def test_lost_worker_continues_the_fit(client, small_bin_subsample, monkeypatch,
     client.wait_for_workers(2, timeout=60)
     kill, at, victim, progress, n_units = LOSSES[case]
     monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)   # a call a round
+    monkeypatch.setattr(gd.worker_forest, "TREES_PER_CALL", 1)      # a call a tree
     _kill_at(client, monkeypatch, kill, at, victim)
     begun, learned, attempts = [], [], []
     real_encoded = gd.estimators.encoded_partitions
@@ -625,12 +787,13 @@ def test_early_stopping_after_a_lost_worker(client, small_bin_subsample, monkeyp
 def test_lost_worker_beyond_the_limit_stops_the_fit(client, small_bin_subsample, monkeypatch,
                                                      case):
     """With no continuation allowed (MAX_LOST_WORKERS = 0), a worker killed
-    between two trees' levels (for boosting, whose workers grow each tree
-    among themselves, between two trees) stops the fit with a clear error
-    and no model, never a model from part of the data, never a hang."""
+    between two trees (whose workers grow each tree among themselves) stops
+    the fit with a clear error and no model, never a model from part of the
+    data, never a hang."""
     client.wait_for_workers(2, timeout=60)
     monkeypatch.setattr(gd.recovery, "MAX_LOST_WORKERS", 0)
     monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 1)
+    monkeypatch.setattr(gd.worker_forest, "TREES_PER_CALL", 1)
     kill, at, victim = LOSSES["boosting-multiclass" if case.startswith("boost") else
                               "forest-regressor"][:3]
     _kill_at(client, monkeypatch, kill, at, victim)

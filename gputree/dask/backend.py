@@ -1,6 +1,12 @@
 """The distributed backend: the backend seam (:mod:`gputree.backends.base`)
 over row partitions held by Dask workers, so that the one-machine grower,
-forests and boosting run unchanged on the driver.
+forests and boosting run unchanged on the driver: the driver path of the
+fits that the workers do not grow among themselves (boosting with
+``criterion="friedman_mse"`` or a custom objective; ``multiway`` trees;
+trees and forests with ``criterion="absolute_error"``). The other fits keep their rows on the
+workers (:mod:`gputree.dask.worker_boosting`,
+:mod:`gputree.dask.worker_forest`), whose peer growth reuses this class's
+node-level methods (:class:`gputree.dask.peer_growth.PeerBackend`).
 
 Row-sized arrays that the grower passes around are :class:`RemoteRows`:
 binned X (n, n_features) and the positions (n,) stay on the workers. The
@@ -12,8 +18,9 @@ to every worker) and ``take_columns``. Node-sized work (split scan, node
 summaries, histogram subtraction) runs on the driver with the CPU backend,
 which gives the same bits as every other backend.
 
-Per-row statistics are built on the driver, from targets, weights and (for
-boosting) raw scores that the driver holds (O(n) floats, not X): each tree's
+On this path per-row statistics are built on the driver, from targets,
+weights and (for boosting) raw scores that the driver holds (O(n) floats,
+not X): each tree's
 statistics go to the workers once, as per-partition slices, and each tree's
 positions come back once. Each worker runs its tasks on its own backend
 (``device``: "cpu", or "cuda"/"auto" on GPU workers).

@@ -6,26 +6,33 @@ Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
 ``distributed.Client``; None: the current one). ``fit`` takes a 2-D dask
 array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
-row. X is encoded, binned and kept by the workers. Boosting with the Newton
-criterion keeps every row-sized array on the workers, y and the weights
-included (:mod:`gputree.dask.worker_boosting`), and stops early on
-validation rows held there (``eval_set`` as Dask collections, or
-``validation_fraction``; ``scoring="loss"``). Trees, forests,
-``criterion="friedman_mse"``, custom objectives and ``extra_trees`` gather
-y and the weights to the driver and build each tree's statistics there
-(:mod:`gputree.dask.backend`). ``to_local()`` gives the
+row. X is encoded, binned and kept by the workers.
+
+What stays on the driver: on the workers' path nothing row-sized. Boosting
+with the Newton criterion and a named loss keeps every row-sized array on
+the workers, y and the weights included (:mod:`gputree.dask.worker_boosting`),
+and stops early on validation rows held there (``eval_set`` as Dask
+collections, or ``validation_fraction``; ``scoring="loss"``). Trees and
+forests of best splits keep theirs there too, bootstrap counts and
+out-of-bag sums included (:mod:`gputree.dask.worker_forest`); only a
+forest's row-sized OOB attributes (``oob_score``) come to the driver, once,
+at the fit's end. ``criterion="friedman_mse"`` and custom objectives in
+boosting, ``multiway`` trees and ``criterion="absolute_error"`` trees and
+forests gather y and the weights to the driver and build each tree's
+statistics there (the driver path, :mod:`gputree.dask.backend`). ``to_local()`` gives the
 ordinary fitted estimator; ``predict``-like methods on a Dask collection
 predict partition by partition on the workers and return a Dask collection
 (on in-memory data they predict on the driver, as the ordinary estimator).
 
-``warm_start=True`` on that boosting path continues the fitted trees: the
-workers recompute their raw scores from them on their rows.
+``warm_start=True`` on the workers' path continues the fitted trees: the
+workers recompute boosting's raw scores, or a forest's out-of-bag sums, from
+them on their rows.
 
 A worker lost during a fit: the fit continues on the workers left, to the
 same model (:mod:`gputree.dask.recovery`), or raises
 :class:`gputree.dask.WorkerLostError` and leaves the estimator as it was.
 
-Not supported on Dask (a clear error): ``warm_start`` outside that boosting
+Not supported on Dask (a clear error): ``warm_start`` outside the workers'
 path, early stopping and
 ``eval_set`` outside that boosting path (boosting's defaults turn early
 stopping off), another ``scoring`` or an ``eval_metric`` when validating,
@@ -49,6 +56,7 @@ from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
 from .recovery import fit_recovering, keep_bins, kept_bins
 from .worker_boosting import WorkerResidentBoosting
+from .worker_forest import WorkerResidentTrees
 from .inputs import (bin_partitions, binned_with, encoded_partitions, fit_encoder,
                      gather_vector, is_dask_collection, is_dask_frame, row_blocks)
 
@@ -139,8 +147,9 @@ class _DaskEstimator:
     def _check_dask_params(self, fit_params):
         on_workers = getattr(self, "_rows_on_workers", lambda: False)()
         if getattr(self, "warm_start", False) and not on_workers:
-            raise ValueError("warm_start=True on Dask needs boosting with criterion='newton', "
-                             "a named loss and extra_trees=False; fit once with the final "
+            raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting "
+                             "with criterion='newton' and a named loss, or a forest whose "
+                             "criterion is not 'absolute_error'; fit once with the final "
                              "n_estimators otherwise.")
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
@@ -149,8 +158,8 @@ class _DaskEstimator:
                      or fit_params.get("eval_set") is not None)
         if validates and not on_workers:
             raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
-                             "with criterion='newton', a named loss and extra_trees=False; "
-                             "pass early_stopping=False and no eval_set.")
+                             "with criterion='newton' and a named loss; pass "
+                             "early_stopping=False and no eval_set.")
         if validates and (self.scoring != "loss" or self.eval_metric is not None):
             raise ValueError("Early stopping on Dask scores the loss: pass scoring='loss' and "
                              "eval_metric=None (or fit the ordinary estimator).")
@@ -159,7 +168,7 @@ class _DaskEstimator:
         if loss is not None and loss.refits_leaves and not on_workers:
             raise ValueError(f"loss={self.loss!r} is not supported on Dask here (the leaf "
                              "refits of absolute_error, quantile and huber need "
-                             "criterion='newton' and extra_trees=False); use "
+                             "criterion='newton'); use "
                              "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model
@@ -286,10 +295,10 @@ def _make(local_class, defaults=None, bases=()):
 
 _NO_EARLY_STOPPING = {"early_stopping": False}
 
-DaskDecisionTreeClassifier = _make(DecisionTreeClassifier)
-DaskDecisionTreeRegressor = _make(DecisionTreeRegressor)
-DaskRandomForestClassifier = _make(RandomForestClassifier)
-DaskRandomForestRegressor = _make(RandomForestRegressor)
+DaskDecisionTreeClassifier = _make(DecisionTreeClassifier, bases=(WorkerResidentTrees,))
+DaskDecisionTreeRegressor = _make(DecisionTreeRegressor, bases=(WorkerResidentTrees,))
+DaskRandomForestClassifier = _make(RandomForestClassifier, bases=(WorkerResidentTrees,))
+DaskRandomForestRegressor = _make(RandomForestRegressor, bases=(WorkerResidentTrees,))
 DaskGradientBoostingClassifier = _make(GradientBoostingClassifier, _NO_EARLY_STOPPING,
                                        (WorkerResidentBoosting,))
 DaskGradientBoostingRegressor = _make(GradientBoostingRegressor, _NO_EARLY_STOPPING,

@@ -1,12 +1,17 @@
-"""A boosting tree grown by every worker at once, the workers talking only to
-each other: the one-machine grower runs on each worker's
-:class:`gputree.dask.worker_rows.WorkerRows` over a :class:`PeerBackend`.
+"""A tree (a boosting round's, a forest's or a single one) grown by every
+worker at once, the workers talking only to each other: the one-machine
+grower runs on each worker's :class:`gputree.dask.worker_rows.WorkerRows`
+over a :class:`PeerBackend`.
 
 Per level, a worker builds the histograms of its rows, reduce-scatters them
 by feature among the workers and scans its features
 (:mod:`gputree.dask.sliced_histograms`); the workers then exchange their
 slices' best splits (each sends its own to every peer) and each merges them
-into the same one-machine choice (:func:`merge_splits`). Every worker thus
+into the same one-machine choice (:func:`merge_splits`); a forest's
+``max_features`` soft limit is decided from their exchanged constant-feature
+flags first (:mod:`gputree.dask.sliced_features`), and random thresholds
+(extremely randomized trees) by each worker for its features, from their
+histograms alone. Every worker thus
 makes the same decisions from the same node-sized data, with the same random
 generator (sent with the tree), and grows the same tree, which it applies to
 its own rows: the driver makes one call per tree and no level waits for it.
@@ -66,6 +71,7 @@ class PeerBackend(DistributedBackend):
         self.rows = rows
         self._zero = False
         self._pending, self._derive, self._tag = None, None, 0
+        self._choice = None
 
     def row_zeros(self, n_rows, dtype, reuse=None):
         self._zero = True      # zeroed by the tree's first level (or :meth:`finish`)
@@ -102,6 +108,20 @@ class PeerBackend(DistributedBackend):
         # the grower derives in place: the parent's row becomes the sibling's
         self._derive = (np.asarray(parent_rows), np.asarray(built_rows))
 
+    def choose_node_features(self, hist, feature_allowed, order, max_features, draws,
+                             n_bins_non_missing, is_categorical, missing_bin, layout):
+        """The soft limit of ``max_features`` (``order``) and the random
+        thresholds (``draws``), decided by the workers at
+        :meth:`find_best_splits` (:meth:`SlicedHistograms.limit`,
+        :meth:`SlicedHistograms.draw`); None here."""
+        if not isinstance(hist, WorkerHistograms):
+            return super().choose_node_features(hist, feature_allowed, order, max_features,
+                                                draws, n_bins_non_missing, is_categorical,
+                                                missing_bin, layout)
+        self._choice = (None if order is None else np.asarray(order), int(max_features),
+                        None if draws is None else np.asarray(draws))
+        return None
+
     def find_best_splits(self, hist, n_bins_non_missing, is_categorical, feature_allowed,
                          missing_bin, layout, inv, params, split_bin=None):
         """The level's recorded work and the split scan of this worker's
@@ -111,20 +131,18 @@ class PeerBackend(DistributedBackend):
             return super().find_best_splits(hist, n_bins_non_missing, is_categorical,
                                             feature_allowed, missing_bin, layout, inv, params,
                                             split_bin=split_bin)
-        if split_bin is not None:
-            raise NotImplementedError("random thresholds need the whole histograms: "
-                                      "boosting with extra_trees fits on the driver path")
         x_name, moves, level_start, node_to_build, n_bins = self._pending
         none = np.empty(0, dtype=node_to_build.dtype)
         derive = self._derive or (none, none)
         self._pending, self._derive = None, None
+        choice, self._choice = self._choice, None
         zero, self._zero = self._zero, False
         self._tag += 1
         scan = (int(feature_allowed.shape[0]), np.asarray(n_bins_non_missing),
                 np.asarray(is_categorical), np.asarray(feature_allowed), missing_bin,
                 np.asarray(layout), np.asarray(inv), np.asarray(params))
         own = self.rows.level_splits(self._tag, x_name, zero, moves, level_start,
-                                     node_to_build, n_bins, derive, scan)
+                                     node_to_build, n_bins, derive, scan, choice)
         sliced = self.rows.sliced
         return merge_splits([own] if sliced.whole else
                             sliced.exchange(("splits", self._tag), own))

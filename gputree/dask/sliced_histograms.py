@@ -26,6 +26,7 @@ import numpy as np
 from .._dtypes import FEATURE_DTYPE, STAT_DTYPE
 from ..backends.scan import SplitInfo
 from .packed_histograms import add_packed, pack, packed_capacity
+from .sliced_features import constant_features, soft_limit
 
 
 def feature_bounds(n_features, n_slices):
@@ -170,12 +171,48 @@ class SlicedHistograms:
             backend.subtract_histograms(self.pool, parent_rows, self.pool, built_rows,
                                         parent_rows)
 
+    def limit(self, tag, order, max_features, n_bins_non_missing, missing_bin, layout,
+              allowed):
+        """The ``max_features`` soft limit of pool rows [0, len(allowed)),
+        applied to ``allowed`` uint8 (n_nodes, F) in place, from every
+        slice's constant features (:mod:`gputree.dask.sliced_features`;
+        ``tag``: the level's id)."""
+        _, first, stop = self._own(allowed.shape[1])
+        n_nodes = allowed.shape[0]
+        self._ensure_rows(n_nodes, (0,) + self.pool.shape[1:])
+        own = constant_features(self.pool[:n_nodes],
+                                np.asarray(n_bins_non_missing)[first:stop], missing_bin, layout)
+        parts = [own] if self.whole else self.exchange(("limit", tag), own)
+        soft_limit(order, max_features, np.concatenate(parts, axis=1), allowed)
+
+    def draw(self, backend, draws, n_bins_non_missing, is_categorical, missing_bin, layout,
+             allowed):
+        """The random thresholds of this worker's features (the backend's
+        ``choose_node_features`` on its slice: a (node, feature)'s draw and
+        histogram alone decide them): int32 (n_nodes, own features)
+        ``split_bin``, or None when this slice has no feature; their
+        columns of ``allowed`` uint8 (n_nodes, F) updated in place (0 where
+        constant). ``draws`` float64 (n_nodes, F), every feature's."""
+        _, first, stop = self._own(allowed.shape[1])
+        if stop == first:
+            return None
+        own, n_nodes = slice(first, stop), allowed.shape[0]
+        self._ensure_rows(n_nodes, (0,) + self.pool.shape[1:])
+        mine = np.ascontiguousarray(allowed[:, own])
+        split_bin = backend.choose_node_features(
+            self.pool[:n_nodes], mine, None, 0, np.ascontiguousarray(draws[:, own]),
+            np.ascontiguousarray(n_bins_non_missing[own]),
+            np.ascontiguousarray(is_categorical[own]), missing_bin, layout)
+        allowed[:, own] = mine
+        return split_bin
+
     def scan(self, backend, n_nodes, n_bins_non_missing, is_categorical, allowed, missing_bin,
-             layout, inv, params):
+             layout, inv, params, split_bin=None):
         """The best split of pool rows [0, n_nodes) over this worker's
-        features (arguments as ``find_best_splits``, every feature's): a
-        tuple of host arrays (gain, feature (global index), bitset,
-        missing_left, left_sums, words), or None when this slice has no feature."""
+        features (arguments as ``find_best_splits``, every feature's;
+        ``split_bin``: :meth:`draw`'s): a tuple of host arrays (gain,
+        feature (global index), bitset, missing_left, left_sums, words), or
+        None when this slice has no feature."""
         _, first, stop = self._own(allowed.shape[1])
         if stop == first:
             return None
@@ -184,7 +221,7 @@ class SlicedHistograms:
         split = backend.find_best_splits(
             self.pool[:n_nodes], np.ascontiguousarray(n_bins_non_missing[own]),
             np.ascontiguousarray(is_categorical[own]), np.ascontiguousarray(allowed[:, own]),
-            missing_bin, layout, inv, params)
+            missing_bin, layout, inv, params, split_bin=split_bin)
         return (split.gain, (split.feature + first).astype(FEATURE_DTYPE), split.bitset,
                 split.missing_left, split.left_sums, split.words)
 

@@ -99,29 +99,31 @@ def _first_rows(y, offset):
                          "starts)") from None
 
 
-def target_summary(y, w, offset, classify, poisson):
-    """What the driver needs of one partition's y (n,) and weights (n,) or
-    None: dict with ``column`` (y was (n, 1)), for a classifier ``labels``
-    (distinct, as encode_labels sorts them) and ``counts`` (int64 rows of
-    each), else ``largest_y`` (max |y|) and ``smallest_y``; ``largest_w``
-    (max weight, 1 without weights) and ``positive`` (rows of weight > 0)."""
+def target_summary(y, w, offset, classify, poisson, single=True):
+    """What the driver needs of one partition's y (n,) or (n, n_outputs)
+    (``single``: one output, boosting's) and weights (n,) or None: dict
+    with ``column`` (a single output given as (n, 1)), for a classifier
+    per output ``labels`` (distinct, as encode_labels sorts them) and
+    ``counts`` (int64 rows of each), else ``largest_y`` and ``smallest_y``
+    float64 (n_outputs,) (max |y|, min y); ``largest_w`` (max weight, 1
+    without weights) and ``positive`` (rows of weight > 0)."""
     y = _first_rows(np.asarray(y), offset)
-    summary = {"column": y.ndim == 2}
-    if y.ndim == 2:
+    summary = {"column": single and y.ndim == 2}
+    if single and y.ndim == 2:
         if y.shape[1] != 1:
             raise ValueError(f"Gradient boosting fits a single target; y has {y.shape[1]} "
                              "columns. Fit one model per column.")
         y = y[:, 0]
     if classify:
         codes, labels, _ = encode_labels(y)
-        summary.update(labels=labels[0], counts=np.bincount(codes[:, 0],
-                                                            minlength=len(labels[0])))
+        summary.update(labels=labels, counts=[np.bincount(codes[:, o], minlength=len(known))
+                                              for o, known in enumerate(labels)])
     else:
-        y = as_float_targets(y)
+        y = as_float_targets(y).reshape(y.shape[0], -1)
         if poisson:
-            check_poisson_targets(np.concatenate([y, [1.0]])[:, None])   # the sign check
-        summary.update(largest_y=float(np.max(np.abs(y), initial=0.0)),
-                       smallest_y=float(np.min(y, initial=np.inf)))
+            check_poisson_targets(np.concatenate([y, np.ones((1, y.shape[1]))]))  # the signs
+        summary.update(largest_y=np.max(np.abs(y), axis=0, initial=0.0),
+                       smallest_y=np.min(y, axis=0, initial=np.inf))
     if w is None:
         summary.update(largest_w=1.0 if y.shape[0] else 0.0, positive=y.shape[0])
     else:
@@ -133,14 +135,17 @@ def target_summary(y, w, offset, classify, poisson):
 
 
 class WorkerTargets:
-    """y and sample_weight of a Dask boosting fit, held by the workers (one
-    part per partition of X) and checked: ``y``, ``weights`` VectorParts
-    (weights None: all ones); ``positive`` int64 (n_partitions,) rows of
-    positive weight; for a classifier ``labels`` (the distinct labels of
-    all rows, object or the labels' dtype) and ``counts`` (int64 rows of
-    each); for a regressor ``largest_y`` and ``smallest_y``."""
+    """y and sample_weight of a Dask fit, held by the workers (one part per
+    partition of X) and checked: ``y``, ``weights`` VectorParts (weights
+    None: all ones); ``positive`` int64 (n_partitions,) rows of positive
+    weight; for a classifier per output ``classes`` (the distinct labels of
+    all rows, object or the labels' dtype) and ``class_counts`` (int64 rows
+    of each), ``labels`` and ``counts`` those of the first output; for a
+    regressor ``largest_y`` and ``smallest_y`` (over every output).
+    ``single``: y has one output (boosting), else one or more (trees and
+    forests: ``n_outputs``)."""
 
-    def __init__(self, partitions, y, sample_weight, classify, poisson=False):
+    def __init__(self, partitions, y, sample_weight, classify, poisson=False, single=True):
         if y is None:
             check_y(y, partitions.n_rows)
         self.n_rows = partitions.n_rows
@@ -149,7 +154,8 @@ class WorkerTargets:
         weights = self.weights.parts if self.weights else [None] * len(self.y.parts)
         summaries = partitions.gather(partitions.map(
             target_summary, self.y.parts, weights, partitions.offsets[:-1],
-            classify=classify, poisson=poisson))
+            classify=classify, poisson=poisson, single=single))
+        self.n_outputs = _n_outputs(summaries)
         if any(s["column"] for s in summaries):
             from sklearn.exceptions import DataConversionWarning
             warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
@@ -162,10 +168,11 @@ class WorkerTargets:
         if classify:
             self._union_labels(summaries)
         else:
-            self.largest_y = max(s["largest_y"] for s in summaries)
-            self.smallest_y = min(s["smallest_y"] for s in summaries)
+            largest = np.max([s["largest_y"] for s in summaries], axis=0)
+            smallest = np.min([s["smallest_y"] for s in summaries], axis=0)
+            self.largest_y, self.smallest_y = float(np.max(largest)), float(np.min(smallest))
             if poisson:        # no negative y (checked per partition), a positive sum
-                check_poisson_targets(np.array([[self.smallest_y], [self.largest_y]]))
+                check_poisson_targets(np.stack([smallest, largest]))
 
     def _check_weights(self):
         """check_sample_weight's checks of the whole vector."""
@@ -176,15 +183,28 @@ class WorkerTargets:
                         "this does not change the tree")
 
     def _union_labels(self, summaries):
-        """The distinct labels of every row (those of the partitions'
-        distinct labels) and their counts, summed in int64."""
-        _, labels, _ = encode_labels(np.concatenate([s["labels"] for s in summaries]))
-        self.labels = labels[0]
-        self.counts = np.zeros(len(self.labels), dtype=np.int64)
-        for s in summaries:
-            self.counts[np.searchsorted(self.labels, s["labels"])] += s["counts"]
+        """Per output, the distinct labels of every row (those of the
+        partitions' distinct labels) and their counts, summed in int64."""
+        self.classes, self.class_counts = [], []
+        for o in range(self.n_outputs):
+            _, labels, _ = encode_labels(np.concatenate([s["labels"][o] for s in summaries]))
+            counts = np.zeros(len(labels[0]), dtype=np.int64)
+            for s in summaries:
+                counts[np.searchsorted(labels[0], s["labels"][o])] += s["counts"][o]
+            self.classes.append(labels[0])
+            self.class_counts.append(counts)
+        self.labels, self.counts = self.classes[0], self.class_counts[0]
 
     def release(self):
         for vector in (self.y, self.weights):
             if vector is not None:
                 vector.release()
+
+
+def _n_outputs(summaries):
+    """The outputs of y, the same in every partition."""
+    widths = {len(s["labels"]) if "labels" in s else len(s["largest_y"]) for s in summaries}
+    if len(widths) != 1:
+        raise ValueError(f"y has a different number of outputs in different partitions "
+                         f"({sorted(widths)}); give every row the same outputs.")
+    return widths.pop()

@@ -27,8 +27,9 @@ sums in parts, and the model is the one-machine model bit for bit, whatever
 the partitioning.
 
 Used by the Dask boosting estimators for the Newton criterion with a named
-loss; the other configurations (``criterion="friedman_mse"``, custom
-objectives, ``extra_trees=True``) fit through :class:`gputree.dask.backend.DistributedBackend`.
+loss (:class:`WorkerRowsBackend` by the trees and forests too,
+:mod:`gputree.dask.worker_forest`); the other configurations
+(``criterion="friedman_mse"``, custom objectives) fit through :class:`gputree.dask.backend.DistributedBackend`.
 """
 import asyncio
 import collections
@@ -50,11 +51,12 @@ ROUNDS_PER_CALL = 100
 
 
 class WorkerRowsBackend(DistributedBackend):
-    """The :class:`WorkerRows` actors of a fit, called all at once
-    (:meth:`call`); the rounds run on the workers
-    (:meth:`WorkerRows.boost_rounds`)."""
+    """The :class:`WorkerRows` actors of a fit (``actor``: that class or a
+    subclass), called all at once (:meth:`call`); the rounds run on the
+    workers (:meth:`WorkerRows.boost_rounds`), a forest's trees too
+    (:meth:`gputree.dask.forest_rows.ForestRows.grow_trees`)."""
 
-    def __init__(self, partitions, device, X_binned, targets, evaluation=None):
+    def __init__(self, partitions, device, X_binned, targets, evaluation=None, actor=WorkerRows):
         super().__init__(partitions, device)
         client = partitions.client
         groups = balanced_groups(partitions.sizes, partitions.workers,
@@ -65,7 +67,7 @@ class WorkerRowsBackend(DistributedBackend):
                        for parts in self.rows]
         weights = targets.weights.parts if targets.weights else None
         validation = _validation_groups(evaluation, list(groups))
-        futures = [client.submit(WorkerRows, device, ranges,
+        futures = [client.submit(actor, device, ranges,
                                  [X_binned.futures[p] for p in parts],
                                  [targets.y.parts[p] for p in parts],
                                  None if weights is None else [weights[p] for p in parts],
@@ -184,11 +186,8 @@ class WorkerResidentBoosting:
     of :class:`gputree.dask.backend.DistributedBackend` otherwise."""
 
     def _rows_on_workers(self):
-        """The worker path serves the Newton criterion with a named loss and
-        best splits (``extra_trees`` draws thresholds from the whole
-        histograms, which the workers hold in feature slices)."""
-        return (self.criterion == "newton" and not callable(self.loss)
-                and not self.extra_trees)
+        """The worker path serves the Newton criterion with a named loss."""
+        return self.criterion == "newton" and not callable(self.loss)
 
     def _fit_dask(self, X, y, sample_weight, eval_set=None):
         """The one-machine fit's steps (gputree.estimators.boosting) with

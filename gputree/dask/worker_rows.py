@@ -1,4 +1,6 @@
-"""The rows one worker owns during a boosting fit, as a distributed Actor.
+"""The rows one worker owns during a boosting fit, as a distributed Actor
+(:class:`gputree.dask.forest_rows.ForestRows` extends it for trees and
+forests).
 
 A :class:`WorkerRows` lives on a worker for the whole fit and keeps every
 row-sized array of that worker's partitions (their rows stacked in global
@@ -313,8 +315,13 @@ class WorkerRows:
         """Every worker's answer to ``method(*args)``, in worker order: this
         worker's, exchanged with the peers (every worker makes the same
         calls in the same order, so the n-th exchange of each is the same)."""
+        return self._share(getattr(self, method)(*args))
+
+    def _share(self, value):
+        """Every worker's ``value`` (node-sized), in worker order (see
+        :meth:`_gather`)."""
         self._exchanges += 1
-        return self.sliced.exchange(("round", self._exchanges), getattr(self, method)(*args))
+        return self.sliced.exchange(("round", self._exchanges), value)
 
     def grow_tree(self, data, stats, growth, rng, colsample_bytree, learning_rate,
                   first_column, add, with_validation):
@@ -348,7 +355,7 @@ class WorkerRows:
             links.abort()
 
     def level_splits(self, tag, x_name, zero, moves, level_start, node_to_build, n_bins,
-                     derive, scan):
+                     derive, scan, choice=None):
         """One level of the tree being grown: positions zeroed (``zero``: a
         new tree), the previous level's splits applied (``moves``: host
         (level_start, split_feature, split_bitset, left_child) or None), the
@@ -357,8 +364,12 @@ class WorkerRows:
         (``tag``: the level's id), larger siblings derived (``derive``:
         host (parent_rows, built_rows) int32) and this worker's features
         scanned (``scan``: the remaining arguments of ``find_best_splits``
-        with the number of pool rows first). Returns this slice's best
-        splits (:meth:`SlicedHistograms.scan`)."""
+        with the number of pool rows first), with the node features' choice
+        where ``choice`` (order int32 (n_rows, F) or None, max_features,
+        draws float64 (n_rows, F) or None) is given: the ``max_features``
+        soft limit (:meth:`SlicedHistograms.limit`), then the random
+        thresholds (:meth:`SlicedHistograms.draw`). Returns this slice's
+        best splits (:meth:`SlicedHistograms.scan`)."""
         backend = self._use_threads()
         X = self.X[x_name]
         self.move(x_name, zero, moves)
@@ -382,7 +393,17 @@ class WorkerRows:
                                                      bounds, order, on_host, out=out)
             self.sliced.reduce(tag, rows, X.shape[1], build)
         self.sliced.derive(backend, *derive)
-        return self.sliced.scan(backend, *scan)
+        split_bin = None
+        if choice is not None:
+            order, max_features, draws = choice
+            _, n_bins_non_missing, is_categorical, allowed, missing_bin, layout = scan[:6]
+            if order is not None:
+                self.sliced.limit(tag, order, max_features, n_bins_non_missing, missing_bin,
+                                  layout, allowed)
+            if draws is not None:
+                split_bin = self.sliced.draw(backend, draws, n_bins_non_missing,
+                                             is_categorical, missing_bin, layout, allowed)
+        return self.sliced.scan(backend, *scan, split_bin=split_bin)
 
     def _level_buffer(self, n_build, row_shape):
         """The buffer a level's histograms are built into: int64 (>= n_build,
@@ -514,9 +535,10 @@ class WorkerRows:
         return pointwise * self.w
 
     def _largest(self, values):
+        """Largest magnitude of ``values`` (n,) on the backend or the host."""
         if values.shape[0] == 0:
             return 0.0
-        if self.backend.xp is np:
+        if self.backend.xp is np or isinstance(values, np.ndarray):
             return float(largest_magnitudes(np.ascontiguousarray(values)[:, None])[0])
         return float(self.backend.xp.max(self.backend.xp.abs(values)))
 
@@ -526,9 +548,10 @@ class WorkerRows:
         None) where the whole's largest magnitude is 0 or not finite."""
         if values.shape[0] == 0:
             return 0, None
+        xp = np if isinstance(values, np.ndarray) else self.backend.xp
         if largest == 0.0 or not np.isfinite(largest):
-            return float(self.backend.xp.sum(values)), None
-        return summable_total(self.backend.xp, values, largest, n_total)
+            return float(xp.sum(values)), None
+        return summable_total(xp, values, largest, n_total)
 
     def _local_unsorted(self, rows):
         """Local indices (int64) of the global ``rows`` (any order) this

@@ -16,6 +16,7 @@ from ..data.binned import bin_with
 from ..data.dataset import BinnedRows, Dataset
 from ..data.training import TrainingInputs, bin_training_data, binning_seed, seed_from
 from ..data.validation import check_choice, check_float, check_int, check_random_state
+from ..fixed_point import order_free_sum
 from ..growth.params import GrowthParams
 from ..io.json import save_model
 from ..io.treelite import to_treelite
@@ -94,6 +95,14 @@ def resolve_count(value, name, n_samples, minimum, fraction_high=1.0):
             raise ValueError(what)
         return max(minimum, int(math.ceil(value * n_samples)))
     raise TypeError(what)
+
+
+def weight_total(w):
+    """The sum of a tree's weights float64 (n,) that ``min_weight_fraction_leaf``
+    takes a fraction of: an order-free sum (:func:`gputree.fixed_point.order_free_sum`;
+    exact for whole numbers), which the parts of the rows (Dask workers')
+    give alike."""
+    return order_free_sum(np, np.asarray(w, dtype=np.float64))
 
 
 def growth_params(est, n_samples, total_weight, n_features):

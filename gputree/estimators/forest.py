@@ -38,7 +38,7 @@ from ..growth.median import grow_absolute_error
 from ..model import register_estimator, saved_floats, saved_int, saved_ints, saved_number
 from ..tree import decision_path_indicator
 from .base import (BaseTreeModel, growth_params, set_params_from, squared_error_alias,
-                   tree_random_streams)
+                   tree_random_streams, weight_total)
 from .._progress import Progress
 from .ensemble import (add_tree_values, device_leaves, stacked_values,
                        training_data, tree_rng)
@@ -101,6 +101,34 @@ def _fill_counted(unit, counts, out, part, n_parts):
         out[i, n_values] = 1 if count > 0 else 0
 
 
+def drawn_rows(seed, i, n_samples, n_bootstrap):
+    """int64 (n_bootstrap,) the rows tree ``i`` of a forest seeded ``seed``
+    draws with replacement, first from its ``tree_rng``; every row once
+    when n_bootstrap is None."""
+    if n_bootstrap is None:
+        return np.arange(n_samples)
+    return tree_rng(seed, i).randint(0, n_samples, n_bootstrap)
+
+
+def bootstrap_counts(seed, i, n_samples, n_bootstrap, ranges=None):
+    """float64 times tree ``i`` draws each of the ``n_samples`` rows (ones
+    without bootstrap): (n_samples,), or with ``ranges`` int64 (p, 2) the
+    counts of the global rows [start, stop) of each range, concatenated (a
+    Dask worker's rows: the same draw, by global row index)."""
+    if ranges is None:
+        ranges = np.array([[0, n_samples]])
+    sizes = [int(stop - start) for start, stop in ranges]
+    if n_bootstrap is None:
+        return np.ones(sum(sizes))
+    drawn = drawn_rows(seed, i, n_samples, n_bootstrap)
+    if len(ranges) == 1 and sizes[0] == n_samples:
+        return np.bincount(drawn, minlength=n_samples).astype(np.float64)
+    return np.concatenate([np.zeros(0)] + [
+        np.bincount(drawn[(drawn >= start) & (drawn < stop)] - start,
+                    minlength=size).astype(np.float64)
+        for (start, stop), size in zip(ranges, sizes)])
+
+
 class _OutOfBag:
     """Per row: sum of the leaf values of the trees that left it out, and how
     many trees did (device arrays)."""
@@ -118,12 +146,25 @@ class _OutOfBag:
         self.n[rows] += 1.0
 
     def mean(self):
-        """host (n, n_outputs, n_classes); rows never out of bag get zeros."""
+        """host (n, n_outputs, n_classes); rows never out of bag get zeros
+        (with a warning)."""
+        if self.missing():
+            warn_no_oob()
+        return self.values()
+
+    def missing(self):
+        """Whether some row was in every tree's bag."""
+        return bool(np.any(self.backend.to_host(self.n) == 0))
+
+    def values(self):
+        """:meth:`mean` without the warning."""
         n = self.backend.to_host(self.n)
-        if np.any(n == 0):
-            warnings.warn("Some inputs do not have OOB scores. This probably means too few "
-                          "trees were used to compute any reliable OOB estimates.", UserWarning)
         return self.backend.to_host(self.total) / np.maximum(n, 1)[:, None, None]
+
+
+def warn_no_oob():
+    warnings.warn("Some inputs do not have OOB scores. This probably means too few "
+                  "trees were used to compute any reliable OOB estimates.", UserWarning)
 
 
 def _mean_r2(y, prediction):
@@ -191,18 +232,13 @@ class _BaseForest(BaseTreeModel):
         return max(1, int(fraction * n_samples))
 
     def _drawn_rows(self, i, n_samples, n_bootstrap):
-        """int64 (n_bootstrap,) the rows tree ``i`` draws with replacement,
-        first from its ``tree_rng``; every row once when n_bootstrap is None."""
-        if n_bootstrap is None:
-            return np.arange(n_samples)
-        return tree_rng(self._seed, i).randint(0, n_samples, n_bootstrap)
+        """int64 (n_bootstrap,) the rows tree ``i`` draws with replacement
+        (:func:`drawn_rows`)."""
+        return drawn_rows(self._seed, i, n_samples, n_bootstrap)
 
     def _counts(self, i, n_samples, n_bootstrap):
         """float64 (n,) times tree ``i`` draws each row; ones without bootstrap."""
-        if n_bootstrap is None:
-            return np.ones(n_samples)
-        drawn = self._drawn_rows(i, n_samples, n_bootstrap)
-        return np.bincount(drawn, minlength=n_samples).astype(np.float64)
+        return bootstrap_counts(self._seed, i, n_samples, n_bootstrap)
 
     def _tree_seed(self, i):
         """The int seed tree ``i`` grows from (its ``random_state``)."""
@@ -217,6 +253,22 @@ class _BaseForest(BaseTreeModel):
         if scipy.sparse.issparse(y):
             raise ValueError("sparse multilabel-indicator for y is not supported. gputree "
                              "needs dense targets: convert it with y.toarray().")
+        data, warm, start, done = self._begin_fit(X, sample_weight)
+        n_samples = data.X_binned.shape[0]
+        y = check_y(y, n_samples)
+        if done:
+            return self
+        # None: all ones, and no (n_samples,) array of them
+        weight = None if sample_weight is None else check_sample_weight(sample_weight, n_samples)
+        targets = self._targets(y, fitting=not warm)
+        self._grow_trees(data, targets, y, weight, start)
+        return self
+
+    def _begin_fit(self, X, sample_weight):
+        """(BinnedData of X, warm, the trees kept, done): X binned (or,
+        warm, binned with the kept trees' bins), the trees of a fresh fit
+        dropped; ``done``, with a warning, when a warm start adds no tree
+        and has its OOB estimate."""
         data, warm = training_data(self, X, sample_weight)
         if not warm:
             self._trees = []
@@ -224,33 +276,42 @@ class _BaseForest(BaseTreeModel):
         if self.n_estimators < start:
             raise ValueError(f"n_estimators={self.n_estimators} must be larger or equal to "
                              f"len(trees)={start} when warm_start==True.")
-        n_samples = data.X_binned.shape[0]
-        y = check_y(y, n_samples)
+        done = False
         if warm and self.n_estimators == start:
             warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
                           "new trees.", UserWarning)
-            if not self.oob_score or hasattr(self, "oob_score_"):
-                return self
-        # None: all ones, and no (n_samples,) array of them
-        weight = None if sample_weight is None else check_sample_weight(sample_weight, n_samples)
-        targets = self._targets(y, fitting=not warm)
-        self._grow_trees(data, targets, y, weight, start)
-        return self
+            done = not self.oob_score or hasattr(self, "oob_score_")
+        return data, warm, start, done
+
+    def _end_fit(self, n_samples, n_features, n_bootstrap):
+        """The fitted attributes of the trees' sizes; the OOB attributes
+        of an earlier fit dropped."""
+        self.max_features_ = growth_params(self, n_samples, 1.0, n_features).max_features
+        self._n_samples, self._n_samples_bootstrap = n_samples, n_bootstrap
+        for name in self._oob_attributes:
+            if name in self.__dict__:
+                delattr(self, name)
 
     def _targets(self, y, fitting):
         """The fit's targets (:mod:`gputree.estimators.targets`); a first fit
         sets the attributes that describe them, a warm start checks them."""
         targets = self._make_targets(y)
+        self._describe_targets(targets, fitting)
+        return targets
+
+    def _describe_targets(self, targets, fitting):
+        """The checks of the fit's targets (those of OOB scoring; a warm
+        start's classes against the fitted ones) and, fitting, the
+        attributes that describe them."""
         if self.oob_score and not callable(self.oob_score):
             self._check_oob_target(targets)
         if not fitting:
             targets.check_same_classes(self)
-            return targets
+            return
         for name, value in targets.attributes().items():
             setattr(self, name, value)
         self.n_outputs_ = targets.n_outputs
         self._value_shape = targets.value_shape
-        return targets
 
     def _check_oob_target(self, targets):
         """Raise where ``score`` is undefined for these targets (oob_score=True
@@ -280,11 +341,7 @@ class _BaseForest(BaseTreeModel):
                 progress.step()
         finally:
             progress.close()
-        self.max_features_ = growth_params(self, n_samples, 1.0, n_features).max_features
-        self._n_samples, self._n_samples_bootstrap = n_samples, n_bootstrap
-        for name in self._oob_attributes:
-            if name in self.__dict__:
-                delattr(self, name)
+        self._end_fit(n_samples, n_features, n_bootstrap)
         if oob is not None:
             self._set_oob(oob.mean(), targets, y)
 
@@ -368,7 +425,7 @@ class _BaseForest(BaseTreeModel):
         if stats is None:
             stats = targets.statistics(w)
             stats.stats = self._backend.upload(stats.stats)
-        growth = growth_params(self, n_samples, w.sum(), n_features)
+        growth = growth_params(self, n_samples, weight_total(w), n_features)
         return stats, growth, (counts == 0 if with_oob else None)
 
     def _grow_group(self, data, indices, bootstraps, oob, pool):

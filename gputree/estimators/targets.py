@@ -43,7 +43,7 @@ def check_poisson_targets(y, strictly=True):
 def encode_labels(y):
     """(int32 (n_samples, n_outputs) class indices, list of class arrays,
     list of class counts); rejects continuous targets."""
-    y2 = y.reshape(y.shape[0], -1)
+    y2 = y if y.ndim == 2 else y.reshape(y.shape[0], -1)
     if y2.dtype.kind == "f" and np.any(y2 != np.round(y2)):
         raise ValueError("Unknown label type: continuous. Classification needs discrete "
                          "labels; use DecisionTreeRegressor for a continuous y.")
@@ -58,14 +58,21 @@ def encode_labels(y):
     return encoded, classes, [len(c) for c in classes]
 
 
-def class_weights(class_weight, y_encoded, classes):
-    """Per-row multiplier (float64 (n_samples,)) from class_weight."""
+def class_weights(class_weight, y_encoded, classes, counts=None):
+    """Per-row multiplier (float64 (n_samples,)) from class_weight;
+    ``counts``: per output the int rows of each class among all the fit's
+    rows (None: y_encoded is all of them)."""
     n_samples, n_outputs = y_encoded.shape
     factor = np.ones(n_samples)
     if class_weight is None:
         return factor
-    counts = [np.bincount(y_encoded[:, o], minlength=len(classes[o])) for o in range(n_outputs)]
-    for o, per_class in enumerate(class_factors(class_weight, counts, classes, n_samples)):
+    n_total = n_samples
+    if counts is None:
+        counts = [np.bincount(y_encoded[:, o], minlength=len(classes[o]))
+                  for o in range(n_outputs)]
+    else:
+        n_total = int(np.sum(counts[0]))
+    for o, per_class in enumerate(class_factors(class_weight, counts, classes, n_total)):
         factor *= per_class[y_encoded[:, o]]
     return factor
 
@@ -108,15 +115,26 @@ class ClassTargets:
 
     ``class_weight="balanced_subsample"`` (forests: ``per_tree=True``)
     weighs the classes of each tree's sample, in :meth:`weights`.
+
+    ``whole``: y is a part of the fit's rows (a Dask worker's), whose
+    classes and class counts (per output, of every row) are given as
+    ``(classes, counts)``; the codes and factors are then the whole's.
     """
 
-    def __init__(self, y, class_weight, criterion, per_tree=False):
+    def __init__(self, y, class_weight, criterion, per_tree=False, whole=None):
         self.y, self.classes, self.n_classes = encode_labels(y)
+        counts = None
+        if whole is not None:
+            classes, counts = whole
+            self.y = np.stack([np.searchsorted(c, mine)[self.y[:, o]].astype(np.int32)
+                               for o, (c, mine) in enumerate(zip(classes, self.classes))],
+                              axis=1).reshape(self.y.shape)
+            self.classes, self.n_classes = list(classes), [len(c) for c in classes]
         self.criterion = CLASSIFICATION_CRITERIA[criterion]
         self.per_bootstrap = (per_tree and isinstance(class_weight, str)
                               and class_weight == "balanced_subsample")
         self.factor = (None if self.per_bootstrap or class_weight is None
-                       else class_weights(class_weight, self.y, self.classes))
+                       else class_weights(class_weight, self.y, self.classes, counts))
 
     @property
     def n_outputs(self):
@@ -140,36 +158,48 @@ class ClassTargets:
                 np.array_equal(a, b) for a, b in zip(previous, self.classes)):
             raise ValueError("warm_start needs the same classes as the previous fit.")
 
-    def weights(self, weight, counts=None):
+    def weights(self, weight, counts=None, bags=None):
         """float64 (n,) weights of a tree: ``weight`` x ``counts`` (a
         bootstrap's; None: ones) x the class weights (either None: all ones;
-        both None: ``counts`` itself)."""
+        both None: ``counts`` itself). ``bags``: :meth:`in_bag` of every
+        row's counts where these rows are a part of the fit's (None: of
+        these rows)."""
         w = _product(weight, counts)
         w = w if self.factor is None else w * self.factor
         if self.per_bootstrap:
+            total, in_bags = self.in_bag(counts) if bags is None else bags
             for o, k in enumerate(self.n_classes):
-                in_bag = np.bincount(self.y[:, o], weights=counts, minlength=k)
-                per_class = np.divide(counts.sum(), k * in_bag, out=np.zeros(k),
-                                      where=in_bag > 0)
+                per_class = np.divide(total, k * in_bags[o], out=np.zeros(k),
+                                      where=in_bags[o] > 0)
                 w = w * per_class[self.y[:, o]]
         return w
 
-    def statistics(self, w):
-        """The criterion's Statistics of weights ``w`` float64 (n,)."""
-        return classification_statistics(self.y, max(self.n_classes), w, self.criterion)
+    def in_bag(self, counts):
+        """(the bootstrap's draws, per output the float64 (n_classes,)
+        draws of each class) of ``counts`` float64 (n,): whole numbers, so
+        the parts' sums add up exactly to the whole's."""
+        return counts.sum(), [np.bincount(self.y[:, o], weights=counts, minlength=k)
+                              for o, k in enumerate(self.n_classes)]
+
+    def statistics(self, w, scales=None):
+        """The criterion's Statistics of weights ``w`` float64 (n,) (``scales``:
+        see :func:`gputree.criteria.classification_statistics`)."""
+        return classification_statistics(self.y, max(self.n_classes), w, self.criterion, scales)
 
 
 class RegressionTargets:
     """Float targets of one fit, ``y`` float64 (n, n_outputs), for
     ``criterion`` (a regression :class:`gputree.criteria.Criterion`);
     ``attach``: the Statistics carry ``y`` as ``targets`` too, for a grower
-    that splits on the targets themselves (:mod:`gputree.growth.median`)."""
+    that splits on the targets themselves (:mod:`gputree.growth.median`).
+    ``part``: y is a part of the fit's rows, checked as a whole elsewhere
+    (Poisson's positive sum)."""
 
-    def __init__(self, y, criterion, attach=False):
+    def __init__(self, y, criterion, attach=False, part=False):
         y = as_float_targets(y)
-        self.y, self.criterion = y.reshape(y.shape[0], -1), criterion
+        self.y, self.criterion = y if y.ndim == 2 else y.reshape(y.shape[0], -1), criterion
         self.attach = attach
-        if criterion == POISSON:
+        if criterion == POISSON and not part:
             check_poisson_targets(self.y)
 
     @property
@@ -186,11 +216,13 @@ class RegressionTargets:
     def check_same_classes(self, estimator):
         """Nothing to check: regression has no classes."""
 
-    def weights(self, weight, counts=None):
+    def weights(self, weight, counts=None, bags=None):
+        """float64 (n,) ``weight`` x ``counts`` (``bags``: no class weights
+        here; as :meth:`ClassTargets.weights`)."""
         return _product(weight, counts)
 
-    def statistics(self, w):
-        stats = regression_statistics(self.y, w, self.criterion)
+    def statistics(self, w, scales=None):
+        stats = regression_statistics(self.y, w, self.criterion, scales)
         if self.attach:
             stats.targets = self.y
         return stats

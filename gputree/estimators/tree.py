@@ -17,7 +17,7 @@ from ..io.sklearn_tree import SklearnTree
 from ..model import register_estimator, saved_int
 from ..tree import decision_path_indicator
 from .base import (SPLITTERS, BaseTreeModel, growth_params, set_params_from,
-                   squared_error_alias, tree_random_streams)
+                   squared_error_alias, tree_random_streams, weight_total)
 from .importances import impurity_importances, normalised, split_improvements
 from .targets import (CLASS_ATTRIBUTES, ClassTargets, RegressionTargets, as_float_targets,
                       check_poisson_targets)
@@ -72,7 +72,7 @@ class _BaseDecisionTree(BaseTreeModel):
         targets = self._targets(y)
         stats = self._statistics(targets, weight)
         stats.stats = inputs.backend.asarray(stats.stats)
-        growth = growth_params(self, n_samples, weight.sum(), n_features)
+        growth = growth_params(self, n_samples, weight_total(weight), n_features)
         tree, _ = self._grower()(inputs.backend, inputs.data, stats, growth, rng)
         tree = prune(tree, self.ccp_alpha, self._ccp_risk())
         surrogates = None
@@ -81,15 +81,20 @@ class _BaseDecisionTree(BaseTreeModel):
             surrogates = fit_surrogates(tree, np.asarray(inputs.backend.to_host(data.X_binned)),
                                         weight, data.n_bins_non_missing, data.is_categorical,
                                         data.missing_bin, self.n_surrogates)
-        # fitted attributes change together, only once the fit has succeeded
+        self._set_fitted(inputs, targets, growth, tree, surrogates)
+        return self
+
+    def _set_fitted(self, inputs, targets, growth, tree, surrogates=None):
+        """The fitted attributes, changed together, only once the fit has
+        succeeded: the inputs' bins and backend, the targets' classes, the
+        (pruned) tree."""
         self._store_inputs(inputs)
         for name, value in targets.attributes().items():
             setattr(self, name, value)
         self.max_features_ = growth.max_features
-        self.n_outputs_ = stats.n_outputs
+        self.n_outputs_ = targets.n_outputs
         self._set_tree(tree)
         self.surrogates_ = surrogates
-        return self
 
     def _trees_for_prediction(self):
         return [self.tree_.arrays]
