@@ -158,7 +158,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     in_words, add_word_bin = sets.in_words, sets.add_word_bin
     node_weight, impurity, impurity_gain = crit.node_weight, crit.impurity, crit.impurity_gain
     newton_gain_one, kind_of = crit.newton_gain_one, crit.kind_of
-    newton_gain_scalars = crit.newton_gain_scalars
+    newton_gain_scalars, newton_term = crit.newton_gain_scalars, crit.newton_term
     log2 = make_devmath(inline).log2
     newton_fixed = -1 if newton_only is None else int(newton_only)
     variant = ("c" if categorical else "n") + ("" if newton_fixed < 0 else str(newton_fixed))
@@ -309,23 +309,26 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     @jit
     def first_best(gains, n_ml, n):
         """(k, ml) of the first largest of gains[ml, k] (float64, no NaN;
-        k < n, then ml < n_ml: the scan's order), the largest found by
-        integer maxima of order_key (loops the compiler vectorizes, with no
-        fast-math), then the first candidate of that key."""
+        k < n, then ml < n_ml: the scan's order; gains[ml, n:] up to the
+        next multiple of 8 are -inf), in two branch-free passes the
+        compiler vectorizes (integer maxima and minima, no fast-math): the
+        largest order_key, then the least position k * n_ml + ml of that key."""
         bits = gains.view(np.int64)
+        padded = (n + 7) // 8 * 8
         top = order_key(bits[0, 0])
         for ml in range(n_ml):
-            for k in range((n + 7) // 8 * 8):
+            for k in range(padded):
                 top = max(top, order_key(bits[ml, k]))
-        for k in range(n):
-            for ml in range(n_ml):
-                if order_key(bits[ml, k]) == top:
-                    return k, ml
-        return 0, 0
+        first = padded * n_ml
+        for ml in range(n_ml):
+            for k in range(padded):
+                first = min(first, k * n_ml + ml if order_key(bits[ml, k]) == top
+                            else padded * n_ml)
+        return first // n_ml, first - first // n_ml * n_ml
 
     @jit
-    def scan_newton_blocks(H, T, L, M, n_non_missing, missing_cell, has_missing, layout, inv,
-                           params, row, n_features, prefix, gains):
+    def scan_newton_blocks(H, T, L, M, n_non_missing, missing_cell, has_missing, inv, params,
+                           prefix, gains):
         """scan_newton_one, a block of thresholds at a time, in passes the
         compiler vectorizes: the running sums (newton_prefix), every
         threshold's gains (newton_block_gains), the first best of them
@@ -346,10 +349,11 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         else:
             newton_sums(T, H, n_sum)
         T[0], T[1], T[2] = T[0] + M[0], T[1] + M[1], T[2] + M[2]
-        parent = bounded_parent_score(T, layout, inv, params, row, n_features)
         inv_g, inv_h = inv[0], inv[1]
         min_samples, min_weight = params[PARAM_MIN_SAMPLES_LEAF], params[PARAM_MIN_WEIGHT_LEAF]
         reg_lambda, reg_alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
+        # newton_score of one output (parent_score): its operations, no loop
+        parent = 0.0 + newton_term(T[0], T[1], inv_g, inv_h, reg_lambda, reg_alpha)
         n_ml = 2 if has_missing else 1
         ag, ah, an = zero, zero, zero
         for first in range(0, n_non_missing - 1, block):
@@ -953,8 +957,8 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                 left_known = True
                 if vector:
                     gain, threshold, ml, parent = scan_newton_blocks(
-                        H, T, L, M, n_non_missing, missing_cell, has_missing, layout, inv,
-                        params, node, n_features, scratch_prefix[slot], scratch_gains[slot])
+                        H, T, L, M, n_non_missing, missing_cell, has_missing, inv, params,
+                        scratch_prefix[slot], scratch_gains[slot])
                 else:
                     gain, threshold, ml = scan_newton_one(H, T, L, M, n_non_missing,
                                                           has_missing, parent, inv, params)
