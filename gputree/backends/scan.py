@@ -273,7 +273,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                                         best, best_bin, best_ml)
         return best, best_bin, best_ml
 
-    @jit
+    @inline
     def newton_prefix(H, first, n, prefix, ag, ah, an):
         """prefix[0:3, k] = (ag, ah, an) + the sums of H's bins first ..
         first + k (k < n), the running sums of boosting's three channels,
@@ -285,7 +285,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             prefix[0, v], prefix[1, v], prefix[2, v] = ag, ah, an
         return ag, ah, an
 
-    @jit
+    @inline
     def newton_block_gains(prefix, gains, ml, n, mg, mh, mn, tg, th, tn, parent, inv_g, inv_h,
                            min_samples, min_weight, reg_lambda, reg_alpha):
         """gains[ml, k] = the gain of the threshold whose non-missing left
@@ -306,7 +306,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
         sign = bits >> 63
         return (bits ^ (sign & 0x7FFFFFFFFFFFFFFF)) - sign
 
-    @jit
+    @inline
     def first_best(gains, n_ml, n):
         """(k, ml) of the first largest of gains[ml, k] (float64, no NaN;
         k < n, then ml < n_ml: the scan's order; gains[ml, n:] up to the
@@ -324,9 +324,9 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             for k in range(padded):
                 first = min(first, k * n_ml + ml if order_key(bits[ml, k]) == top
                             else padded * n_ml)
-        return first // n_ml, first - first // n_ml * n_ml
+        return first >> (n_ml - 1), first & (n_ml - 1)     # n_ml is 1 or 2
 
-    @jit
+    @inline
     def scan_newton_blocks(H, T, L, M, n_non_missing, missing_cell, has_missing, inv, params,
                            prefix, gains):
         """scan_newton_one, a block of thresholds at a time, in passes the
