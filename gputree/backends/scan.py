@@ -883,7 +883,19 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
              scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
              out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
         node = t // n_features
-        f = t - node * n_features
+        scan_task(node, t - node * n_features, slot, hist, cells, n_features,
+                  n_bins_non_missing, is_categorical, feature_allowed, split_bin, missing_bin,
+                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+                  scratch_prefix, scratch_gains, out_gain, out_missing_left, out_bitset,
+                  out_left, out_info, out_words)
+
+    @entry
+    def scan_task(node, f, slot, hist, cells, n_features, n_bins_non_missing, is_categorical,
+                  feature_allowed, split_bin, missing_bin, layout, inv, params,
+                  scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
+                  out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
+        """scan of task node * n_features + f (its node and feature given:
+        no division)."""
         clear_task(node, f, out_gain, out_missing_left, out_bitset, out_info, out_words)
         bitset = out_bitset[node]       # (n_features, BITSET_WORDS): row f is this split
         words = out_words[node, f]      # (n_ext,): its categories from bin 256 on
@@ -973,7 +985,8 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                      parent, layout, inv, params, left_known, out_gain, out_missing_left,
                      out_bitset, out_left, out_info, out_words)
 
-    return SimpleNamespace(scan=scan, newton_task=newton_task, clear_task=clear_task,
+    return SimpleNamespace(scan=scan, scan_task=scan_task, newton_task=newton_task,
+                           clear_task=clear_task,
                            heap_sort=heap_sort, merge_sort=merge_sort,
                            select_ends=select_ends,
                            newton_candidate=newton_candidate,
