@@ -310,21 +310,21 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     def first_best(gains, n_ml, n):
         """(k, ml) of the first largest of gains[ml, k] (float64, no NaN;
         k < n, then ml < n_ml: the scan's order; gains[ml, n:] up to the
-        next multiple of 8 are -inf), in two branch-free passes the
-        compiler vectorizes (integer maxima and minima, no fast-math): the
-        largest order_key, then the least position k * n_ml + ml of that key."""
+        next multiple of 8 are -inf): the largest order_key by integer
+        maxima (a loop the compiler vectorizes, no fast-math), then the
+        first candidate of that key (a search: cheaper than a second
+        reduction on the few candidates of most features)."""
         bits = gains.view(np.int64)
         padded = (n + 7) // 8 * 8
         top = order_key(bits[0, 0])
         for ml in range(n_ml):
             for k in range(padded):
                 top = max(top, order_key(bits[ml, k]))
-        first = padded * n_ml
-        for ml in range(n_ml):
-            for k in range(padded):
-                first = min(first, k * n_ml + ml if order_key(bits[ml, k]) == top
-                            else padded * n_ml)
-        return first >> (n_ml - 1), first & (n_ml - 1)     # n_ml is 1 or 2
+        for k in range(n):
+            for ml in range(n_ml):
+                if order_key(bits[ml, k]) == top:
+                    return k, ml
+        return 0, 0
 
     @inline
     def scan_newton_blocks(H, T, L, M, n_non_missing, missing_cell, has_missing, inv, params,
