@@ -69,7 +69,8 @@ SCRATCH_VECTORS = 5
 MIN_CATEGORY_SLOTS = 256
 #: entries of the insertion-sorted runs that the CPU's merge sort of categories merges
 SORT_RUN = 16
-#: candidates per block of the vectorized boosting scan (``vector``)
+#: candidates per block of the vectorized boosting scan (``vector``; a
+#: multiple of 8, the gain loop's vector width)
 BLOCK_BINS = 256
 
 
@@ -134,7 +135,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
       scratch_keys       : OUT float64 (n_slots or 1, >= categories of a feature;
                            ``vector``: >= twice as many, an even number)
       scratch_order      : OUT int32 (as scratch_keys)
-      scratch_prefix     : OUT int64 (n_slots or 1, 4, BLOCK_BINS or 1)
+      scratch_prefix     : OUT int64 (n_slots or 1, 3, BLOCK_BINS or 1)
       scratch_gains      : OUT float64 (n_slots or 1, 2, BLOCK_BINS or 1)
                            (the last two: ``vector`` only)
       out_gain           : OUT float64 (n_nodes, n_features), -inf if no split
@@ -1006,7 +1007,7 @@ def scratch_shapes(n_slots, n_channels, any_categorical, n_bins, vector=False):
     if any_categorical and vector:
         slots *= 2
     return ((n_slots, SCRATCH_VECTORS * n_channels), (n_cat, slots),
-            (n_cat, slots), (n_block, 4, block), (n_block, 2, block))
+            (n_cat, slots), (n_block, 3, block), (n_block, 2, block))
 
 
 class SplitInfo:
