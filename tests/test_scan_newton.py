@@ -169,3 +169,60 @@ def test_scan_parts_claiming_the_slots_in_any_order_give_one_parts_outputs(monke
     assert counts == [counts[0] + k for k in range(len(order))] and counts[0] > 2
     for a, b in zip(one, turns):
         np.testing.assert_array_equal(a, b)
+
+
+def tied_histograms(n_features, n_bins):
+    """int64 (1, F, n_bins, 3) histograms whose gains tie exactly: each
+    feature's gradients are mirror images about the middle of its
+    non-missing bins (so the threshold after bin b and the one after bin n -
+    2 - b score the same), with hessians and counts alike in every bin;
+    feature 0 has zero gradients (every candidate scores +0.0), some
+    features empty bins between the rows (repeated candidates) and missing
+    rows (mirror images with the missing rows left and right)."""
+    rng = np.random.RandomState(3)
+    n_non_missing = np.full(n_features, n_bins - 1, np.int32)
+    n_non_missing[1::3] = rng.randint(2, 12, n_non_missing[1::3].size)
+    hist = np.zeros((1, n_features, n_bins, 3), np.int64)
+    for f in range(n_features):
+        n = n_non_missing[f]
+        half = rng.randint(-40, 40, (n + 1) // 2) * (f > 0)
+        gradient = np.concatenate([half, -half[::-1][n % 2:]])
+        count = np.full(n, 6)
+        if f % 4 == 2:
+            count[1:-1:2] = 0   # empty bins, symmetric for odd n
+            gradient *= count > 0
+        hist[0, f, :n] = np.stack([gradient, 3 * count, count], axis=-1)
+        if f % 5 == 3:
+            hist[0, f, -1] = (0, 3 * 4, 4)
+    return hist, n_non_missing
+
+
+@pytest.mark.parametrize("n_bins", [12, 40, 300])
+def test_boosting_scan_breaks_exact_ties_by_the_first_candidate(n_bins):
+    """Equal gains (mirror-image thresholds, zero gradients, empty bins):
+    the scan keeps the first in its order (the lowest bin, missing rows
+    right before left), as the reference does, in one block and in many."""
+    hist, n_non_missing = tied_histograms(30, n_bins)
+    params = GrowthParams(min_samples_leaf=1)
+    inv = np.ones(3)
+    inv[:2] = INV
+    stats = newton_statistics(np.zeros((8, 1)), np.full((8, 1), 0.25), np.ones(8))
+    gain, missing_left, bitset, left, _, _ = get_backend("cpu").scan_splits(
+        hist, n_non_missing, np.zeros(hist.shape[1], np.uint8), np.ones((1, 30), np.uint8),
+        n_bins - 1, stats.layout, inv, params.criterion_params())
+    n_tied = 0
+    for f in range(hist.shape[1]):
+        n = n_non_missing[f]
+        best, b, ml, sums = reference_scan(hist[0, f], n, n_bins - 1, params)
+        assert gain[0, f].tobytes() == np.float64(best).tobytes(), f
+        assert left[0, f].tolist() == sums, f
+        if n <= 256:
+            assert left_bins(bitset[0, f], n) == list(range(b + 1)), f
+        # a later candidate of the same gain exists: the tie rule decided
+        gains = [candidate_gain([int(x) for x in hist[0, f, :k + 1].sum(axis=0)],
+                                [int(x) for x in hist[0, f].sum(axis=0)],
+                                newton_term(*[int(x) for x in hist[0, f, :, :2].sum(axis=0)],
+                                            params.reg_lambda, params.reg_alpha), params)
+                 for k in range(b + 1, n - 1)]
+        n_tied += best in gains
+    assert n_tied >= 5, "few ties: a weak test"
