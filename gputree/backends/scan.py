@@ -101,7 +101,10 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     ``newton_only`` True: every scan is boosting's with one output and no
     value constraints (its scan alone is compiled); False: none is (the
     boosting scans are left out); None: read from ``layout`` and ``params``
-    per scan. Returns a namespace: ``scan`` and the device functions a
+    per scan. Returns a namespace: ``scan``, ``scan_task`` (``scan`` of
+    task node * n_features + f given as (node, f, slot, ...): the CPU's
+    kernel, which steps through its tasks without dividing), and the
+    device functions a
     kernel that divides boosting's scan among threads composes
     (``newton_task``, ``clear_task``, ``newton_candidate``,
     ``newton_missing_right``, ``add_bins_upto``, ``record_split``; the CUDA
