@@ -454,7 +454,7 @@ def make_criterion_functions(jit, inline=None, measure=None):
     return SimpleNamespace(node_weight=node_weight, node_count=node_count,
                            impurity=impurity, parent_score=parent_score, split_gain=split_gain,
                            impurity_gain=impurity_gain, newton_gain_one=newton_gain_one,
-                           newton_gain_scalars=newton_gain_scalars,
+                           newton_gain_scalars=newton_gain_scalars, newton_term=newton_term,
                            kind_of=kind_of,
                            bounded_parent_score=bounded_parent_score, bounded_gain=bounded_gain,
                            categorical_gain=categorical_gain, smoothed_ratio=smoothed_ratio,

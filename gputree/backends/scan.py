@@ -69,7 +69,8 @@ SCRATCH_VECTORS = 5
 MIN_CATEGORY_SLOTS = 256
 #: entries of the insertion-sorted runs that the CPU's merge sort of categories merges
 SORT_RUN = 16
-#: candidates per block of the vectorized boosting scan (``vector``)
+#: candidates per block of the vectorized boosting scan (``vector``; a
+#: multiple of 8, the gain loop's vector width)
 BLOCK_BINS = 256
 
 
@@ -100,7 +101,10 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     ``newton_only`` True: every scan is boosting's with one output and no
     value constraints (its scan alone is compiled); False: none is (the
     boosting scans are left out); None: read from ``layout`` and ``params``
-    per scan. Returns a namespace: ``scan`` and the device functions a
+    per scan. Returns a namespace: ``scan``, ``scan_task`` (``scan`` of
+    task node * n_features + f given as (node, f, slot, ...): the CPU's
+    kernel, which steps through its tasks without dividing), and the
+    device functions a
     kernel that divides boosting's scan among threads composes
     (``newton_task``, ``clear_task``, ``newton_candidate``,
     ``newton_missing_right``, ``add_bins_upto``, ``record_split``; the CUDA
@@ -134,7 +138,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
       scratch_keys       : OUT float64 (n_slots or 1, >= categories of a feature;
                            ``vector``: >= twice as many, an even number)
       scratch_order      : OUT int32 (as scratch_keys)
-      scratch_prefix     : OUT int64 (n_slots or 1, 4, BLOCK_BINS or 1)
+      scratch_prefix     : OUT int64 (n_slots or 1, 3, BLOCK_BINS or 1)
       scratch_gains      : OUT float64 (n_slots or 1, 2, BLOCK_BINS or 1)
                            (the last two: ``vector`` only)
       out_gain           : OUT float64 (n_nodes, n_features), -inf if no split
@@ -158,7 +162,7 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
     in_words, add_word_bin = sets.in_words, sets.add_word_bin
     node_weight, impurity, impurity_gain = crit.node_weight, crit.impurity, crit.impurity_gain
     newton_gain_one, kind_of = crit.newton_gain_one, crit.kind_of
-    newton_gain_scalars = crit.newton_gain_scalars
+    newton_gain_scalars, newton_term = crit.newton_gain_scalars, crit.newton_term
     log2 = make_devmath(inline).log2
     newton_fixed = -1 if newton_only is None else int(newton_only)
     variant = ("c" if categorical else "n") + ("" if newton_fixed < 0 else str(newton_fixed))
@@ -273,75 +277,107 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                                         best, best_bin, best_ml)
         return best, best_bin, best_ml
 
-    @jit
-    def scan_newton_blocks(H, T, L, M, n_non_missing, has_missing, parent, inv, params,
+    @inline
+    def newton_prefix(H, first, n, prefix, ag, ah, an):
+        """prefix[0:3, k] = (ag, ah, an) + the sums of H's bins first ..
+        first + k (k < n), the running sums of boosting's three channels,
+        each in a register; returns the sums after the last."""
+        for k in range(n):
+            u = np.uint64(first + k)    # unsigned indices: no wraparound of negative ones
+            ag, ah, an = ag + H[u, 0], ah + H[u, 1], an + H[u, 2]
+            v = np.uint64(k)
+            prefix[0, v], prefix[1, v], prefix[2, v] = ag, ah, an
+        return ag, ah, an
+
+    @inline
+    def newton_block_gains(prefix, gains, ml, n, mg, mh, mn, tg, th, tn, parent, inv_g, inv_h,
+                           min_samples, min_weight, reg_lambda, reg_alpha):
+        """gains[ml, k] = the gain of the threshold whose non-missing left
+        rows sum to prefix[0:3, k] (k < n), the missing rows (mg, mh, mn)
+        joining them (formulas.newton_gain_scalars: the same operations);
+        -inf for a NaN gain (it never wins) and for k from n up to the next
+        multiple of 8 (a loop the compiler vectorizes without a remainder)."""
+        for k in range((n + 7) // 8 * 8):
+            lg, lh, ln = prefix[0, k] + mg, prefix[1, k] + mh, prefix[2, k] + mn
+            gain = newton_gain_scalars(lg, lh, ln, tg - lg, th - lh, tn - ln, parent, inv_g,
+                                       inv_h, min_samples, min_weight, reg_lambda, reg_alpha)
+            gains[ml, k] = gain if (k < n) & (gain == gain) else -math.inf
+
+    @inline
+    def order_key(bits):
+        """The int64 that orders float64s (given as their int64 bits, not
+        NaN) as their values: -0.0 and +0.0 alike."""
+        sign = bits >> 63
+        return (bits ^ (sign & 0x7FFFFFFFFFFFFFFF)) - sign
+
+    @inline
+    def first_best(gains, n_ml, n):
+        """(k, ml) of the first largest of gains[ml, k] (float64, no NaN;
+        k < n, then ml < n_ml: the scan's order; gains[ml, n:] up to the
+        next multiple of 8 are -inf): the largest order_key by integer
+        maxima (a loop the compiler vectorizes, no fast-math), then the
+        first candidate of that key (a search: cheaper than a second
+        reduction on the few candidates of most features)."""
+        bits = gains.view(np.int64)
+        padded = (n + 7) // 8 * 8
+        top = order_key(bits[0, 0])
+        for ml in range(n_ml):
+            for k in range(padded):
+                top = max(top, order_key(bits[ml, k]))
+        for k in range(n):
+            for ml in range(n_ml):
+                if order_key(bits[ml, k]) == top:
+                    return k, ml
+        return 0, 0
+
+    @inline
+    def scan_newton_blocks(H, T, L, M, n_non_missing, missing_cell, has_missing, inv, params,
                            prefix, gains):
-        """scan_newton_one, a block of bins at a time: the running sums at
-        the bins that open a candidate (bin 0, and a bin holding rows: an
-        empty bin repeats the candidate before it) go to ``prefix``, packed
-        (rows g, h, n and the bin), their gains
-        (formulas.newton_gain_scalars) to ``gains`` (rows: missing right,
-        left) in a loop without branches (vectorized), then the block's
-        candidates are compared in scan_newton_one's order (the first
-        strictly best wins). The same candidates, arithmetic and choice;
-        1.4-1.5x faster a scan on the CPU (boosting, 750k x 28 rows), and
-        no gain is computed for an empty bin (a deep node's sparse
-        features: most bins), nor for a threshold whose children break
-        min_samples_leaf whichever way the missing rows go (its gains are
-        -inf, and -inf never wins): the left count with the missing rows
-        stays below it (the first thresholds), or the right count without
-        them does (this threshold and every later one: the count of the
-        rows left only grows, so the pass over the bins stops there)."""
+        """scan_newton_one, a block of thresholds at a time, in passes the
+        compiler vectorizes: the running sums (newton_prefix), every
+        threshold's gains (newton_block_gains), the first best of them
+        (first_best). The same candidates, arithmetic and choice: a
+        threshold after an empty bin, which scan_newton_one skips, repeats
+        the one before it, and the first of equal gains wins; one whose
+        children break min_samples_leaf has gain -inf. Also sums the node's
+        total into T (the bins' sums of the first pass when one block holds
+        them all). Returns (gain, threshold, missing_left, parent score); L
+        OUT: the best candidate's left sums."""
         best, best_bin, best_ml = -math.inf, _NO_BIN, _ZERO
-        ag, ah, an = H[0, 0] * 0, H[0, 1] * 0, H[0, 2] * 0     # int64 zeros
+        zero = H[0, 0] * 0      # int64
+        block = prefix.shape[1]
+        n_sum = min(n_non_missing, missing_cell)
+        whole = n_non_missing <= block and n_sum == n_non_missing
+        if whole:
+            T[0], T[1], T[2] = newton_prefix(H, 0, n_sum, prefix, zero, zero, zero)
+        else:
+            newton_sums(T, H, n_sum)
+        T[0], T[1], T[2] = T[0] + M[0], T[1] + M[1], T[2] + M[2]
         inv_g, inv_h = inv[0], inv[1]
         min_samples, min_weight = params[PARAM_MIN_SAMPLES_LEAF], params[PARAM_MIN_WEIGHT_LEAF]
         reg_lambda, reg_alpha = params[PARAM_REG_LAMBDA], params[PARAM_REG_ALPHA]
-        tg, th, tn = T[0], T[1], T[2]
-        missing_n = M[2]    # the missing rows' count (0 without)
+        # newton_score of one output (parent_score): its operations, no loop
+        parent = 0.0 + newton_term(T[0], T[1], inv_g, inv_h, reg_lambda, reg_alpha)
         n_ml = 2 if has_missing else 1
-        block = prefix.shape[1]
-        done = False        # no later threshold leaves the right child min_samples rows
+        ag, ah, an = zero, zero, zero
         for first in range(0, n_non_missing - 1, block):
             n = min(block, n_non_missing - 1 - first)
-            m = 0           # candidates of the block so far
-            for k in range(n):
-                b = first + k
-                u = np.uint64(b)        # unsigned indices: no wraparound of negative ones
-                cn = H[u, 2]
-                ag, ah, an = ag + H[u, 0], ah + H[u, 1], an + cn
-                # (the count comparisons of formulas.allowed, on the
-                # largest left and right counts of the threshold's two)
-                if (tn - an) * 1.0 < min_samples:
-                    done = True
-                    break
-                # written at m always, kept (m advances) when bin b opens one
-                v = np.uint64(m)
-                prefix[0, v], prefix[1, v], prefix[2, v], prefix[3, v] = ag, ah, an, b
-                m += ((b == 0) | (cn != 0)) & ((an + missing_n) * 1.0 >= min_samples)
+            if not whole:
+                ag, ah, an = newton_prefix(H, first, n, prefix, ag, ah, an)
             for ml in range(n_ml):
-                mg, mh, mn = (M[0], M[1], M[2]) if ml == 1 else (ag * 0, ag * 0, ag * 0)
-                for k in range(m):
-                    lg, lh, ln = prefix[0, k] + mg, prefix[1, k] + mh, prefix[2, k] + mn
-                    gains[ml, k] = newton_gain_scalars(lg, lh, ln, tg - lg, th - lh, tn - ln,
-                                                       parent, inv_g, inv_h, min_samples,
-                                                       min_weight, reg_lambda, reg_alpha)
-            best_k = -1     # the block's candidate that is best so far, if any
-            for k in range(m):
-                for ml in range(n_ml):
-                    if gains[ml, k] > best:
-                        best, best_k, best_ml = gains[ml, k], k, ml
-            if best_k >= 0:
-                best_bin = prefix[3, best_k]
-                L[0], L[1], L[2] = prefix[0, best_k], prefix[1, best_k], prefix[2, best_k]
-                if best_ml == 1:
+                mg, mh, mn = (M[0], M[1], M[2]) if ml == 1 else (zero, zero, zero)
+                newton_block_gains(prefix, gains, ml, n, mg, mh, mn, T[0], T[1], T[2], parent,
+                                   inv_g, inv_h, min_samples, min_weight, reg_lambda, reg_alpha)
+            k, ml = first_best(gains, n_ml, n)
+            if gains[ml, k] > best:
+                best, best_bin, best_ml = gains[ml, k], first + k, ml
+                L[0], L[1], L[2] = prefix[0, k], prefix[1, k], prefix[2, k]
+                if ml == 1:
                     L[0], L[1], L[2] = L[0] + M[0], L[1] + M[1], L[2] + M[2]
-            if done:
-                break
         if has_missing:
-            return newton_missing_right(T, L, M, n_non_missing, parent, inv, params,
-                                        best, best_bin, best_ml)
-        return best, best_bin, best_ml
+            best, best_bin, best_ml = newton_missing_right(T, L, M, n_non_missing, parent, inv,
+                                                           params, best, best_bin, best_ml)
+        return best, best_bin, best_ml, parent
 
     @inline
     def newton_one(layout, params):
@@ -851,7 +887,19 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
              scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
              out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
         node = t // n_features
-        f = t - node * n_features
+        scan_task(node, t - node * n_features, slot, hist, cells, n_features,
+                  n_bins_non_missing, is_categorical, feature_allowed, split_bin, missing_bin,
+                  layout, inv, params, scratch_sums, scratch_keys, scratch_order,
+                  scratch_prefix, scratch_gains, out_gain, out_missing_left, out_bitset,
+                  out_left, out_info, out_words)
+
+    @entry
+    def scan_task(node, f, slot, hist, cells, n_features, n_bins_non_missing, is_categorical,
+                  feature_allowed, split_bin, missing_bin, layout, inv, params,
+                  scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
+                  out_gain, out_missing_left, out_bitset, out_left, out_info, out_words):
+        """scan of task node * n_features + f (its node and feature given:
+        no division)."""
         clear_task(node, f, out_gain, out_missing_left, out_bitset, out_info, out_words)
         bitset = out_bitset[node]       # (n_features, BITSET_WORDS): row f is this split
         words = out_words[node, f]      # (n_ext,): its categories from bin 256 on
@@ -870,14 +918,18 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                 and not (categorical and is_categorical[f])):
             return      # a numerical feature of one bin in the node: no candidate
         # the node's total: its non-missing bins and the missing bin (no row
-        # is in a bin between them: the scan reads no other cell)
-        if newton_fixed == 1:
-            newton_sums(T, H, min(n_non_missing, missing_cell))
-        else:
-            channel_sums(T, H, min(n_non_missing, missing_cell))
-        for c in range(C):
-            T[c] += M[c]
-        parent = bounded_parent_score(T, layout, inv, params, node, n_features)
+        # is in a bin between them: the scan reads no other cell); the CPU's
+        # boosting scan sums it in its first pass
+        blocks = vector and newton_task(node, f, is_categorical, split_bin, layout, params)
+        parent = 0.0
+        if not blocks:
+            if newton_fixed == 1:
+                newton_sums(T, H, min(n_non_missing, missing_cell))
+            else:
+                channel_sums(T, H, min(n_non_missing, missing_cell))
+            for c in range(C):
+                T[c] += M[c]
+            parent = bounded_parent_score(T, layout, inv, params, node, n_features)
         multiway = layout[LAYOUT_MULTIWAY] != 0
         left_known = False
         if categorical and newton_fixed != 1 and multiway and is_categorical[f]:
@@ -920,8 +972,8 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
             elif newton_fixed == 1 or (newton_fixed < 0 and newton_one(layout, params)):
                 left_known = True
                 if vector:
-                    gain, threshold, ml = scan_newton_blocks(
-                        H, T, L, M, n_non_missing, has_missing, parent, inv, params,
+                    gain, threshold, ml, parent = scan_newton_blocks(
+                        H, T, L, M, n_non_missing, missing_cell, has_missing, inv, params,
                         scratch_prefix[slot], scratch_gains[slot])
                 else:
                     gain, threshold, ml = scan_newton_one(H, T, L, M, n_non_missing,
@@ -937,7 +989,8 @@ def make_scan_parts(jit, inline=None, measure=None, categorical=True, entry=None
                      parent, layout, inv, params, left_known, out_gain, out_missing_left,
                      out_bitset, out_left, out_info, out_words)
 
-    return SimpleNamespace(scan=scan, newton_task=newton_task, clear_task=clear_task,
+    return SimpleNamespace(scan=scan, scan_task=scan_task, newton_task=newton_task,
+                           clear_task=clear_task,
                            heap_sort=heap_sort, merge_sort=merge_sort,
                            select_ends=select_ends,
                            newton_candidate=newton_candidate,
@@ -957,7 +1010,7 @@ def scratch_shapes(n_slots, n_channels, any_categorical, n_bins, vector=False):
     if any_categorical and vector:
         slots *= 2
     return ((n_slots, SCRATCH_VECTORS * n_channels), (n_cat, slots),
-            (n_cat, slots), (n_block, 4, block), (n_block, 2, block))
+            (n_cat, slots), (n_block, 3, block), (n_block, 2, block))
 
 
 class SplitInfo:

@@ -9,7 +9,7 @@ from numba import njit
 from ..formulas import KIND_NEWTON, LAYOUT_N_OUTPUTS, PARAM_CONSTRAINTS, measure_of
 from ..kernel_cache import cache_numba_cpu_kernels, kernel_factory, renamed_copy
 from ..node_features import make_node_features
-from ..scan import make_split_scanner
+from ..scan import make_scan_parts
 from ..summaries import node_summaries_kernel_body
 from ..._compile_cache import gputree_cache
 from ..._threads import kernel_jit, thread_count
@@ -84,18 +84,22 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
         if slot >= n_slots:
             break
         first, stop = part_bounds(n_tasks, slot, n_slots)
-        for t in range(np.int64(first), np.int64(stop)):
-            k = t // n_features
-            node, f = scan_rows[k], t - k * n_features
+        k = np.int64(first) // n_features      # task t is row scan_rows[k]'s feature t - k F
+        f = np.int64(first) - k * n_features
+        for _ in range(np.int64(first), np.int64(stop)):
+            node = scan_rows[k]
             if built_of[node] >= 0:
                 # unsigned like subtract_histograms' call: one compile of the helper
                 subtract_cells(flat, U64(node), flat, U64(node), source_flat,
                                U64(built_of[node]), U64(f), n_bins_non_missing, n_bins, cells)
-            _scan(node * n_features + f, np.int64(slot), hist, cells, n_features,
+            _scan(node, f, np.int64(slot), hist, cells, n_features,
                   n_bins_non_missing, is_categorical, feature_allowed, split_bin, missing_bin,
                   layout, inv, params, scratch_sums, scratch_keys, scratch_order,
                   scratch_prefix, scratch_gains, out_gain, out_missing_left, out_bitset,
                   out_left, out_info, out_words)
+            f += 1
+            if f == n_features:
+                k, f = k + 1, np.int64(0)
 
 
 @ir_inline
@@ -205,8 +209,8 @@ def split_finder(measure, categorical, newton_one):
     what a process uses, each compile smaller than one for everything.
     Threaded, named ``_find_splits_<variant>`` (numba's disk cache tells
     functions apart by their qualified names)."""
-    scan = make_split_scanner(plain_jit, inline_helper, measure, categorical, ir_inline,
-                              vector=True, newton_only=newton_one)
+    scan = make_scan_parts(plain_jit, inline_helper, measure, categorical, ir_inline,
+                           vector=True, newton_only=newton_one).scan_task
     variant = (f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
                f"{'1' if newton_one else '0'}")
     return threaded(renamed_copy(_find_splits, f"_find_splits_{variant}", {"_scan": scan}),
