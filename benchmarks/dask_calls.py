@@ -199,8 +199,8 @@ def main():
                       dashboard_address=None) as cluster, Client(cluster) as client:
         chunks = (-(-args.rows // 4), 28)
         dX, dy = da.from_array(X, chunks=chunks), da.from_array(y, chunks=chunks[0])
-        DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[:warm_rows],
-                                                                     dy[:warm_rows])
+        step = -(-args.rows // warm_rows)     # rows of every partition: every worker warmed up
+        DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[::step], dy[::step])
         calls.clear()
         if phases:
             phases.reset()
