@@ -352,12 +352,14 @@ class WorkerResidentBoosting:
         :data:`ROUNDS_PER_CALL` rounds a call (:meth:`_round`)."""
         self._rounds_ahead, self._lost_call = collections.deque(), None
         self._rounds_per_call = 1 if early or self.verbose else ROUNDS_PER_CALL
+        self._survivors_rounds = not early
         try:
             super()._boost(train, validation, growth, early)
             if self._lost_call is not None:
                 raise self._lost_call
         finally:
             del self._rounds_ahead, self._rounds_per_call, self._lost_call
+            del self._survivors_rounds
 
     def _round(self, it, train, validation, growth, pool, held_row_bytes):
         """One round on the workers' rows (see the module docstring): the
@@ -382,7 +384,9 @@ class WorkerResidentBoosting:
     def _call_rounds(self, it, train, growth):
         """The answers of the workers' rounds from ``it`` (one call); after a
         lost worker, those a survivor completed (the loss kept in
-        ``_lost_call``), or the loss raised where there are none."""
+        ``_lost_call``), or the loss raised where there are none. Not when
+        stopping early: a call runs one round there, and a stop decided on
+        a survivor's round would be continued past by the next attempt."""
         backend, loss = self._backend, self._loss
         n_rounds = min(self._rounds_per_call, self.n_estimators - it)
         quantile = loss.leaf_quantile if loss.refits_leaves else None
@@ -394,7 +398,7 @@ class WorkerResidentBoosting:
                 self._scores["train"][-1] is None, train.data, growth, self.colsample_bytree,
                 self.learning_rate, backend.n_validation, quantile)[0]
         except WorkerLostError as exc:
-            done = backend.completed_rounds(it)
+            done = backend.completed_rounds(it) if self._survivors_rounds else []
             if not done:
                 raise
             self._lost_call = exc
