@@ -10,9 +10,9 @@ reported, so that runs on a loaded machine can be compared by CPU time and
 per-call time as well as by wall time. ``--profile DIR`` records the
 workers with py-spy (when installed) during the fit. ``--phases``: the
 fit's phases on the driver (:data:`PHASES`, wall seconds each, nested
-phases indented under theirs, the rest of the fit as "other") and the
-client's calls to the scheduler (submit, compute, gather, wait, ...: how
-many, and seconds the driver spent in them).
+phases indented under theirs) and the client's calls to the scheduler
+(submit, compute, gather, wait, ...: how many, and seconds the driver
+spent in them), and each worker's CPU seconds by thread (Linux).
 
     python benchmarks/dask_calls.py --rows 150000 --trees 20
     python benchmarks/dask_calls.py --rows 150000 --trees 100 --phases
@@ -104,6 +104,12 @@ class PhaseClock:
             self.wrap(client_class, name, "client." + name, nested=False)
         self.wrap(distributed, "wait", "distributed.wait", nested=False)
 
+    def uninstall_client(self):
+        """Stop counting the client's calls (the fit is over)."""
+        for owner, name, real in self.undo:
+            if name in CLIENT_CALLS or name == "wait":
+                setattr(owner, name, real)
+
     def reset(self):
         self.seconds.clear()
         self.counts.clear()
@@ -127,6 +133,26 @@ class PhaseClock:
 def cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def thread_seconds():
+    """CPU seconds of this process's threads by name (digits dropped): in a
+    worker the actor thread (kernels, the grower), the peer links' thread
+    (every message's comm work), the event loop (MainThread)."""
+    import glob
+    import re
+    import threading
+    names = {t.native_id: re.sub(r"[-_ ]?\d+", "", t.name) for t in threading.enumerate()}
+    tick, seconds = os.sysconf("SC_CLK_TCK"), collections.Counter()
+    for folder in glob.glob("/proc/self/task/*"):
+        try:
+            with open(folder + "/stat") as stream:
+                fields = stream.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = names.get(int(folder.rsplit("/", 1)[1]), "other")
+        seconds[name] += (int(fields[11]) + int(fields[12])) / tick
+    return dict(seconds)
 
 
 def record_workers(client, folder):
@@ -202,15 +228,19 @@ def main():
         step = -(-args.rows // warm_rows)     # rows of every partition: every worker warmed up
         DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[::step], dy[::step])
         calls.clear()
+        workers_before = sum(client.run(cpu_seconds).values())
+        threads_before = client.run(thread_seconds) if phases else None
         if phases:
             phases.reset()
-        workers_before = sum(client.run(cpu_seconds).values())
         spies = record_workers(client, args.profile) if args.profile else []
         driver_before, start = cpu_seconds(), time.perf_counter()
         model = DaskGradientBoostingClassifier(n_estimators=args.trees, **settings).fit(dX, dy)
         wall = time.perf_counter() - start
+        if phases:
+            phases.uninstall_client()     # the benchmark's own calls below are not the fit's
         driver = cpu_seconds() - driver_before
         workers = sum(client.run(cpu_seconds).values()) - workers_before
+        threads = client.run(thread_seconds) if phases else None
         for spy in spies:
             spy.send_signal(signal.SIGINT)
             spy.wait()
@@ -228,6 +258,11 @@ def main():
           f"{1e3 * total / n:7.1f} ms/tree")
     if phases:
         phases.report(wall)
+        print("  workers' CPU seconds by thread during the fit:")
+        for worker, after in threads.items():
+            spent = {name: after[name] - threads_before[worker].get(name, 0.0) for name in after}
+            print("    " + worker + ": " + ", ".join(f"{name} {value:.2f}" for name, value in
+                                                  sorted(spent.items()) if value >= 0.01))
 
 
 if __name__ == "__main__":
