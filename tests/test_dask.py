@@ -129,8 +129,9 @@ CASES = {
 }
 
 
-def fit_pair(case, client, n_partitions, weighted=True, as_array=False):
+def fit_pair(case, client, n_partitions, weighted=True, as_array=False, **changes):
     local_class, dask_class, params, target = CASES[case]
+    params = dict(params, **changes)
     X, labels, target_values, weights = make_frame()
     y = labels if target == "labels" else target_values
     w = weights if weighted else None
@@ -757,6 +758,50 @@ def test_lost_worker_continues_the_fit(client, small_bin_subsample, monkeypatch,
         redone = [i for i in set(begun) if begun.count(i) > 1]
         assert redone and max(redone) == min(redone), begun   # one tree or round redone
         assert redone[0] > 0, begun             # ... after the kept ones
+
+
+def _die_at_round(victim, round_index):
+    """Make the worker ``victim`` (address) SIGKILL itself as it starts
+    boosting round ``round_index`` (inside the driver's call of the
+    workers' rounds); the nanny starts a new, unpatched worker."""
+    def patch():
+        from gputree.dask.worker_rows import WorkerRows
+        real = WorkerRows.boost_round
+
+        def dying(self, it, *args):
+            if it == round_index:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, it, *args)
+        WorkerRows.boost_round = dying
+    victim.client.run(patch, workers=[victim.address])
+
+
+@pytest.mark.parametrize("victim", [0, -1])
+def test_lost_worker_keeps_the_rounds_of_the_call(client, small_bin_subsample, monkeypatch,
+                                                  victim):
+    """A worker killed as it starts round 4 of a single call of 6 rounds
+    (nothing decided between rounds): the surviving worker's rounds 0-3 are
+    kept (every worker grows the same trees), the continued fit's one call
+    runs rounds 4 and 5 only, and the model is the one-machine model bit
+    for bit (trees, training scores, predictions). The first worker
+    returns the trees of a call; killing either must keep them."""
+    client.wait_for_workers(2, timeout=60)
+    worker = sorted(partitions._cluster_workers(client))[victim]
+    _die_at_round(dataclasses.make_dataclass("Victim", ["client", "address"])(client, worker),
+                  4)
+    calls = []
+    real = gd.worker_boosting.WorkerRowsBackend.call
+
+    def recorded(self, method, *args, **kwargs):
+        if method == "boost_rounds":
+            calls.append(args[:2])             # (first round, rounds)
+        return real(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(gd.worker_boosting.WorkerRowsBackend, "call", recorded)
+    model, local, X, _ = fit_pair("boosting-multiclass", client, 3, n_estimators=6)
+    assert_same_model(model, local)
+    np.testing.assert_array_equal(model.predict(X), local.predict(X))
+    assert calls == [(0, 6), (4, 2)], calls
 
 
 @pytest.mark.parametrize("validation, killed_call", [

@@ -116,9 +116,10 @@ def _learned_bins(partitions, encoder, max_bins, seed, weight_parts, n_used):
     each partition's rows of positive weight."""
     mapper = BinMapper(max_bins, encoder.is_categorical_, random_state=seed)
     ranks = sampled_ranks(partitions, mapper, n_used)
+    sizes = [used if part is None else part.size for part, used in zip(ranks, n_used)]
     summaries = _gathered_summaries(partitions, partitions.map(
         _part_summary, partitions.parts, weight_parts or [None] * len(partitions.parts), ranks,
-        is_categorical=encoder.is_categorical_))
+        is_categorical=encoder.is_categorical_), sizes)
     mapper.fit_edges(encoder.n_features_in_, edges_from(summaries, max_bins))
     return mapper
 
@@ -158,13 +159,11 @@ def _sampled_ranks(mapper, offsets):
     return None if ranks is None else local_rows(ranks, offsets)
 
 
-def _gathered_summaries(partitions, futures):
+def _gathered_summaries(partitions, futures, sizes):
     """The partitions' chunk summaries as one summary (the sampled values
     joined in row order, each categorical feature's code lists): gathered
-    one at a time into one array, so the sample is held once."""
-    partitions.wait(futures)
-    sizes = partitions.gather([partitions.client.submit(_sample_rows, f, pure=False)
-                               for f in futures])
+    one at a time into one array, so the sample is held once. ``sizes``:
+    int (p,) the sampled rows of each."""
     sample, codes, row = None, {}, 0
     for future, size in zip(futures, sizes):
         values, part_codes = partitions.gather([future])[0]
@@ -179,10 +178,6 @@ def _gathered_summaries(partitions, futures):
             codes[f][1].append(pair[1])
     return [(sample, {f: (np.concatenate(a), np.concatenate(b))
                       for f, (a, b) in codes.items()})]
-
-
-def _sample_rows(summary):
-    return int(summary[0].shape[0])
 
 
 def bin_new_partitions(partitions, mapper, device):

@@ -61,10 +61,9 @@ class RowPartitions:
     def compute(cls, client, delayed_parts, function, *args):
         """``function(part, *args)`` of every delayed partition, kept on the
         workers; row counts gathered."""
-        from distributed import wait
-        parts = [client.compute(function_of(function, part, *args)) for part in delayed_parts]
-        wait(parts)
-        return cls(client, parts)
+        parts = [function_of(function, part, *args) for part in delayed_parts]
+        futures, sizes = computed_with_sizes(client, parts)
+        return cls(client, futures, sizes)
 
     def replace_parts(self, futures):
         """Hold ``futures`` (one per partition) instead of the current parts,
@@ -168,6 +167,21 @@ def _worker_errors():
     from distributed.comm.core import CommClosedError
     from concurrent.futures import CancelledError
     return (KilledWorker, CommClosedError, CancelledError)
+
+
+def computed_with_sizes(client, delayed_parts):
+    """(futures of the delayed parts, int rows of each), computed in one
+    graph: a collection whose data is embedded in its graph (``from_array``
+    of a host array) sends that data to the scheduler once, not once a part
+    (150k x 28 float32 in 4 parts: 16 MiB, not 64). Waits for every part."""
+    import dask
+    counts = [dask.delayed(_n_rows, pure=False)(part) for part in delayed_parts]
+    futures = client.compute(list(delayed_parts) + counts)
+    parts, counts = futures[:len(delayed_parts)], futures[len(delayed_parts):]
+    sizes = client.gather(counts)
+    for count in counts:
+        count.release()
+    return parts, sizes
 
 
 def function_of(function, part, *args):

@@ -15,7 +15,9 @@ one finished (:func:`resume_state`):
 - the bins learned (:func:`kept_bins`): the partitions are binned with the
   same edges, never learned again;
 - an ensemble's finished trees: boosting's completed rounds with their
-  scores, a forest's trees, continued as ``warm_start`` continues them (the
+  scores (those a surviving worker completed in the driver's call under
+  way included: :meth:`gputree.dask.worker_boosting.WorkerRowsBackend.completed_rounds`),
+  a forest's trees, continued as ``warm_start`` continues them (the
   seed kept; boosting's raw scores recomputed from the kept trees on the
   workers' rows, the sums one machine makes tree after tree); a single tree
   is grown again, and so is an ensemble that had finished no tree, from the

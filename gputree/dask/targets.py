@@ -17,7 +17,7 @@ import numpy as np
 from .._arrays import to_host
 from ..data.validation import check_magnitude, check_weight_values, check_y
 from ..estimators.targets import as_float_targets, check_poisson_targets, encode_labels
-from .partitions import _n_rows
+from .partitions import computed_with_sizes
 
 
 class VectorParts:
@@ -36,7 +36,9 @@ class VectorParts:
 def vector_parts(partitions, v, name):
     """VectorParts of ``v`` (a dask or host vector (n,) or column (n, 1))
     cut to the partitions of X (RowPartitions) on the workers; None for
-    None. A host v is cut on the driver (it is there already)."""
+    None. A host v is cut on the driver (it is there already). The cuts
+    are not waited for: the tasks that use them wait (the summaries of
+    :class:`WorkerTargets`, gathered at once)."""
     from .inputs import is_dask_collection
     if v is None:
         return None
@@ -45,8 +47,7 @@ def vector_parts(partitions, v, name):
         v = np.asarray(getattr(v, "to_numpy", lambda: v)())
         _check_rows(v.shape[0] if v.ndim else 1, partitions.n_rows, name)
         return VectorParts(client.scatter(partitions.slices(v)))
-    blocks = [client.compute(block) for block in _vector_blocks(v, name)]
-    sizes = partitions.gather([client.submit(_n_rows, b, pure=False) for b in blocks])
+    blocks, sizes = computed_with_sizes(client, _vector_blocks(v, name))
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     _check_rows(int(offsets[-1]), partitions.n_rows, name)
     parts = []
@@ -59,8 +60,7 @@ def vector_parts(partitions, v, name):
                                    *[blocks[j] for j in held],
                                    workers=[worker] if worker else None,
                                    allow_other_workers=True, pure=False))
-    partitions.wait(parts)
-    for block in blocks:
+    for block in blocks:       # held by the scheduler until the cuts have run
         block.release()
     return VectorParts(parts)
 

@@ -37,7 +37,7 @@ import collections
 import numpy as np
 
 from .backend import DistributedBackend
-from .partitions import _worker_errors
+from .partitions import WorkerLostError, _worker_errors
 from .peer_growth import WorkerArray
 from .worker_rows import WorkerRows, order_free_total
 
@@ -48,6 +48,8 @@ _ROUND_STREAM = 0
 #: verbose output): between rounds the workers then wait for nobody, and the
 #: driver's call, its arguments and the trees' answer cost once per call
 ROUNDS_PER_CALL = 100
+#: seconds the driver waits for a surviving worker's completed rounds
+_SURVIVOR_SECONDS = 10.0
 
 
 class WorkerRowsBackend(DistributedBackend):
@@ -117,12 +119,34 @@ class WorkerRowsBackend(DistributedBackend):
             except Exception:      # noqa: BLE001 - a lost worker cannot be told
                 pass
 
+    def completed_rounds(self, first):
+        """After a lost worker: the answers of the rounds that the
+        ``boost_rounds`` call from round ``first`` completed, as the
+        surviving worker that completed most of them holds them
+        (:meth:`WorkerRows.completed_rounds`); [] where none answers. Each
+        is asked on its actor thread, free once the failed call has ended
+        (:meth:`_abort` released it)."""
+        done = []
+        for answer in [_answer(actor, "completed_rounds", first) for actor in self.actors]:
+            if answer is not None and len(answer) > len(done):
+                done = answer
+        return done
+
     def release(self):
         """Drop the actors (their rows are freed on the workers)."""
         super().release()
         for future in getattr(self, "actor_futures", []):
             future.release()
         self.actors, self.actor_futures = [], []
+
+
+def _answer(actor, method, *args):
+    """``actor.method(*args)`` waited for (at most _SURVIVOR_SECONDS), or
+    None where its worker cannot answer (lost)."""
+    try:
+        return getattr(actor, method)(*args).result(timeout=_SURVIVOR_SECONDS)
+    except Exception:      # noqa: BLE001 - a lost worker cannot answer
+        return None
 
 
 async def _first_failure(futures):
@@ -326,34 +350,59 @@ class WorkerResidentBoosting:
         """The one-machine loop; where nothing is decided or shown between
         rounds (no early stopping, no verbose output), the workers run up to
         :data:`ROUNDS_PER_CALL` rounds a call (:meth:`_round`)."""
-        self._rounds_ahead = collections.deque()
+        self._rounds_ahead, self._lost_call = collections.deque(), None
         self._rounds_per_call = 1 if early or self.verbose else ROUNDS_PER_CALL
+        self._survivors_rounds = not early
         try:
             super()._boost(train, validation, growth, early)
+            if self._lost_call is not None:
+                raise self._lost_call
         finally:
-            del self._rounds_ahead, self._rounds_per_call
+            del self._rounds_ahead, self._rounds_per_call, self._lost_call
+            del self._survivors_rounds
 
     def _round(self, it, train, validation, growth, pool, held_row_bytes):
         """One round on the workers' rows (see the module docstring): the
         next of the rounds a call ran ahead, else a call for this round (and
-        the rounds after it where :meth:`_boost` allows)."""
+        the rounds after it where :meth:`_boost` allows). A call that lost a
+        worker still gives the rounds a surviving worker completed: they are
+        recorded as these rounds, then the loss is raised (the fit continues
+        from them, :mod:`gputree.dask.recovery`)."""
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._round(it, train, validation, growth, pool, held_row_bytes)
         ahead = self._rounds_ahead
         if not ahead:
-            n_rounds = min(self._rounds_per_call, self.n_estimators - it)
-            loss = self._loss
-            quantile = loss.leaf_quantile if loss.refits_leaves else None
-            ahead.extend(backend.call(
-                "boost_rounds", it, n_rounds, self._seed, _ROUND_STREAM, self.subsample,
-                backend.n_rows, self.subsample >= 1 and train.unit_weights, self._groups,
-                self._scores["train"][-1] is None, train.data, growth, self.colsample_bytree,
-                self.learning_rate, backend.n_validation, quantile)[0])
+            if self._lost_call is not None:
+                raise self._lost_call
+            ahead.extend(self._call_rounds(it, train, growth))
         trees, score, self._round_validation = ahead.popleft()
         if score is not None:      # the training score of the raw scores the round started from
             self._scores["train"][-1] = -score / self._weight_total()
         self._trees.extend(trees)
+
+    def _call_rounds(self, it, train, growth):
+        """The answers of the workers' rounds from ``it`` (one call); after a
+        lost worker, those a survivor completed (the loss kept in
+        ``_lost_call``), or the loss raised where there are none. Not when
+        stopping early: a call runs one round there, and a stop decided on
+        a survivor's round would be continued past by the next attempt."""
+        backend, loss = self._backend, self._loss
+        n_rounds = min(self._rounds_per_call, self.n_estimators - it)
+        quantile = loss.leaf_quantile if loss.refits_leaves else None
+        self._weight_total()     # the rounds' scores need it, a lost worker's survivor's too
+        try:
+            return backend.call(
+                "boost_rounds", it, n_rounds, self._seed, _ROUND_STREAM, self.subsample,
+                backend.n_rows, self.subsample >= 1 and train.unit_weights, self._groups,
+                self._scores["train"][-1] is None, train.data, growth, self.colsample_bytree,
+                self.learning_rate, backend.n_validation, quantile)[0]
+        except WorkerLostError as exc:
+            done = backend.completed_rounds(it) if self._survivors_rounds else []
+            if not done:
+                raise
+            self._lost_call = exc
+            return done
 
     def _weight_total(self):
         """Order-free sum of the training weights (computed once a fit)."""

@@ -258,11 +258,23 @@ class WorkerRows:
         whose arguments follow ``n_rounds``; ``score_pending`` is the first
         round's: each later round computes the training score it starts
         from). Returns, on the first worker, every round's answer in order;
-        None on the others."""
-        answers = [self.boost_round(first + k, seed, stream, subsample, n_total, unit, groups,
-                                    score_pending or k > 0, *rest)
-                   for k in range(n_rounds)]
-        return answers if self.sliced.index == 0 else None
+        None on the others. Every worker keeps the answers of the rounds it
+        completed (:meth:`completed_rounds`: a lost worker's peers hold
+        them)."""
+        self.completed = (first, [])
+        for k in range(n_rounds):
+            self.completed[1].append(self.boost_round(
+                first + k, seed, stream, subsample, n_total, unit, groups,
+                score_pending or k > 0, *rest))
+        return self.completed[1] if self.sliced.index == 0 else None
+
+    def completed_rounds(self, first):
+        """The answers (:meth:`boost_round`) of the rounds this worker
+        completed in the :meth:`boost_rounds` call from round ``first``, in
+        order (every worker grows the same trees and computes the same
+        scores); [] for another call. Asked after a peer was lost."""
+        done_first, done = getattr(self, "completed", (None, []))
+        return list(done) if done_first == first else []
 
     def boost_round(self, it, seed, stream, subsample, n_total, unit, groups, score_pending,
                     data, growth, colsample_bytree, learning_rate, n_validation,
@@ -276,10 +288,10 @@ class WorkerRows:
         them (``quantile``: its leaf_quantile, else None;
         :mod:`gputree.dask.leaf_refits`); with
         ``n_validation`` validation rows, the trees are added to their raw
-        scores and their score computed. Returns, on the first worker, (the
+        scores and their score computed. Returns (the
         trees, the order-free total of the weighted pointwise losses at the
         round's start where ``score_pending``, else None, the validation
-        score or None); None on the others."""
+        score or None), the same on every worker."""
         with_validation = n_validation > 0
         rng = tree_rng(seed, it, stream)
         answers = self._gather("gradients", seed, it, stream, subsample, n_total, unit)
@@ -309,7 +321,7 @@ class WorkerRows:
         validation = (validation_score(self._gather, order_free_total, n_validation)
                       if with_validation else None)
         self.sliced.settle()
-        return (trees, score, validation) if self.sliced.index == 0 else None
+        return trees, score, validation
 
     def _gather(self, method, *args):
         """Every worker's answer to ``method(*args)``, in worker order: this
