@@ -393,7 +393,7 @@ def test_claimed_parts_no_pool_thread_started_are_cancelled_the_others_awaited()
 
     from gputree._threads import _executor, run_parts
     pool, gate = _executor(), threading.Event()
-    busy = [pool.submit(gate.wait) for _ in range(pool._max_workers)]
+    busy = [pool.submit(gate.wait) for _ in range(pool.n_workers)]
     try:
         seen = []
         assert run_parts(_record_part, 3, seen, claimed=True) == 0
