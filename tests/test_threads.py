@@ -86,6 +86,21 @@ def test_any_cut_of_a_histogram_pass_gives_the_reference(backend, monkeypatch, t
         X_binned, stats, root, 0, np.zeros(1, np.int32), 1, n_bins))
 
 
+def test_chunk_offsets_place_each_chunk_after_the_earlier_chunks_of_its_group():
+    """partition.chunk_offsets: group g starts after every row of the groups
+    before it, and chunk c's rows of g after the earlier chunks' rows of g
+    (numpy's cumulative sums, the reference)."""
+    from gputree.backends.cpu import partition
+    rng = np.random.RandomState(5)
+    for shape in [(1, 0), (1, 1), (1, 9), (4, 1), (3, 7), (6, 40)]:
+        counts = rng.randint(0, 50, size=shape).astype(np.int64)
+        first, offsets = partition.chunk_offsets(counts)
+        expected_first = np.concatenate([[0], np.cumsum(counts.sum(axis=0))])
+        np.testing.assert_array_equal(first, expected_first)
+        np.testing.assert_array_equal(offsets,
+                                      np.cumsum(counts, axis=0) - counts + expected_first[:-1])
+
+
 def test_gathering_chunks_bound_their_counters():
     for n_rows in (1000, 750_000, 7_000_000):
         for n_build in (1, 128, 50_000, 3_000_000):
@@ -153,6 +168,34 @@ def test_pieces_without_feature_groups_cover_each_node_once(threads, node_rows):
     assert pieces.shape[0] == node_rows.size + extra.sum()
     assert sorted(thread_pieces) == list(range(pieces.shape[0]))
     assert thread_first[0] == 0 and thread_first[-1] == pieces.shape[0]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_small_levels_are_planned_as_assign_pieces_deals_them(threads):
+    """plan_pieces' compiled plan of a level of few nodes, none with rows
+    for a second block (ties in size, empty nodes, one node over the limit
+    among them: the general plan), is a piece per node into its built row,
+    dealt to the threads exactly as assign_pieces deals the nodes' rows."""
+    rng = np.random.RandomState(3)
+    n_bins = 8
+    most = 2 * histograms._ROWS_PER_BIN * n_bins
+    for n in [0, 1, 2, 7, 33, histograms._SMALL_PLAN_NODES]:
+        for sizes in (rng.randint(0, most, n), rng.randint(0, 3, n) * 20,
+                      np.minimum(rng.randint(0, 2 * most, n), most)):
+            node_first = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+            built_rows = rng.permutation(3 * n + 1)[:n].astype(np.int64)
+            pieces, extra, thread_pieces, thread_first = histograms.plan_pieces(
+                node_first, built_rows, 1, n_bins, threads)
+            if (sizes >= most).any():           # the general plan's (covered above)
+                assert pieces.shape[0] == n + extra.sum()
+                continue
+            expected = np.stack([node_first[:-1], node_first[1:], np.zeros(n, np.int64),
+                                 np.ones(n, np.int64), built_rows], axis=1)
+            np.testing.assert_array_equal(pieces, expected.reshape(n, 5))
+            assert not extra.any() and extra.shape == (n,)
+            dealt = histograms.assign_pieces(np.diff(node_first), threads)
+            np.testing.assert_array_equal(thread_pieces, dealt[0])
+            np.testing.assert_array_equal(thread_first, dealt[1])
 
 _FITS = """
 import hashlib, sys
@@ -393,7 +436,7 @@ def test_claimed_parts_no_pool_thread_started_are_cancelled_the_others_awaited()
 
     from gputree._threads import _executor, run_parts
     pool, gate = _executor(), threading.Event()
-    busy = [pool.submit(gate.wait) for _ in range(pool._max_workers)]
+    busy = [pool.submit(gate.wait) for _ in range(pool.n_workers)]
     try:
         seen = []
         assert run_parts(_record_part, 3, seen, claimed=True) == 0

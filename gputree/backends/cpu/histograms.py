@@ -534,6 +534,16 @@ def plan_pieces(node_first, built_rows, n_features, n_bins, n_threads):
     _build_histograms takes them: (pieces int64 (P, 5), extra int64
     (n_build,) the private histograms of each node, thread_pieces,
     thread_first (:func:`assign_pieces`))."""
+    n_nodes = node_first.shape[0] - 1
+    if n_features == 1 and n_nodes <= _SMALL_PLAN_NODES:
+        # a level of few nodes: the plan just below in one compiled call
+        pieces = np.empty((n_nodes, 5), dtype=np.int64)
+        thread_pieces = np.empty(n_nodes, dtype=np.int64)
+        thread_first = np.empty(n_threads + 1, dtype=np.int64)
+        if _one_piece_per_node_plan(node_first, built_rows, 2 * _ROWS_PER_BIN * n_bins,
+                                    pieces, thread_pieces, thread_first,
+                                    np.empty(2 * n_nodes + n_threads, dtype=np.int64)):
+            return pieces, np.zeros(n_nodes, dtype=np.int64), thread_pieces, thread_first
     node_rows = np.diff(node_first)
     if n_features == 1 and node_rows.max(initial=0) < 2 * _ROWS_PER_BIN * n_bins:
         # one piece per node (no row blocks, no feature groups): what the
@@ -556,6 +566,61 @@ def plan_pieces(node_first, built_rows, n_features, n_bins, n_threads):
     thread_pieces, thread_first = assign_pieces(
         (pieces[:, 1] - pieces[:, 0]) * (pieces[:, 3] - pieces[:, 2]), n_threads)
     return pieces, extra, thread_pieces, thread_first
+
+
+#: the most nodes of a level planned by :func:`_one_piece_per_node_plan`
+#: (its dealing sorts them by insertion)
+_SMALL_PLAN_NODES = 64
+
+
+@kernel_jit()
+def _one_piece_per_node_plan(node_first, built_rows, most_rows, pieces, thread_pieces,
+                             thread_first, scratch):
+    """plan_pieces' plan of one feature group where every node (node_first
+    int64 (n + 1,), built_rows int64 (n,)) has fewer than ``most_rows``
+    rows: one piece per node, pieces int64 (n, 5) OUT, dealt to T =
+    len(thread_first) - 1 threads as :func:`assign_pieces` deals them
+    (largest first, ties in node order, each to the least loaded thread,
+    the lowest on ties; one thread: in order), thread_pieces int64 (n,)
+    and thread_first int64 (T + 1,) OUT; scratch int64 (2n + T,).
+    Returns False where a node has ``most_rows`` rows or more (the outputs
+    then mean nothing)."""
+    n = node_first.shape[0] - 1
+    n_threads = thread_first.shape[0] - 1
+    order, thread, load = scratch[:n], scratch[n:2 * n], scratch[2 * n:]
+    for p in range(n):
+        size = node_first[p + 1] - node_first[p]
+        if size >= most_rows:
+            return False
+        pieces[p, 0], pieces[p, 1], pieces[p, 2], pieces[p, 3] = (node_first[p],
+                                                                 node_first[p + 1], 0, 1)
+        pieces[p, 4] = built_rows[p]
+        # the nodes by rows, descending, ties in node order
+        k = p
+        while k > 0 and node_first[order[k - 1] + 1] - node_first[order[k - 1]] < size:
+            order[k] = order[k - 1]
+            k -= 1
+        order[k] = p
+    if n_threads == 1:
+        for p in range(n):
+            order[p] = p
+    load[:] = 0
+    for k in range(n):
+        best = 0
+        for t in range(1, n_threads):
+            if load[t] < load[best]:
+                best = t
+        thread[k] = best
+        load[best] += node_first[order[k] + 1] - node_first[order[k]] + 1
+    placed = 0
+    thread_first[0] = 0
+    for t in range(n_threads):
+        for k in range(n):
+            if thread[k] == t:
+                thread_pieces[placed] = order[k]
+                placed += 1
+        thread_first[t + 1] = placed
+    return True
 
 
 def add_private(private, extra, built_rows, hist, feature_bins, layout):

@@ -4,6 +4,7 @@ of the nodes to build, grouped by node, for the histogram pass."""
 import numpy as np
 from numba import njit
 
+from ..._threads import kernel_jit
 from ..kernel_cache import cache_numba_cpu_kernels
 from .intrinsics import prefetch_row
 from .jit import U64, goes_left_words, part_bounds
@@ -64,15 +65,24 @@ def chunk_offsets(counts):
     group by group and chunk by chunk, from counts int64 (n_chunks,
     n_groups): (first int64 (n_groups + 1,), each group's first place and
     the end; offsets int64 (n_chunks, n_groups), each chunk's first place
-    in each group)."""
-    first = np.zeros(counts.shape[1] + 1, dtype=np.int64)
-    if counts.shape[0] == 1:
-        # one chunk (fewer than ROW_CHUNK rows): its offsets are the groups'
-        # first places, a copy (the placing pass advances them)
-        np.cumsum(counts[0], out=first[1:])
-        return first, first[:-1].reshape(1, -1).copy()
-    np.cumsum(counts.sum(axis=0), out=first[1:])
-    return first, np.cumsum(counts, axis=0) - counts + first[:-1]
+    in each group), in one compiled call (a level's numpy calls cost more
+    than its few groups' sums)."""
+    first = np.empty(counts.shape[1] + 1, dtype=np.int64)
+    offsets = np.empty(counts.shape, dtype=np.int64)
+    _chunk_offsets(counts, first, offsets)
+    return first, offsets
+
+
+@kernel_jit()
+def _chunk_offsets(counts, first, offsets):
+    """chunk_offsets' first and offsets OUT from counts (its arguments)."""
+    first[0] = 0
+    for g in range(counts.shape[1]):
+        place = first[g]
+        for c in range(counts.shape[0]):
+            offsets[c, g] = place
+            place += counts[c, g]
+        first[g + 1] = place
 
 
 def rows_by_node(work, X_binned, positions, moves_start, split_feature, split_sets,

@@ -112,10 +112,12 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
     # a pass that runs as one part is planned for one thread (no dealing)
     pieces, extra, thread_pieces, thread_first = plan_pieces(
         node_first, built_rows, 1, shape[2], n_threads if parts_for(work) > 1 else 1)
-    private = np.empty((int(extra.sum()),) + hist.shape[1:], dtype=hist.dtype)
+    # the private histograms: extra.sum(), each node's pieces but its first
+    n_private = pieces.shape[0] - built_rows.shape[0]
+    private = np.empty((n_private,) + hist.shape[1:], dtype=hist.dtype)
     totals = np.empty((pieces.shape[0], hist.shape[3]), dtype=hist.dtype)
     alone = np.ones(pieces.shape[0], dtype=np.bool_)
-    if extra.any():
+    if n_private:
         one_piece = np.zeros(hist.shape[0], dtype=np.bool_)
         one_piece[built_rows[extra == 0]] = True
         alone = (pieces[:, 4] >= 0) & one_piece[np.maximum(pieces[:, 4], 0)]
@@ -125,6 +127,8 @@ def histograms_of_rows(sparse, stats, rows, node_first, built_rows, hist, n_add,
     _add_sparse.run(work if pieces.shape[0] > 1 else 0, sparse.first, feature, sparse.bins,
                     stats, n_add, rows, pieces, thread_pieces, thread_first, hist, private,
                     feature_bins, totals, sparse.mode, alone, layout)
+    if not n_private:           # every node one piece: its modes are set
+        return
     add_private(private, extra, built_rows, hist, feature_bins, layout)
     blocked = np.flatnonzero(extra)
     if blocked.size:

@@ -24,9 +24,13 @@ _CACHE_SCAN = cache_numba_cpu_kernels(__file__)
 
 
 #: work (about ns, ThreadedKernel.run's unit) of the split scan per bin of
-#: a (node, feature) it scans: a numerical feature's (LETOR's best-first
-#: step, two nodes of 300 features, 12,600 bins: 48 us on one thread, 3.8
-#: ns a bin; its fits 0.43 s with the scan in one part, 0.53 s in two) ...
+#: a (node, feature) it scans: a numerical feature's (the vectorised scan,
+#: LETOR's 21 bins a feature: 69-84 ns a (node, feature) on one thread,
+#: 3.3-4.0 ns a bin with each task's own work). Measured on LETOR's fits
+#: (2 threads, medians of 7-9, 2 to 8 alternated): depth 6 flat from 2 to
+#: 8 (0.195-0.200 s), lossguide flat from 2 to 5 (0.311-0.314 s) but 0.40 s
+#: at 6, where a best-first step's two nodes (12,600 bins) run in two
+#: parts ...
 SCAN_WORK_PER_BIN = 4
 #: ... and a categorical one's (a best-first step's two nodes of a
 #: 2,000-category and a numerical feature: 59 us on one thread, 13 ns a
