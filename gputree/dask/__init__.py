@@ -26,11 +26,40 @@ except ImportError as exc:  # pragma: no cover - exercised without dask installe
     raise ImportError('gputree.dask needs dask and distributed: pip install "gputree[dask]"'
                       ) from exc
 
-from .estimators import (DaskDecisionTreeClassifier, DaskDecisionTreeRegressor,  # noqa: E402
-                         DaskGradientBoostingClassifier, DaskGradientBoostingRegressor,
-                         DaskRandomForestClassifier, DaskRandomForestRegressor)
-from .partitions import WorkerLostError  # noqa: E402
+def _estimators():
+    from . import estimators
+    return estimators
+
+
+def _partitions():
+    from . import partitions
+    return partitions
+
+
+#: public name -> the loader of the module that defines it, imported on
+#: first use (a module ``__getattr__``, as ``gputree`` itself): a worker
+#: process that unpickles a task of :mod:`.inputs` or an actor of
+#: :mod:`.worker_rows` imports this package without the estimators (nor
+#: scikit-learn, scipy and pandas, 0.5 s of a fresh worker's first fit)
+_EXPORTS = {"DaskDecisionTreeClassifier": _estimators, "DaskDecisionTreeRegressor": _estimators,
+            "DaskGradientBoostingClassifier": _estimators,
+            "DaskGradientBoostingRegressor": _estimators,
+            "DaskRandomForestClassifier": _estimators, "DaskRandomForestRegressor": _estimators,
+            "WorkerLostError": _partitions}
 
 __all__ = ["DaskDecisionTreeClassifier", "DaskDecisionTreeRegressor",
            "DaskGradientBoostingClassifier", "DaskGradientBoostingRegressor",
            "DaskRandomForestClassifier", "DaskRandomForestRegressor", "WorkerLostError"]
+
+
+def __getattr__(name):
+    loader = _EXPORTS.get(name)
+    if loader is None:
+        raise AttributeError(f"module 'gputree.dask' has no attribute {name!r}")
+    value = getattr(loader(), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

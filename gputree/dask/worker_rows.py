@@ -27,7 +27,7 @@ from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
 from ..criteria import Statistics, newton_largest, newton_statistics
 from ..fixed_point import largest_magnitudes, summable_total
-from ..estimators.boosting import grow_on_columns, subsample_rows
+from ..estimators.sampling import grow_on_columns, subsample_rows
 from ..estimators.ensemble import add_tree_values, tree_rng
 from ..estimators.losses import _set_leaves
 from ..estimators.targets import encode_labels

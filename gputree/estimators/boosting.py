@@ -26,7 +26,7 @@ them by more than ``tol``. All fitted rounds are kept (``n_iter_``).
 """
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,13 +40,13 @@ from ..data.validation import (check_boosting_range, check_choice, check_float, 
 from ..explain import with_pred_contrib
 from ..growth.constraints import TreeConstraints, check_interaction_cst, check_monotonic_cst
 from ..growth.histogram_pool import HistogramPool
-from ..growth.grower import grow
 from ..growth.params import GrowthParams, categorical_search
 from ..model import register_estimator, saved_floats, saved_int, saved_int_pairs
 from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
 from .._progress import Progress
 from .ensemble import LazyTreeRng, add_tree_values, training_data, tree_rng
+from .sampling import grow_on_columns, subsample_rows
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
 from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
                       encode_labels)
@@ -163,32 +163,6 @@ def split_rows(n_samples, fraction, rng, strata=None):
     held_out = np.zeros(n_samples, dtype=bool)
     held_out[validation] = True
     return np.flatnonzero(~held_out), np.flatnonzero(held_out)
-
-
-def subsample_rows(rng, n_samples, subsample):
-    """int (k,): the rows of a round's ``subsample`` (round(subsample * n),
-    at least 1), drawn without replacement from ``rng``; by global row index,
-    so a part of the rows takes its own from the same draw."""
-    return rng.choice(n_samples, max(1, int(round(subsample * n_samples))), replace=False)
-
-
-def grow_on_columns(backend, data, stats, growth, rng, pool, held_row_bytes, colsample_bytree):
-    """grow (:func:`gputree.growth.grower.grow`) on a ``colsample_bytree``
-    subset of the features drawn from ``rng``; the tree refers to original
-    feature indices."""
-    n_features = data.X_binned.shape[1]
-    k = max(1, int(round(colsample_bytree * n_features)))
-    if k >= n_features:
-        return grow(backend, data, stats, growth, rng, pool, held_row_bytes)
-    columns = np.sort(rng.choice(n_features, k, replace=False))
-    if growth.constraints is not None:
-        growth = replace(growth, constraints=growth.constraints.restrict(columns))
-    # the subset's binned X is held beside the full one
-    tree, positions = grow(backend, data.take_columns(backend, columns), stats, growth, rng,
-                           pool, held_row_bytes + n_features)
-    internal = tree.feature >= 0
-    tree.feature[internal] = columns[tree.feature[internal]]
-    return tree, positions
 
 
 def checked_eval_set(eval_set):
