@@ -70,8 +70,10 @@ def main():
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
-        X, y = data(args.rows, -(-args.rows // args.partitions))
-        X, y = X.persist(), y.persist()
+        import dask
+        # one graph for both: y's keys include X's (two persists would submit
+        # X's tasks twice, which the scheduler warns may deadlock)
+        X, y = dask.persist(*data(args.rows, -(-args.rows // args.partitions)))
         for name, make in estimators(args.trees, args.libraries, args.estimator, args.oob):
             make().set_params(n_estimators=1).fit(X[:2000], y[:2000])   # compile, warm up
             start = current_rss_bytes()
