@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import frames
+from dask_models import assert_same_model
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -70,27 +71,6 @@ def dask_array(X, n_partitions, n_column_chunks=2):
     n_features = X.shape[1]
     columns = (n_features - n_features // 2, n_features // 2)[:n_column_chunks]
     return da.from_array(X, chunks=(tuple(PARTITIONINGS[n_partitions]), columns))
-
-
-def trees_of(model):
-    return model._trees if hasattr(model, "_trees") else [model.tree_.arrays]
-
-
-def assert_same_model(dask_model, local):
-    """Every array of every tree and the bin thresholds are identical."""
-    np.testing.assert_array_equal(dask_model._bin_mapper.bin_thresholds_,
-                                  local._bin_mapper.bin_thresholds_)
-    ours, theirs = trees_of(dask_model), trees_of(local)
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        for field in dataclasses.fields(a):
-            x, y = getattr(a, field.name), getattr(b, field.name)
-            assert x.dtype == y.dtype, field.name
-            np.testing.assert_array_equal(x, y, err_msg=field.name)
-    for name in ("train_score_", "validation_score_", "_baseline"):
-        if hasattr(local, name):
-            np.testing.assert_array_equal(getattr(dask_model, name), getattr(local, name),
-                                          err_msg=name)
 
 
 CASES = {

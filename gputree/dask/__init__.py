@@ -1,6 +1,6 @@
 """Training on a Dask cluster, bit-identical to one machine.
 
-``DaskGradientBoostingClassifier/Regressor``, ``DaskRandomForestClassifier/
+``DaskGradientBoostingClassifier/Regressor/Ranker``, ``DaskRandomForestClassifier/
 Regressor`` and ``DaskDecisionTreeClassifier/Regressor`` fit on dask arrays
 and dataframes held by the workers of a ``distributed.Client``: each worker
 bins and keeps its partitions and, per tree level, histograms its own rows;
@@ -31,6 +31,11 @@ def _estimators():
     return estimators
 
 
+def _ranking():
+    from . import ranking
+    return ranking
+
+
 def _partitions():
     from . import partitions
     return partitions
@@ -44,12 +49,13 @@ def _partitions():
 _EXPORTS = {"DaskDecisionTreeClassifier": _estimators, "DaskDecisionTreeRegressor": _estimators,
             "DaskGradientBoostingClassifier": _estimators,
             "DaskGradientBoostingRegressor": _estimators,
+            "DaskGradientBoostingRanker": _ranking,
             "DaskRandomForestClassifier": _estimators, "DaskRandomForestRegressor": _estimators,
             "WorkerLostError": _partitions}
 
 __all__ = ["DaskDecisionTreeClassifier", "DaskDecisionTreeRegressor",
            "DaskGradientBoostingClassifier", "DaskGradientBoostingRegressor",
-           "DaskRandomForestClassifier", "DaskRandomForestRegressor", "WorkerLostError"]
+           "DaskGradientBoostingRanker", "DaskRandomForestClassifier", "DaskRandomForestRegressor", "WorkerLostError"]
 
 
 def __getattr__(name):

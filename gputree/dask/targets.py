@@ -145,6 +145,10 @@ class WorkerTargets:
     ``single``: y has one output (boosting), else one or more (trees and
     forests: ``n_outputs``)."""
 
+    #: int64 (p + 1,) the first unit of each partition where the loss's
+    #: pointwise values are per unit of several rows (queries), else None
+    unit_offsets = None
+
     def __init__(self, partitions, y, sample_weight, classify, poisson=False, single=True):
         if y is None:
             check_y(y, partitions.n_rows)

@@ -81,6 +81,10 @@ class WorkerRowsBackend(DistributedBackend):
         self.actor_futures = futures
         self.actors = [future.result() for future in futures]
         self.call("connect", self.call("listen"), per_worker=list(range(len(self.actors))))
+        units = targets.unit_offsets
+        if units is not None:       # the pointwise values are per query (ranking)
+            self.call("set_units", int(units[-1]), per_worker=[
+                np.stack([units[parts], units[parts + 1]], axis=1) for parts in self.rows])
         self.n_rows = partitions.n_rows
         self.n_validation = 0
 
@@ -222,12 +226,10 @@ class WorkerResidentBoosting:
         from ..data.validation import check_boosting_range_of
         from ..estimators.boosting import _AUTO_EARLY_STOPPING_ROWS
         from ..estimators.ensemble import training_data
-        from .targets import WorkerTargets
         from .worker_validation import eval_parts
         growth = self._growth_params()
         classify = self._is_classifier()
-        targets = WorkerTargets(self._dask_fit[0], y, sample_weight, classify,
-                                poisson=self.loss == "poisson")
+        targets = self._worker_targets(y, sample_weight)
         self._dask_fit = (*self._dask_fit, targets)
         warm = self._warm()
         if warm and self.n_estimators < self.n_iter_:
@@ -235,9 +237,7 @@ class WorkerResidentBoosting:
                              f"n_iter_={self.n_iter_} when warm_start==True.")
         if classify:
             self._encode_targets(targets.labels, fitting=not warm)  # classes_, their check
-            magnitude = self._gradient_magnitude(None)
-        else:
-            magnitude = self._gradient_magnitude(np.array([targets.largest_y]))
+        magnitude = self._worker_gradient_magnitude(targets)
         data, _ = training_data(self, X, targets)
         evaluation = None if eval_set is None else eval_parts(self, eval_set)
         if evaluation is not None:
@@ -265,6 +265,19 @@ class WorkerResidentBoosting:
             from ..estimators.boosting import _Rows
             validation = _Rows(None, None, None, None, None, None)
         self._boost(rows, validation, growth, early)
+
+    def _worker_targets(self, y, sample_weight):
+        """y and sample_weight cut to X's partitions on the workers, checked
+        and summarised there (:class:`gputree.dask.targets.WorkerTargets`)."""
+        from .targets import WorkerTargets
+        return WorkerTargets(self._dask_fit[0], y, sample_weight, self._is_classifier(),
+                             poisson=self.loss == "poisson")
+
+    def _worker_gradient_magnitude(self, targets):
+        """The one-machine ``_gradient_magnitude`` from the targets' summary."""
+        if self._is_classifier():
+            return self._gradient_magnitude(None)
+        return self._gradient_magnitude(np.array([targets.largest_y]))
 
     def _worker_validation(self, targets, evaluation, early):
         """The validation rows on the workers (eval_set's, or the split of
@@ -320,7 +333,10 @@ class WorkerResidentBoosting:
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._initial_raw(train)
-        largest = np.max(backend.call("load", self._loss), axis=0)
+        answers = backend.call("load", self._loss)
+        if not self._loss.baseline_from_targets:
+            return self._loss.init_raw(None, None)
+        largest = np.max(answers, axis=0)
         if self._loss.refits_leaves:            # a weighted quantile of the targets
             from .selection import distributed_quantile
             return distributed_quantile(backend.call, "targets", 1, *self._loss.leaf_quantile)
@@ -378,7 +394,7 @@ class WorkerResidentBoosting:
             ahead.extend(self._call_rounds(it, train, growth))
         trees, score, self._round_validation = ahead.popleft()
         if score is not None:      # the training score of the raw scores the round started from
-            self._scores["train"][-1] = -score / self._weight_total()
+            self._scores["train"][-1] = self._loss.score_of_sums(score, self._weight_total())
         self._trees.extend(trees)
 
     def _call_rounds(self, it, train, growth):
@@ -420,7 +436,7 @@ class WorkerResidentBoosting:
         largest = float(np.max(backend.call("score_largest")))
         total = order_free_total(backend.call("score_part", largest, backend.n_rows))
         # loss.score divides by the order-free weight sum (n when every weight is 1)
-        return -total / self._weight_total()
+        return self._loss.score_of_sums(total, self._weight_total())
 
     def _release_fit(self):
         self._weights_sum = self._round_validation = None

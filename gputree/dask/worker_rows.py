@@ -59,6 +59,7 @@ class WorkerRows:
         X = parts[0] if len(parts) == 1 else xp.concatenate(parts)
         self.X = {"X": self.backend.in_binned_order(X)}
         self.n_rows = int(X.shape[0])
+        self.units = None
         self.positions = None
         self.labels = None if y_parts is None else _joined(y_parts)
         self.w = None if w_parts is None else _joined(w_parts).astype(FLOAT_DTYPE)
@@ -153,6 +154,19 @@ class WorkerRows:
         """The global rows of this worker's partitions after the split."""
         self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
 
+    def set_units(self, ranges, n_units):
+        """For a loss whose pointwise values, score weights and subsample
+        draws are per unit of consecutive rows (a ranking loss's queries):
+        ``ranges`` int64 (p, 2) the global [start, stop) units of this
+        worker's partitions, ``n_units`` the units of every worker. The
+        order-free sums then count units, and a round draws whole units."""
+        self.units = (np.asarray(ranges, dtype=np.int64).reshape(-1, 2), int(n_units))
+
+    def _n_units(self, n_total):
+        """The number of values that the order-free score sums add up:
+        ``n_total`` rows, or the units of :meth:`set_units`."""
+        return n_total if self.units is None else self.units[1]
+
     def _take(self, X, rows):
         backend = self.backend
         return backend.in_binned_order(X[backend.asarray(rows)])
@@ -161,7 +175,8 @@ class WorkerRows:
         """The loss's targets of the rows; returns, for the baseline's
         weighted mean of the targets (sums in parts), the largest |w| and
         |y_k w| per output k (``largest`` None: float64 (K + 1,)), else
-        this worker's :meth:`_summable` part of each of those sums."""
+        this worker's :meth:`_summable` part of each of those sums; None
+        for a loss whose baseline is no mean of the targets."""
         backend = self._use_threads()
         if largest is None:
             self.loss = loss
@@ -169,6 +184,8 @@ class WorkerRows:
             if self.val is not None:
                 self.val["y"] = loss.rows_targets(backend, self.val["labels"])
                 self.val["w"] = backend.asarray(self.val["w"], dtype=FLOAT_DTYPE)
+            if not loss.baseline_from_targets:
+                return None
         values = [self.w] + [self.y[:, k] * self.w for k in range(self.y.shape[1])]
         if largest is None:
             return np.asarray([self._largest(v) for v in values])
@@ -200,15 +217,26 @@ class WorkerRows:
         state, self.w_round = None, self.w
         if subsample < 1:
             rng = tree_rng(seed, it, stream)
-            chosen = subsample_rows(rng, n_total, subsample)
-            mask = np.zeros(self.n_rows, dtype=np.uint8)
-            mask[self._local(chosen)] = 1
+            mask = self._drawn_rows(rng, n_total, subsample)
             self.w_round = self.w * backend.asarray(mask).astype(np.float64)
             state = rng.get_state()
         self.g, self.h, self.pointwise = self.loss.gradients_and_pointwise(
             backend.xp, self.y, self.raw, None if unit else self.w_round, out=self.spare,
             selected=round_selection(self._gather, self.loss))
         return state, self._largest_gh(), self._largest(self._weighted(self.pointwise))
+
+    def _drawn_rows(self, rng, n_total, subsample):
+        """uint8 (n_rows,): 1 on this worker's rows of the round's draw from
+        ``rng`` (as one machine draws it): of the ``n_total`` rows, or of
+        whole units (:meth:`set_units`), every row of a drawn unit."""
+        if self.units is None:
+            mask = np.zeros(self.n_rows, dtype=np.uint8)
+            mask[self._local(subsample_rows(rng, n_total, subsample))] = 1
+            return mask
+        ranges, n_units = self.units
+        chosen = np.zeros(int(np.sum(ranges[:, 1] - ranges[:, 0])), dtype=np.uint8)
+        chosen[_local_indices(ranges, subsample_rows(rng, n_units, subsample))] = 1
+        return self.loss.rows_of_units(self.y, chosen)
 
     def _largest_gh(self):
         xp = self.backend.xp
@@ -234,7 +262,8 @@ class WorkerRows:
         if totals is None:
             totals = xp.stack([stats.stats[:, c].sum() for c in range(stats.stats.shape[1])])
         score = (None if score_largest is None else
-                 self._summable(self._weighted(self.pointwise), score_largest, n_total))
+                 self._summable(self._weighted(self.pointwise), score_largest,
+                                self._n_units(n_total)))
         return backend.to_host(totals).reshape(1, -1), score, stats.inv_scale, stats.layout
 
     def listen(self):
@@ -516,7 +545,7 @@ class WorkerRows:
         """This worker's integer part of the order-free sum of the
         pointwise losses of :meth:`score_largest` (times the weights)."""
         self._use_threads()
-        return self._summable(self._weighted(self.pointwise), largest, n_total)
+        return self._summable(self._weighted(self.pointwise), largest, self._n_units(n_total))
 
     def validation_parts(self, largest=None, n_total=None):
         """For the validation loss (order-free sums in parts): the largest
@@ -535,16 +564,19 @@ class WorkerRows:
 
     def weight_parts(self, largest=None, n_total=None):
         """Largest |w| (``largest`` None), else this worker's integer part
-        of the order-free sum of the weights."""
+        of the order-free sum of the weights (of the loss's units: rows, or
+        a ranking loss's queries)."""
         self._use_threads()
+        w = self.loss.unit_weights(self.y, self.w)
         if largest is None:
-            return self._largest(self.w)
-        return self._summable(self.w, largest, n_total)
+            return self._largest(w)
+        return self._summable(w, largest, self._n_units(n_total))
 
     def _weighted(self, pointwise):
-        """pointwise * w (equal to the pointwise losses where every weight
-        is one, the one-machine fit's unweighted sum)."""
-        return pointwise * self.w
+        """pointwise * the weights of its units (equal to the pointwise
+        losses where every weight is one, the one-machine fit's unweighted
+        sum)."""
+        return pointwise * self.loss.unit_weights(self.y, self.w)
 
     def _largest(self, values):
         """Largest magnitude of ``values`` (n,) on the backend or the host."""
@@ -578,16 +610,27 @@ class WorkerRows:
 
     def _local(self, rows):
         """Local indices (int64) of the global ``rows`` this worker holds."""
-        local, first = [], 0
-        for start, stop in self.ranges:
-            inside = rows[(rows >= start) & (rows < stop)]
-            local.append(inside - start + first)
-            first += stop - start
-        return np.concatenate(local) if local else np.empty(0, np.int64)
+        return _local_indices(self.ranges, rows)
+
+
+def _local_indices(ranges, indices):
+    """Local indices (int64) of the global ``indices`` inside ``ranges``
+    int64 (p, 2) (global [start, stop), numbered consecutively)."""
+    local, first = [], 0
+    for start, stop in ranges:
+        inside = indices[(indices >= start) & (indices < stop)]
+        local.append(inside - start + first)
+        first += stop - start
+    return np.concatenate(local) if local else np.empty(0, np.int64)
 
 
 def _joined(parts):
-    """Host parts (n_p, ...) of the worker's partitions, concatenated."""
+    """Host parts (n_p, ...) of the worker's partitions, concatenated (parts
+    of a type with a ``joined`` constructor, such as ranking targets with
+    their queries, joined by it)."""
+    join = getattr(type(parts[0]), "joined", None)
+    if join is not None:
+        return parts[0] if len(parts) == 1 else join(parts)
     host = [np.asarray(to_host(p)) for p in parts]
     return host[0] if len(host) == 1 else np.concatenate(host)
 

@@ -1,0 +1,168 @@
+"""gputree.dask.DaskGradientBoostingRanker on a real LocalCluster of 2 worker
+processes: the model is the one-machine GradientBoostingRanker's bit for bit
+(every array of every tree, the bins, train_score_, the predictions) with
+the queries as qid or group, for uneven partitionings (queries of various
+sizes, a one-row query, tied labels), per-query weights, a query subsample,
+both losses; bad queries give clear errors naming the fix."""
+import numpy as np
+import pytest
+
+pytest.importorskip("dask")
+pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+import gputree  # noqa: E402
+import gputree.dask as gd  # noqa: E402
+from dask_models import assert_same_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client
+
+
+def ranking_data(seed=0):
+    """(X float64 (n, 5) with NaNs, labels 0..4 (many ties), query sizes
+    1..14 (query 3 has one row, query 5 two rows of one label), qid:
+    unsorted ids, each query's rows consecutive)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 15, 70)
+    sizes[3], sizes[5] = 1, 2
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 5))
+    X[rng.random((n, 5)) < 0.05] = np.nan
+    y = rng.integers(0, 5, n)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    y[starts[5]:starts[6]] = 2
+    qid = np.repeat(rng.permutation(1000)[:sizes.size], sizes)
+    return X, y, sizes, qid
+
+
+def cuts_of(sizes, n_partitions):
+    """Partition row counts for ``n_partitions`` uneven partitions whose
+    bounds fall between queries (the first one 1 query long)."""
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    bounds = {1: [], 2: [40], 3: [1, 50]}[n_partitions]
+    edges = [0] + [int(starts[b]) for b in bounds] + [int(starts[-1])]
+    return tuple(np.diff(edges))
+
+
+def dask_inputs(X, y, qid, cuts, frame=False):
+    if frame:
+        divisions = list(np.concatenate([[0], np.cumsum(cuts)[:-1]])) + [X.shape[0] - 1]
+        df = pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])])
+        df["y"], df["qid"] = y, qid
+        df = dd.from_pandas(df, npartitions=1).repartition(divisions=[int(d) for d in divisions])
+        return df[[f"f{k}" for k in range(X.shape[1])]], df["y"], df["qid"]
+    return (da.from_array(X, chunks=(cuts, 3)), da.from_array(y, chunks=(cuts,)),
+            da.from_array(qid, chunks=(cuts,)))
+
+
+CASES = {
+    "qid-1-lambdarank": ("qid", 1, dict(), False, False),
+    "qid-2-weighted-subsample": ("qid", 2, dict(subsample=0.6), True, False),
+    "qid-3-pairwise-frame": ("qid", 3, dict(loss="rank:pairwise"), True, True),
+    "group-2-pairwise-subsample": ("group", 2, dict(loss="rank:pairwise", subsample=0.7),
+                                   False, False),
+    "group-3-weighted-extra": ("group", 3, dict(colsample_bytree=0.6, lambdarank_norm=False,
+                                                eval_at=3), True, True),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_model_as_one_machine(client, case):
+    queries, n_partitions, changes, weighted, frame = CASES[case]
+    X, y, sizes, qid = ranking_data()
+    w = np.random.default_rng(1).uniform(0.2, 3.0, sizes.size) if weighted else None
+    params = dict(n_estimators=6, max_depth=3, min_samples_leaf=3, random_state=7,
+                  early_stopping=False, device="cpu", **changes)
+    local = gputree.GradientBoostingRanker(**params).fit(X, y, qid=qid, sample_weight=w)
+    dX, dy, dqid = dask_inputs(X, y, qid, cuts_of(sizes, n_partitions), frame)
+    given = dict(qid=dqid) if queries == "qid" else dict(group=sizes)
+    model = gd.DaskGradientBoostingRanker(**params, client=client).fit(dX, dy, sample_weight=w,
+                                                                        **given)
+    assert_same_model(model, local)
+    assert np.isfinite(local.train_score_).all() and local.train_score_[-1] > 0.5
+    expected = local.predict(X)
+    assert model.predict(X).tobytes() == expected.tobytes()
+    on_workers = model.predict(dX)
+    assert type(on_workers).__module__.startswith("dask")
+    assert np.asarray(on_workers.compute()).tobytes() == expected.tobytes()
+    assert model.score(X, y, qid=qid) == local.score(X, y, qid=qid)
+
+
+def test_warm_start_continues_the_fit(client):
+    X, y, sizes, qid = ranking_data(2)
+    params = dict(max_depth=3, random_state=1, early_stopping=False, device="cpu")
+    local = gputree.GradientBoostingRanker(n_estimators=5, **params).fit(X, y, group=sizes)
+    dX, dy, _ = dask_inputs(X, y, qid, cuts_of(sizes, 2))
+    model = gd.DaskGradientBoostingRanker(n_estimators=2, warm_start=True, client=client,
+                                          **params).fit(dX, dy, group=sizes)
+    model.set_params(n_estimators=5).fit(dX, dy, group=sizes)
+    assert_same_model(model, local)
+
+
+def _fit(client, X, y, cuts, **fit_params):
+    qid = fit_params.pop("qid", None)
+    dX, dy, dqid = dask_inputs(X, y, np.zeros(len(y)) if qid is None else qid, cuts)
+    params = {k: fit_params.pop(k) for k in list(fit_params) if k in ("early_stopping",
+                                                                       "label_gain")}
+    model = gd.DaskGradientBoostingRanker(n_estimators=2, client=client, **params)
+    return model.fit(dX, dy, qid=None if qid is None else dqid, **fit_params)
+
+
+def test_clear_errors(client):
+    X, y, sizes, qid = ranking_data()
+    n = len(y)
+    straddling = (int(np.sum(sizes[:10])) + 1, n - int(np.sum(sizes[:10])) - 1)
+    with pytest.raises(ValueError, match=r"qid: query .* partitions 0 and 1 .*repartition"):
+        _fit(client, X, y, straddling, qid=qid)
+    with pytest.raises(ValueError, match=r"group: query 10 .*straddles partitions 0 and 1.*"
+                                         r"repartition"):
+        _fit(client, X, y, straddling, group=sizes)
+    again = qid.copy()
+    again[-sizes[-1]:] = qid[0]           # the first query's id comes back in partition 1
+    with pytest.raises(ValueError, match="are not consecutive.*sort the rows by query id"):
+        _fit(client, X, y, cuts_of(sizes, 2), qid=again)
+    inside = qid.copy()
+    inside[n - 1] = qid[n - sizes[-1] - 1]   # within one partition
+    with pytest.raises(ValueError, match="not consecutive.*rows counted from row"):
+        _fit(client, X, y, cuts_of(sizes, 2), qid=inside)
+    with pytest.raises(ValueError, match="group sizes sum to"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes[1:])
+    with pytest.raises(ValueError, match="Ranking needs the queries"):
+        _fit(client, X, y, cuts_of(sizes, 2))
+    with pytest.raises(ValueError, match="not both"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, qid=qid)
+    with pytest.raises(ValueError, match="one weight per query"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, sample_weight=np.ones(n))
+    bad = y.copy()
+    bad[n - 3] = -1
+    with pytest.raises(ValueError, match=r"relevance labels.*rows counted from row"):
+        _fit(client, X, bad, cuts_of(sizes, 2), group=sizes)
+    with pytest.raises(ValueError, match="label_gain has gains for labels 0..2"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, label_gain=[0, 1, 3])
+    with pytest.raises(ValueError, match="early_stopping=False"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, early_stopping="auto")
+    with pytest.raises(ValueError, match="eval_set"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, eval_set=(X, y), eval_group=sizes)
+    with pytest.raises(TypeError, match="DaskGradientBoostingRanker"):
+        gputree.GradientBoostingRanker().fit(da.from_array(X), y, group=sizes)
+
+
+def test_dask_sample_weight_of_the_queries(client):
+    """A dask vector of query weights is the host one (computed: O(queries))."""
+    X, y, sizes, qid = ranking_data(3)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, sizes.size)
+    params = dict(n_estimators=3, max_depth=2, random_state=2, early_stopping=False)
+    local = gputree.GradientBoostingRanker(**params).fit(X, y, group=sizes, sample_weight=w)
+    dX, dy, _ = dask_inputs(X, y, qid, cuts_of(sizes, 3))
+    model = gd.DaskGradientBoostingRanker(client=client, **params).fit(
+        dX, dy, group=sizes, sample_weight=da.from_array(w, chunks=20))
+    assert_same_model(model, local)
