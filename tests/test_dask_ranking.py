@@ -28,7 +28,8 @@ def client():
 
 
 def ranking_data(seed=0):
-    """(X float64 (n, 5) with NaNs, labels 0..4 (many ties), query sizes
+    """(X float64 (n, 5) with NaNs, labels 0..4 (many ties) from the first
+    feature and noise, query sizes
     1..14 (query 3 has one row, query 5 two rows of one label), qid:
     unsorted ids, each query's rows consecutive)."""
     rng = np.random.default_rng(seed)
@@ -37,7 +38,8 @@ def ranking_data(seed=0):
     n = int(sizes.sum())
     X = rng.normal(size=(n, 5))
     X[rng.random((n, 5)) < 0.05] = np.nan
-    y = rng.integers(0, 5, n)
+    signal = 1.5 * np.nan_to_num(X[:, 0]) + 2 + 0.8 * rng.normal(size=n)
+    y = np.clip(signal, 0, 4).astype(np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     y[starts[5]:starts[6]] = 2
     qid = np.repeat(rng.permutation(1000)[:sizes.size], sizes)
@@ -108,6 +110,40 @@ def test_warm_start_continues_the_fit(client):
     assert_same_model(model, local)
 
 
+@pytest.mark.parametrize("queries", ["qid", "group"])
+def test_early_stopping_on_an_eval_set(client, queries):
+    """eval_set's NDCG (query weights, queries as eval_qid or eval_group,
+    in uneven partitions) every round and the stop: the one machine's."""
+    X, y, sizes, qid = ranking_data(5)
+    Xv, yv, sizes_v, qid_v = ranking_data(6)
+    wv = np.random.default_rng(7).uniform(0.5, 2.0, sizes_v.size)
+    params = dict(n_estimators=40, max_depth=3, early_stopping=True, n_iter_no_change=2,
+                  tol=0.0, random_state=3, device="cpu")
+    local = gputree.GradientBoostingRanker(**params).fit(X, y, qid=qid, eval_set=[(Xv, yv, wv)],
+                                                         eval_qid=[qid_v])
+    assert 2 < local.n_iter_ < 40        # it stopped early
+    dX, dy, dqid = dask_inputs(X, y, qid, cuts_of(sizes, 2))
+    dXv, dyv, dqid_v = dask_inputs(Xv, yv, qid_v, cuts_of(sizes_v, 3), frame=True)
+    given = (dict(qid=dqid, eval_qid=dqid_v) if queries == "qid" else
+             dict(group=sizes, eval_group=[sizes_v]))
+    model = gd.DaskGradientBoostingRanker(**params, client=client).fit(
+        dX, dy, eval_set=(dXv, dyv, wv), **given)
+    assert_same_model(model, local)
+    assert model.n_iter_ == local.n_iter_
+
+
+def test_early_stopping_on_the_training_ndcg(client):
+    X, y, sizes, qid = ranking_data(8)
+    params = dict(n_estimators=40, max_depth=4, learning_rate=0.5, early_stopping=True,
+                  validation_fraction=None, n_iter_no_change=1, tol=1e-3, subsample=0.8,
+                  random_state=4, device="cpu")
+    local = gputree.GradientBoostingRanker(**params).fit(X, y, group=sizes)
+    assert local.n_iter_ < 40
+    dX, dy, dqid = dask_inputs(X, y, qid, cuts_of(sizes, 3))
+    model = gd.DaskGradientBoostingRanker(**params, client=client).fit(dX, dy, qid=dqid)
+    assert_same_model(model, local)
+
+
 def _fit(client, X, y, cuts, **fit_params):
     qid = fit_params.pop("qid", None)
     dX, dy, dqid = dask_inputs(X, y, np.zeros(len(y)) if qid is None else qid, cuts)
@@ -148,10 +184,16 @@ def test_clear_errors(client):
         _fit(client, X, bad, cuts_of(sizes, 2), group=sizes)
     with pytest.raises(ValueError, match="label_gain has gains for labels 0..2"):
         _fit(client, X, y, cuts_of(sizes, 2), group=sizes, label_gain=[0, 1, 3])
-    with pytest.raises(ValueError, match="early_stopping=False"):
-        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, early_stopping="auto")
-    with pytest.raises(ValueError, match="eval_set"):
-        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, eval_set=(X, y), eval_group=sizes)
+    with pytest.raises(ValueError, match="validation_fraction split is not supported"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, early_stopping=True)
+    with pytest.raises(ValueError, match="eval_group / eval_qid describe the queries"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, eval_group=sizes)
+    dX, dy, _ = dask_inputs(X, y, qid, straddling)
+    with pytest.raises(ValueError, match="eval_group: query 10 .*straddles"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, eval_set=[(dX, dy)],
+             eval_group=sizes)
+    with pytest.raises(ValueError, match="Ranking needs the queries: pass eval_group"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, eval_set=[(dX, dy)])
     with pytest.raises(TypeError, match="DaskGradientBoostingRanker"):
         gputree.GradientBoostingRanker().fit(da.from_array(X), y, group=sizes)
 

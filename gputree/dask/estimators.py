@@ -160,7 +160,8 @@ class _DaskEstimator:
             raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
                              "with criterion='newton' and a named loss; pass "
                              "early_stopping=False and no eval_set.")
-        if validates and (self.scoring != "loss" or self.eval_metric is not None):
+        if validates and (getattr(self, "scoring", "loss") != "loss"
+                          or getattr(self, "eval_metric", None) is not None):
             raise ValueError("Early stopping on Dask scores the loss: pass scoring='loss' and "
                              "eval_metric=None (or fit the ordinary estimator).")
         name = getattr(self, "loss", None)

@@ -36,27 +36,29 @@ def _host(value):
                                                                  lambda: value)()))
 
 
-def qid_runs(qid, offset):
+def qid_runs(qid, offset, name="qid"):
     """(sizes int64 (n_queries,), query ids (n_queries,)) of one partition's
-    qid (n,), its queries' runs checked as the one-machine qid (a message's
-    rows counted from ``offset``, the partition's first row)."""
+    qid (n,) (named ``name``), its queries' runs checked as the one-machine
+    qid (a message's rows counted from ``offset``, the partition's first
+    row)."""
     qid = np.asarray(to_host(getattr(qid, "to_numpy", lambda: qid)()))
     if qid.shape[0] == 0:
         return np.empty(0, QUERY_DTYPE), qid[:0]
     try:
-        queries, run_ids = query_runs(qid, qid.shape[0], "qid")
+        queries, run_ids = query_runs(qid, qid.shape[0], name)
     except ValueError as exc:
         raise ValueError(f"{exc} (rows counted from row {offset}, where the partition "
                          "starts)") from None
     return queries.sizes, run_ids
 
 
-def _layout_of_qid(partitions, qid):
+def _layout_of_qid(partitions, qid, name):
     """(Queries of every row, int64 (p + 1,) each partition's first query)
-    from the workers' runs of ``qid``."""
-    parts = vector_parts(partitions, qid, "qid")
+    from the workers' runs of ``qid`` (named ``name``)."""
+    parts = vector_parts(partitions, qid, name)
     try:
-        runs = partitions.gather(partitions.map(qid_runs, parts.parts, partitions.offsets[:-1]))
+        runs = partitions.gather(partitions.map(qid_runs, parts.parts, partitions.offsets[:-1],
+                                                name=name))
     finally:
         parts.release()
     counts = np.asarray([sizes.size for sizes, _ in runs], dtype=np.int64)
@@ -67,18 +69,18 @@ def _layout_of_qid(partitions, qid):
         if runs[p][1][-1] == runs[q][1][0]:
             first = int(unit_offsets[q])
             raise ValueError(
-                f"qid: query {runs[q][1][0].item()!r} has rows in partitions {p} and {q} of X "
+                f"{name}: query {runs[q][1][0].item()!r} has rows in partitions {p} and {q} of X "
                 f"(rows {queries.starts[first - 1]}..{queries.starts[first + 1] - 1}); on Dask "
                 f"each query's rows lie in one partition: {_REPARTITION}.")
     run_ids = np.concatenate([ids for _, ids in runs])
-    check_distinct_runs(run_ids, queries.starts, "qid")
+    check_distinct_runs(run_ids, queries.starts, name)
     return queries, unit_offsets
 
 
-def _layout_of_group(partitions, group):
+def _layout_of_group(partitions, group, name):
     """(Queries of every row, int64 (p + 1,) each partition's first query)
-    from ``group`` (host query sizes, in row order)."""
-    queries = query_layout(partitions.n_rows, _host(group), None)
+    from ``group`` (host query sizes, in row order; named ``name``)."""
+    queries = query_layout(partitions.n_rows, _host(group), None, name)
     offsets = partitions.offsets
     unit_offsets = np.searchsorted(queries.starts, offsets).astype(np.int64)
     inside = queries.starts[np.minimum(unit_offsets, queries.n_queries)] != offsets
@@ -86,29 +88,30 @@ def _layout_of_group(partitions, group):
         p = int(np.flatnonzero(inside)[0])
         q = int(unit_offsets[p]) - 1
         raise ValueError(
-            f"group: query {q} (rows {queries.starts[q]}..{queries.starts[q + 1] - 1}) "
+            f"{name}: query {q} (rows {queries.starts[q]}..{queries.starts[q + 1] - 1}) "
             f"straddles partitions {p - 1} and {p} of X (partition {p} starts at row "
             f"{offsets[p]}); on Dask each query's rows lie in one partition: {_REPARTITION}.")
     return queries, unit_offsets
 
 
-def partition_queries(partitions, group, qid):
+def partition_queries(partitions, group, qid, names=("group", "qid")):
     """(Queries of every row, int64 (p + 1,) the first query of each of X's
-    partitions (RowPartitions)) from ``group`` or ``qid``: exactly one."""
+    partitions (RowPartitions)) from ``group`` or ``qid`` (named
+    ``names``): exactly one."""
     if (group is None) == (qid is None):
-        query_layout(partitions.n_rows, group, qid)      # raises: neither, or both
+        query_layout(partitions.n_rows, group, qid, *names)    # raises: neither, or both
     if qid is not None:
-        return _layout_of_qid(partitions, qid)
-    return _layout_of_group(partitions, group)
+        return _layout_of_qid(partitions, qid, names[1])
+    return _layout_of_group(partitions, group, names[0])
 
 
-def ranking_part(labels, starts, offset):
-    """RankingTargets of one partition: its labels (n,) checked as relevance
-    labels (a message's rows counted from ``offset``) and its queries'
-    ``starts`` int64 (local)."""
+def ranking_part(labels, starts, offset, name="y"):
+    """RankingTargets of one partition: its labels (n,) (named ``name``)
+    checked as relevance labels (a message's rows counted from ``offset``)
+    and its queries' ``starts`` int64 (local)."""
     labels = np.asarray(to_host(getattr(labels, "to_numpy", lambda: labels)()))
     try:
-        checked = relevance_labels(labels, labels.shape[0])
+        checked = relevance_labels(labels, labels.shape[0], name)
     except ValueError as exc:
         raise ValueError(f"{exc} (rows counted from row {offset}, where the partition "
                          "starts)") from None
@@ -131,12 +134,16 @@ class RankingWorkerTargets:
     of RankingTargets, ``weights``: parts of row weights, ``positive``
     int64 (p,) rows of positive weight, ``largest_w``), with ``queries``
     (the Queries of every row, on the driver: O(queries)), ``unit_offsets``
-    int64 (p + 1,) (each partition's first query) and ``largest_label``."""
+    int64 (p + 1,) (each partition's first query), ``n_units`` (the
+    queries) and ``largest_label``. ``names``: those of group, qid, y and
+    sample_weight in the errors."""
 
-    def __init__(self, partitions, y, group, qid, sample_weight):
+    def __init__(self, partitions, y, group, qid, sample_weight,
+                 names=("group", "qid", "y", "sample_weight")):
         self.n_rows = partitions.n_rows
-        self.queries, self.unit_offsets = partition_queries(partitions, group, qid)
-        weights = query_weights(_host(sample_weight), self.queries)
+        self.queries, self.unit_offsets = partition_queries(partitions, group, qid, names[:2])
+        self.n_units = self.queries.n_queries
+        weights = query_weights(_host(sample_weight), self.queries, names[3])
         self.largest_w = float(np.max(weights))
         units = self.unit_offsets
         self.positive = np.asarray(
@@ -144,9 +151,9 @@ class RankingWorkerTargets:
              for a, b in zip(units[:-1], units[1:])], dtype=np.int64)
         starts = [self.queries.starts[a:b + 1] - self.queries.starts[a]
                   for a, b in zip(units[:-1], units[1:])]
-        labels = vector_parts(partitions, y, "y")
+        labels = vector_parts(partitions, y, names[2])
         self.y = VectorParts(partitions.map(ranking_part, labels.parts, starts,
-                                            partitions.offsets[:-1]))
+                                            partitions.offsets[:-1], name=names[2]))
         self.weights = VectorParts(partitions.map(
             row_weights, self.y.parts, [weights[a:b] for a, b in zip(units[:-1], units[1:])]))
         labels.release()

@@ -10,13 +10,16 @@ and NDCGs with the one-machine per-query pass, and the trees grow from the
 workers' exchanged histograms; the training NDCG is the order-free sum of
 the queries' weighted NDCGs over every worker's queries. ``subsample``
 draws whole queries, as on one machine, each worker keeping the rows of its
-drawn queries.
+drawn queries. Early stopping watches the NDCG of an ``eval_set`` (Dask
+collections, its queries as ``eval_qid`` or ``eval_group``) held by the
+workers the same way, or the training NDCG (``validation_fraction=None``);
+``early_stopping`` defaults to False here, as the other Dask estimators.
 
-Not supported yet (a clear error): early stopping and ``eval_set``
-(``early_stopping`` defaults to False here).
+Not supported yet (a clear error): the ``validation_fraction`` split.
 """
 from ..estimators import GradientBoostingRanker
 from ..estimators.lambdamart import label_gains
+from ..estimators.ranking import _one
 from .estimators import _NO_EARLY_STOPPING, _make
 from .worker_boosting import WorkerResidentBoosting
 
@@ -32,34 +35,65 @@ class _DaskRanking:
         ``qid`` (a query id per row, dask or host) or ``group`` (host query
         sizes in row order), each query's rows in one partition of X;
         ``sample_weight``: one weight per query (host, or a dask vector of
-        n_queries)."""
-        if eval_set is not None or eval_group is not None or eval_qid is not None:
-            raise ValueError("DaskGradientBoostingRanker does not validate on an eval_set yet: "
-                             "pass no eval_set (or fit the ordinary GradientBoostingRanker).")
-        if self.early_stopping is not False:
-            raise ValueError("DaskGradientBoostingRanker does not stop early yet: pass "
-                             f"early_stopping=False (got {self.early_stopping!r}), or fit the "
-                             "ordinary GradientBoostingRanker.")
-        if not self._rows_on_workers():
-            raise ValueError("DaskGradientBoostingRanker grows Newton trees with its "
-                             "named losses; keep criterion='newton'.")
+        n_queries). ``eval_set``: ``(X_val, y_val)`` or ``(X_val, y_val,
+        query_weights)`` (or a list of one), X_val and y_val Dask
+        collections, its queries as ``eval_qid`` or ``eval_group``."""
+        if eval_set is None and (eval_group is not None or eval_qid is not None):
+            raise ValueError("eval_group / eval_qid describe the queries of eval_set; pass "
+                             "eval_set too.")
         self._check_params()
-        return super().fit(X, y, sample_weight, group=group, qid=qid)
+        return super().fit(X, y, sample_weight, group=group, qid=qid, eval_set=eval_set,
+                           eval_queries=(eval_group, eval_qid))
 
-    def _fit_dask(self, X, y, sample_weight, group=None, qid=None):
-        self._query_inputs = (group, qid)
+    def _fit_dask(self, X, y, sample_weight, group=None, qid=None, eval_set=None,
+                  eval_queries=None):
+        self._query_inputs = (group, qid, *eval_queries)
         try:
-            return super()._fit_dask(X, y, sample_weight)
+            return super()._fit_dask(X, y, sample_weight, eval_set=eval_set)
         finally:
             del self._query_inputs
+
+    def _worker_eval_parts(self, eval_set):
+        """(RowPartitions of the binned eval_set X, RankingWorkerTargets of
+        its labels, queries and query weights)."""
+        from .queries import RankingWorkerTargets
+        from .worker_validation import eval_partitions
+        eval_set = _one(eval_set, "eval_set")
+        if not isinstance(eval_set, tuple) or len(eval_set) not in (2, 3):
+            raise ValueError("eval_set must be (X_val, y_val) or (X_val, y_val, "
+                             "query_weights), or a list of one such tuple.")
+        group, qid = (_one(value, name) for value, name in
+                      zip(self._query_inputs[2:], ("eval_group", "eval_qid")))
+        val = eval_partitions(self, eval_set[0])
+        try:
+            targets = RankingWorkerTargets(
+                val, eval_set[1], group, qid, eval_set[2] if len(eval_set) == 3 else None,
+                ("eval_group", "eval_qid", "eval_set's y", "eval_set's sample_weight"))
+        except Exception:
+            val.release()
+            raise
+        return val, self._checked_labels(targets)
+
+    def _worker_validation(self, targets, evaluation, early):
+        if early and evaluation is None and self.validation_fraction is not None:
+            raise ValueError(
+                "DaskGradientBoostingRanker stops early on an eval_set (with eval_qid or "
+                "eval_group); its validation_fraction split is not supported on Dask yet: "
+                "pass eval_set, or validation_fraction=None (stop on the training NDCG), or "
+                "early_stopping=False.")
+        return super()._worker_validation(targets, evaluation, early)
 
     def _worker_targets(self, y, sample_weight):
         """Labels, queries and query weights on the workers, checked."""
         from .queries import RankingWorkerTargets
-        group, qid = self._query_inputs
-        targets = RankingWorkerTargets(self._dask_fit[0], y, group, qid, sample_weight)
+        group, qid = self._query_inputs[:2]
+        return self._checked_labels(
+            RankingWorkerTargets(self._dask_fit[0], y, group, qid, sample_weight))
+
+    def _checked_labels(self, targets):
+        """``targets`` (RankingWorkerTargets) once every label has a gain."""
         try:
-            label_gains(self.label_gain, targets.largest_label)      # every label has a gain
+            label_gains(self.label_gain, targets.largest_label)
         except ValueError:
             targets.release()
             raise

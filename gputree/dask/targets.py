@@ -178,6 +178,11 @@ class WorkerTargets:
             if poisson:        # no negative y (checked per partition), a positive sum
                 check_poisson_targets(np.stack([smallest, largest]))
 
+    @property
+    def n_units(self):
+        """The values of the loss's pointwise sums: one a row."""
+        return self.n_rows
+
     def _check_weights(self):
         """check_sample_weight's checks of the whole vector."""
         if not self.positive.sum():

@@ -226,7 +226,6 @@ class WorkerResidentBoosting:
         from ..data.validation import check_boosting_range_of
         from ..estimators.boosting import _AUTO_EARLY_STOPPING_ROWS
         from ..estimators.ensemble import training_data
-        from .worker_validation import eval_parts
         growth = self._growth_params()
         classify = self._is_classifier()
         targets = self._worker_targets(y, sample_weight)
@@ -239,7 +238,7 @@ class WorkerResidentBoosting:
             self._encode_targets(targets.labels, fitting=not warm)  # classes_, their check
         magnitude = self._worker_gradient_magnitude(targets)
         data, _ = training_data(self, X, targets)
-        evaluation = None if eval_set is None else eval_parts(self, eval_set)
+        evaluation = None if eval_set is None else self._worker_eval_parts(eval_set)
         if evaluation is not None:
             self._dask_fit = (*self._dask_fit, *evaluation)
         self._backend = backend = WorkerRowsBackend(self._backend.partitions, self.device,
@@ -273,6 +272,11 @@ class WorkerResidentBoosting:
         return WorkerTargets(self._dask_fit[0], y, sample_weight, self._is_classifier(),
                              poisson=self.loss == "poisson")
 
+    def _worker_eval_parts(self, eval_set):
+        """(RowPartitions of the binned eval_set X, its WorkerTargets)."""
+        from .worker_validation import eval_parts
+        return eval_parts(self, eval_set)
+
     def _worker_gradient_magnitude(self, targets):
         """The one-machine ``_gradient_magnitude`` from the targets' summary."""
         if self._is_classifier():
@@ -287,7 +291,7 @@ class WorkerResidentBoosting:
         from .worker_validation import hold_out
         backend = self._backend
         if evaluation is not None:
-            backend.n_validation = evaluation[1].n_rows
+            backend.n_validation = evaluation[1].n_units
         elif early and self.validation_fraction is not None:
             counts = targets.counts if self._is_classifier() else None
             n_train, per_partition = hold_out(backend, self._seed, _SPLIT_STREAM,
@@ -304,7 +308,8 @@ class WorkerResidentBoosting:
         if score is not None:           # computed by the round just run
             return score
         from .worker_validation import validation_score
-        return validation_score(backend.call, order_free_total, backend.n_validation)
+        return validation_score(backend.call, order_free_total, backend.n_validation,
+                                self._loss)
 
     def _worker_weights(self, targets, evaluation):
         """The weights times the classes' factors on the workers (and those

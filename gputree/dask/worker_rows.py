@@ -98,7 +98,7 @@ class WorkerRows:
         if self.val is None:
             return 0.0, True
         self.labels, self.w, held = self.val["labels"], self.val["w"], (self.labels, self.w)
-        n_rows, self.n_rows = self.n_rows, self.labels.shape[0]
+        n_rows, self.n_rows = self.n_rows, self.val["X"].shape[0]
         try:
             answer = self.set_weights(classes, factors)
             self.val.update(labels=self.labels, w=self.w)
@@ -347,7 +347,7 @@ class WorkerRows:
                 self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), start,
                                 tree if with_validation else None)
             trees.append(tree)
-        validation = (validation_score(self._gather, order_free_total, n_validation)
+        validation = (validation_score(self._gather, order_free_total, n_validation, self.loss)
                       if with_validation else None)
         self.sliced.settle()
         return trees, score, validation
@@ -556,8 +556,10 @@ class WorkerRows:
         if val is None:
             return [0.0, 0.0] if largest is None else [(0, None), (0, None)]
         if largest is None:
-            val["pointwise"] = self.loss.pointwise(backend.xp, val["y"], val["raw"]) * val["w"]
-        values = (val["pointwise"], val["w"])
+            val["unit_w"] = self.loss.unit_weights(val["y"], val["w"])
+            val["pointwise"] = (self.loss.pointwise(backend.xp, val["y"], val["raw"])
+                                * val["unit_w"])
+        values = (val["pointwise"], val["unit_w"])
         if largest is None:
             return [self._largest(v) for v in values]
         return [self._summable(v, top, n_total) for v, top in zip(values, largest)]
