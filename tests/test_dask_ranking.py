@@ -27,13 +27,13 @@ def client():
         yield client
 
 
-def ranking_data(seed=0):
+def ranking_data(seed=0, largest=14):
     """(X float64 (n, 5) with NaNs, labels 0..4 (many ties) from the first
     feature and noise, query sizes
     1..14 (query 3 has one row, query 5 two rows of one label), qid:
     unsorted ids, each query's rows consecutive)."""
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(1, 15, 70)
+    sizes = rng.integers(1, largest + 1, 70)
     sizes[3], sizes[5] = 1, 2
     n = int(sizes.sum())
     X = rng.normal(size=(n, 5))
@@ -115,7 +115,7 @@ def test_early_stopping_on_an_eval_set(client, queries):
     """eval_set's NDCG (query weights, queries as eval_qid or eval_group,
     in uneven partitions) every round and the stop: the one machine's."""
     X, y, sizes, qid = ranking_data(5)
-    Xv, yv, sizes_v, qid_v = ranking_data(6)
+    Xv, yv, sizes_v, qid_v = ranking_data(6, largest=120)   # sums of 70 NDCGs, not 4000 rows
     wv = np.random.default_rng(7).uniform(0.5, 2.0, sizes_v.size)
     params = dict(n_estimators=40, max_depth=3, early_stopping=True, n_iter_no_change=2,
                   tol=0.0, random_state=3, device="cpu")
