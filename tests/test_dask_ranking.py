@@ -132,6 +132,22 @@ def test_early_stopping_on_an_eval_set(client, queries):
     assert model.n_iter_ == local.n_iter_
 
 
+@pytest.mark.parametrize("n_partitions", [2, 3])
+def test_early_stopping_on_a_validation_split(client, n_partitions):
+    """validation_fraction holds out the one machine's whole queries: each
+    worker its own, the training queries renumbered for the subsample."""
+    X, y, sizes, qid = ranking_data(9, largest=40)
+    w = np.random.default_rng(10).uniform(0.5, 2.0, sizes.size)
+    params = dict(n_estimators=40, max_depth=3, early_stopping=True, validation_fraction=0.3,
+                  n_iter_no_change=2, tol=0.0, subsample=0.7, random_state=5, device="cpu")
+    local = gputree.GradientBoostingRanker(**params).fit(X, y, qid=qid, sample_weight=w)
+    assert local.n_iter_ < 40
+    dX, dy, dqid = dask_inputs(X, y, qid, cuts_of(sizes, n_partitions))
+    model = gd.DaskGradientBoostingRanker(**params, client=client).fit(dX, dy, qid=dqid,
+                                                                        sample_weight=w)
+    assert_same_model(model, local)
+
+
 def test_early_stopping_on_the_training_ndcg(client):
     X, y, sizes, qid = ranking_data(8)
     params = dict(n_estimators=40, max_depth=4, learning_rate=0.5, early_stopping=True,
@@ -184,8 +200,8 @@ def test_clear_errors(client):
         _fit(client, X, bad, cuts_of(sizes, 2), group=sizes)
     with pytest.raises(ValueError, match="label_gain has gains for labels 0..2"):
         _fit(client, X, y, cuts_of(sizes, 2), group=sizes, label_gain=[0, 1, 3])
-    with pytest.raises(ValueError, match="validation_fraction split is not supported"):
-        _fit(client, X, y, cuts_of(sizes, 2), group=sizes, early_stopping=True)
+    with pytest.raises(ValueError, match="holds out whole queries and y has 1 query"):
+        _fit(client, X, y, cuts_of(sizes, 1), group=[n], early_stopping=True)
     with pytest.raises(ValueError, match="eval_group / eval_qid describe the queries"):
         _fit(client, X, y, cuts_of(sizes, 2), group=sizes, eval_group=sizes)
     dX, dy, _ = dask_inputs(X, y, qid, straddling)

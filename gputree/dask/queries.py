@@ -159,6 +159,11 @@ class RankingWorkerTargets:
         labels.release()
         self.largest_label = max(partitions.gather(partitions.map(largest_label, self.y.parts)))
 
+    @property
+    def unit_sizes(self):
+        """int64 (n_queries,): the rows of each query."""
+        return self.queries.sizes
+
     def release(self):
         for vector in (self.y, self.weights):
             vector.release()

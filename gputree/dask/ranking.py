@@ -12,11 +12,13 @@ the queries' weighted NDCGs over every worker's queries. ``subsample``
 draws whole queries, as on one machine, each worker keeping the rows of its
 drawn queries. Early stopping watches the NDCG of an ``eval_set`` (Dask
 collections, its queries as ``eval_qid`` or ``eval_group``) held by the
-workers the same way, or the training NDCG (``validation_fraction=None``);
-``early_stopping`` defaults to False here, as the other Dask estimators.
-
-Not supported yet (a clear error): the ``validation_fraction`` split.
+workers the same way, or the NDCG of the one-machine ``validation_fraction``
+split of whole queries (each worker holding out its drawn queries), or the
+training NDCG (``validation_fraction=None``); ``early_stopping`` defaults to
+False here, as the other Dask estimators.
 """
+import numpy as np
+
 from ..estimators import GradientBoostingRanker
 from ..estimators.lambdamart import label_gains
 from ..estimators.ranking import _one
@@ -75,13 +77,24 @@ class _DaskRanking:
         return val, self._checked_labels(targets)
 
     def _worker_validation(self, targets, evaluation, early):
-        if early and evaluation is None and self.validation_fraction is not None:
-            raise ValueError(
-                "DaskGradientBoostingRanker stops early on an eval_set (with eval_qid or "
-                "eval_group); its validation_fraction split is not supported on Dask yet: "
-                "pass eval_set, or validation_fraction=None (stop on the training NDCG), or "
-                "early_stopping=False.")
-        return super()._worker_validation(targets, evaluation, early)
+        """As the other boosting estimators', but ``validation_fraction``
+        holds out whole queries (the one-machine split of the queries)."""
+        if evaluation is not None or not early or self.validation_fraction is None:
+            return super()._worker_validation(targets, evaluation, early)
+        from ..estimators.boosting import _SPLIT_STREAM
+        from .worker_validation import hold_out
+        n_queries = targets.n_units
+        if n_queries < 2:
+            raise ValueError("Early stopping with validation_fraction holds out whole queries "
+                             f"and y has {n_queries} query; pass early_stopping=False or an "
+                             "eval_set.")
+        backend = self._backend
+        n_train, per_partition = hold_out(backend, self._seed, _SPLIT_STREAM,
+                                          self.validation_fraction, None, n_queries)
+        backend.set_rows(backend.per_partition(backend.call("rows_left")))
+        backend.set_units(np.concatenate([[0], np.cumsum(per_partition)]).astype(np.int64))
+        backend.n_validation = n_queries - n_train
+        return backend.n_rows
 
     def _worker_targets(self, y, sample_weight):
         """Labels, queries and query weights on the workers, checked."""

@@ -147,6 +147,7 @@ class WorkerTargets:
 
     #: int64 (p + 1,) the first unit of each partition where the loss's
     #: pointwise values are per unit of several rows (queries), else None
+    #: (with ``unit_sizes``: int64 (n_units,) the rows of each)
     unit_offsets = None
 
     def __init__(self, partitions, y, sample_weight, classify, poisson=False, single=True):

@@ -81,10 +81,8 @@ class WorkerRowsBackend(DistributedBackend):
         self.actor_futures = futures
         self.actors = [future.result() for future in futures]
         self.call("connect", self.call("listen"), per_worker=list(range(len(self.actors))))
-        units = targets.unit_offsets
-        if units is not None:       # the pointwise values are per query (ranking)
-            self.call("set_units", int(units[-1]), per_worker=[
-                np.stack([units[parts], units[parts + 1]], axis=1) for parts in self.rows])
+        if targets.unit_offsets is not None:   # the pointwise values are per query (ranking)
+            self.set_units(targets.unit_offsets, targets.unit_sizes)
         self.n_rows = partitions.n_rows
         self.n_validation = 0
 
@@ -96,6 +94,24 @@ class WorkerRowsBackend(DistributedBackend):
                        for parts in self.rows]
         self.call("set_ranges", per_worker=self.ranges)
         self.n_rows = int(offsets[-1])
+
+    def set_units(self, offsets, sizes=None):
+        """The units (queries) of a loss's pointwise values: int64 (p + 1,)
+        each partition's first (numbered in global order) and the rows of
+        each unit int64 (n_units,) (None after a validation split: the
+        workers keep theirs); see :meth:`WorkerRows.set_units`."""
+        self.call("set_units", int(offsets[-1]), per_worker=[
+            (np.stack([offsets[parts], offsets[parts + 1]], axis=1),
+             None if sizes is None else np.concatenate([sizes[offsets[p]:offsets[p + 1]]
+                                                         for p in parts]))
+            for parts in self.rows])
+
+    def per_partition(self, answers):
+        """int64 (p,) from the workers' answers, each int64 (its partitions,)."""
+        values = np.zeros(len(self.partitions.parts), dtype=np.int64)
+        for parts, answer in zip(self.rows, answers):
+            values[parts] = answer
+        return values
 
     # -------------------------------------------------------------- calls
     def call(self, method, *args, per_worker=None):

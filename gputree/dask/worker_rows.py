@@ -108,17 +108,19 @@ class WorkerRows:
 
     # ---------------------------------------------- validation_fraction
     def split_positions(self, seed, stream, n_total, n_classes):
-        """Where this worker's rows fall in the one-machine validation
-        split's permutation (``tree_rng(seed, 0, stream).permutation``):
-        kept, per class (n_classes None: one group), as sorted positions;
-        returns nothing."""
+        """Where this worker's rows (or units: :meth:`set_units`) fall in the
+        one-machine validation split's permutation of ``n_total`` of them
+        (``tree_rng(seed, 0, stream).permutation``): kept, per class
+        (n_classes None: one group), as sorted positions; returns
+        nothing."""
         self._use_threads()
         perm = tree_rng(seed, 0, stream).permutation(n_total)
         mine = np.zeros(n_total, dtype=bool)
-        for start, stop in self.ranges:
+        ranges = self.ranges if self.units is None else self.units[0]
+        for start, stop in ranges:
             mine[start:stop] = True
         positions = np.flatnonzero(mine[perm])
-        local = self._local_unsorted(perm[positions])
+        local = self._local_unsorted(perm[positions], ranges)
         groups = np.zeros(local.size, np.int64) if n_classes is None else self.labels[local]
         self.split = (positions, local, groups)
         self.split_sorted = [np.sort(positions[groups == c])
@@ -131,36 +133,58 @@ class WorkerRows:
                           dtype=np.int64)
 
     def hold_out(self, bounds):
-        """Move the rows of position below their group's ``bounds`` to the
-        validation rows; returns, per partition, its rows left for
-        training (int64 (p,))."""
+        """Move the rows (or the units of :meth:`set_units`, with their
+        rows) of position below their group's ``bounds`` to the validation
+        rows; returns, per partition, its rows (units) left for training
+        (int64 (p,)); :meth:`rows_left` gives its rows left."""
         self._use_threads()
         positions, local, groups = self.split
-        held = np.zeros(self.n_rows, dtype=bool)
+        del self.split, self.split_sorted
+        held = np.zeros(local.size, dtype=bool)
         held[local[positions < np.asarray(bounds)[groups]]] = True
-        kept = np.flatnonzero(~held)
-        chosen = np.flatnonzero(held)
+        if self.units is None:
+            self._move_to_validation(held, self.labels[held], self.labels[~held])
+            return self.rows_kept
+        ranges, n_units, sizes = self.units
+        self.units = (ranges, n_units, sizes[~held])      # ranges renumbered by the driver
+        self._move_to_validation(np.repeat(held, sizes), self.labels.take(np.flatnonzero(held)),
+                                 self.labels.take(np.flatnonzero(~held)))
+        return _kept_per_range(held, ranges)
+
+    def _move_to_validation(self, held, held_labels, kept_labels):
+        """The rows ``held`` (bool (n_rows,)) become the validation rows
+        (labels ``held_labels``), the others stay (``kept_labels``)."""
+        kept, chosen = np.flatnonzero(~held), np.flatnonzero(held)
         on_device = self.backend.asarray
-        self.val = {"X": self._take(self.X["X"], chosen), "labels": self.labels[chosen],
+        self.val = {"X": self._take(self.X["X"], chosen), "labels": held_labels,
                     "w": self.w[on_device(chosen)]}
         self.X["X"] = self._take(self.X["X"], kept)
-        self.labels, self.w = self.labels[kept], self.w[on_device(kept)]
+        self.labels, self.w = kept_labels, self.w[on_device(kept)]
         self.n_rows = kept.size
-        edges = np.concatenate([[0], np.cumsum(self.ranges[:, 1] - self.ranges[:, 0])])
-        del self.split, self.split_sorted
-        return np.diff(np.searchsorted(kept, edges)).astype(np.int64)
+        self.rows_kept = _kept_per_range(held, self.ranges)
+
+    def rows_left(self):
+        """int64 (p,): per partition, its rows left for training by
+        :meth:`hold_out`."""
+        return self.rows_kept
 
     def set_ranges(self, ranges):
         """The global rows of this worker's partitions after the split."""
         self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
 
-    def set_units(self, ranges, n_units):
+    def set_units(self, local, n_units):
         """For a loss whose pointwise values, score weights and subsample
         draws are per unit of consecutive rows (a ranking loss's queries):
-        ``ranges`` int64 (p, 2) the global [start, stop) units of this
-        worker's partitions, ``n_units`` the units of every worker. The
-        order-free sums then count units, and a round draws whole units."""
-        self.units = (np.asarray(ranges, dtype=np.int64).reshape(-1, 2), int(n_units))
+        ``local`` (ranges int64 (p, 2) the global [start, stop) units of
+        this worker's partitions, sizes int64 (n_local_units,) the rows of
+        each, or None after a split: kept), ``n_units`` the units of every
+        worker. The order-free sums then count units, a round draws whole
+        units, and a validation split holds out whole units."""
+        ranges, sizes = local
+        if sizes is None:
+            sizes = self.units[2]
+        self.units = (np.asarray(ranges, dtype=np.int64).reshape(-1, 2), int(n_units),
+                      np.asarray(sizes, dtype=np.int64))
 
     def _n_units(self, n_total):
         """The number of values that the order-free score sums add up:
@@ -233,10 +257,10 @@ class WorkerRows:
             mask = np.zeros(self.n_rows, dtype=np.uint8)
             mask[self._local(subsample_rows(rng, n_total, subsample))] = 1
             return mask
-        ranges, n_units = self.units
-        chosen = np.zeros(int(np.sum(ranges[:, 1] - ranges[:, 0])), dtype=np.uint8)
+        ranges, n_units, sizes = self.units
+        chosen = np.zeros(sizes.size, dtype=np.uint8)
         chosen[_local_indices(ranges, subsample_rows(rng, n_units, subsample))] = 1
-        return self.loss.rows_of_units(self.y, chosen)
+        return np.repeat(chosen, sizes)
 
     def _largest_gh(self):
         xp = self.backend.xp
@@ -599,12 +623,12 @@ class WorkerRows:
             return float(xp.sum(values)), None
         return summable_total(xp, values, largest, n_total)
 
-    def _local_unsorted(self, rows):
-        """Local indices (int64) of the global ``rows`` (any order) this
-        worker holds, in the same order."""
+    def _local_unsorted(self, rows, ranges):
+        """Local indices (int64) of the global ``rows`` (any order) inside
+        ``ranges`` int64 (p, 2), in the same order."""
         local = np.empty(rows.size, dtype=np.int64)
         first = 0
-        for start, stop in self.ranges:
+        for start, stop in ranges:
             inside = (rows >= start) & (rows < stop)
             local[inside] = rows[inside] - start + first
             first += stop - start
@@ -613,6 +637,13 @@ class WorkerRows:
     def _local(self, rows):
         """Local indices (int64) of the global ``rows`` this worker holds."""
         return _local_indices(self.ranges, rows)
+
+
+def _kept_per_range(held, ranges):
+    """int64 (p,): per range of ``ranges`` (p, 2) (consecutive local
+    indices), its entries not ``held`` (bool)."""
+    edges = np.concatenate([[0], np.cumsum(ranges[:, 1] - ranges[:, 0])])
+    return np.diff(np.searchsorted(np.flatnonzero(~held), edges)).astype(np.int64)
 
 
 def _local_indices(ranges, indices):

@@ -55,7 +55,7 @@ def hold_out(backend, seed, stream, fraction, counts, n_rows):
     """Move the one-machine validation split's rows to the validation rows
     of the actors (``counts``: int64 rows of each class for a stratified
     split, else None); returns the number of training rows left and each
-    partition's."""
+    partition's (``n_rows``: rows, or the units of a ranking loss)."""
     backend.call("split_positions", seed, stream, n_rows,
                  None if counts is None else len(counts))
     if counts is None:
@@ -68,11 +68,7 @@ def hold_out(backend, seed, stream, fraction, counts, n_rows):
     if n_held == 0 or n_held == n_rows:
         raise ValueError(f"validation_fraction={fraction} leaves an empty training or "
                          f"validation set for {n_rows} samples; change it or pass eval_set.")
-    kept = backend.call("hold_out", bounds)
-    per_partition = np.zeros(len(backend.partitions.parts), dtype=np.int64)
-    for parts, counts_of in zip(backend.rows, kept):
-        per_partition[parts] = counts_of
-    return n_rows - n_held, per_partition
+    return n_rows - n_held, backend.per_partition(backend.call("hold_out", bounds))
 
 
 def _bisect(backend, wanted, n_rows):

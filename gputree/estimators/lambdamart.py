@@ -173,10 +173,6 @@ class LambdaMART(Loss):
         """float64 (n_queries,): each query's weight, its first row's."""
         return w[y.first_rows]
 
-    def rows_of_units(self, y, per_unit):
-        """(n,) from one value per query: every row gets its query's."""
-        return y.host.queries.expand(per_unit)
-
     def value(self, xp, y, raw, w):
         """1 - mean NDCG@eval_at."""
         return 1.0 - self.score(xp, y, raw, w)

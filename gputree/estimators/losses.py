@@ -192,11 +192,6 @@ class Loss:
         row weights ``w`` (n,): the rows' own (one pointwise value a row)."""
         return w
 
-    def rows_of_units(self, y, per_unit):
-        """One value per row (n,) from one per unit of the pointwise values
-        (n_units,) (rows: the same)."""
-        return per_unit
-
     def init_raw(self, y, w):
         """The initial raw scores float64 (K,) of targets ``y`` (n, K) with
         weights ``w`` (n,): :meth:`raw_from_average` of their weighted mean
