@@ -210,8 +210,6 @@ def test_clear_errors(client):
              eval_group=sizes)
     with pytest.raises(ValueError, match="Ranking needs the queries: pass eval_group"):
         _fit(client, X, y, cuts_of(sizes, 2), group=sizes, eval_set=[(dX, dy)])
-    with pytest.raises(TypeError, match="DaskGradientBoostingRanker"):
-        gputree.GradientBoostingRanker().fit(da.from_array(X), y, group=sizes)
 
 
 def test_dask_sample_weight_of_the_queries(client):
