@@ -194,6 +194,9 @@ def test_clear_errors(client):
         _fit(client, X, y, cuts_of(sizes, 2), group=sizes, qid=qid)
     with pytest.raises(ValueError, match="one weight per query"):
         _fit(client, X, y, cuts_of(sizes, 2), group=sizes, sample_weight=np.ones(n))
+    with pytest.raises(ValueError, match="one weight per query .* got 500 entries"):
+        _fit(client, X, y, cuts_of(sizes, 2), group=sizes,
+             sample_weight=da.ones(500, chunks=100))
     bad = y.copy()
     bad[n - 3] = -1
     with pytest.raises(ValueError, match=r"relevance labels.*rows counted from row"):

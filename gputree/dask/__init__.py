@@ -1,7 +1,7 @@
 """Training on a Dask cluster, bit-identical to one machine.
 
-``DaskGradientBoostingClassifier/Regressor/Ranker``, ``DaskRandomForestClassifier/
-Regressor`` and ``DaskDecisionTreeClassifier/Regressor`` fit on dask arrays
+``DaskGradientBoostingClassifier/Regressor/Ranker``,
+``DaskRandomForestClassifier/Regressor`` and ``DaskDecisionTreeClassifier/Regressor`` fit on dask arrays
 and dataframes held by the workers of a ``distributed.Client``: each worker
 bins and keeps its partitions and, per tree level, histograms its own rows;
 the driver adds the int64 histograms (exact in any order), so the trees are
@@ -55,7 +55,8 @@ _EXPORTS = {"DaskDecisionTreeClassifier": _estimators, "DaskDecisionTreeRegresso
 
 __all__ = ["DaskDecisionTreeClassifier", "DaskDecisionTreeRegressor",
            "DaskGradientBoostingClassifier", "DaskGradientBoostingRegressor",
-           "DaskGradientBoostingRanker", "DaskRandomForestClassifier", "DaskRandomForestRegressor", "WorkerLostError"]
+           "DaskGradientBoostingRanker", "DaskRandomForestClassifier",
+           "DaskRandomForestRegressor", "WorkerLostError"]
 
 
 def __getattr__(name):

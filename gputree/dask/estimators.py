@@ -3,7 +3,9 @@ the distributed backend, so that the model is the one-machine model, bit for
 bit, whatever the partitioning.
 
 Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
-``distributed.Client``; None: the current one). ``fit`` takes a 2-D dask
+``distributed.Client``; None: the current one); ``DaskGradientBoostingRanker``
+is made the same way in :mod:`gputree.dask.ranking` (its queries on the
+workers). ``fit`` takes a 2-D dask
 array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
 row. X is encoded, binned and kept by the workers.

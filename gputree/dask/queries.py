@@ -14,6 +14,8 @@ workers then build each partition's :class:`RankingTargets` (labels and
 local queries) and its row weights (each query's weight on its rows), so no
 row-sized array reaches the driver.
 """
+import numbers
+
 import numpy as np
 
 from .._arrays import to_host
@@ -28,9 +30,15 @@ _REPARTITION = ("repartition X, y and the queries so that each query's rows lie 
                 "DataFrame divisions between queries)")
 
 
-def _host(value):
-    """A host array of a dask collection (O(queries): group, sample_weight)."""
+def _host(value, n_queries=None, name=None):
+    """A host array of a dask collection (O(queries): group, sample_weight;
+    ``n_queries`` given: one entry per query, checked before it is
+    computed, so that a row-sized vector is not gathered here)."""
     if callable(getattr(value, "__dask_graph__", None)):
+        n = getattr(value, "shape", (None,))[0]
+        if n_queries is not None and isinstance(n, numbers.Integral) and n != n_queries:
+            raise ValueError(f"{name} holds one weight per query ({n_queries} queries), as "
+                             f"XGBRanker's; got {n} entries: give each query one weight.")
         value = value.compute()
     return None if value is None else np.asarray(to_host(getattr(value, "to_numpy",
                                                                  lambda: value)()))
@@ -143,7 +151,8 @@ class RankingWorkerTargets:
         self.n_rows = partitions.n_rows
         self.queries, self.unit_offsets = partition_queries(partitions, group, qid, names[:2])
         self.n_units = self.queries.n_queries
-        weights = query_weights(_host(sample_weight), self.queries, names[3])
+        weights = query_weights(_host(sample_weight, self.queries.n_queries, names[3]),
+                                self.queries, names[3])
         self.largest_w = float(np.max(weights))
         units = self.unit_offsets
         self.positive = np.asarray(

@@ -92,9 +92,9 @@ class GradientBoostingRanker(_OneOutputBoosting):
 
     On Dask: :class:`gputree.dask.DaskGradientBoostingRanker`, the same model
     bit for bit, each query's rows in one partition (``qid`` as a dask
-    vector or ``group`` on the driver; ``subsample`` and ``warm_start``
-    included); early stopping and ``eval_set`` are not supported there yet
-    (a clear error).
+    vector or ``group`` on the driver; ``subsample``, ``warm_start``, early
+    stopping on ``eval_set`` or ``validation_fraction`` included;
+    ``early_stopping`` defaults to False there).
     """
 
     _losses = tuple(RANKING_LOSSES)
