@@ -97,6 +97,7 @@ def test_same_model_as_one_machine(client, case):
     assert type(on_workers).__module__.startswith("dask")
     assert np.asarray(on_workers.compute()).tobytes() == expected.tobytes()
     assert model.score(X, y, qid=qid) == local.score(X, y, qid=qid)
+    assert type(model.to_local()) is gputree.GradientBoostingRanker
 
 
 def test_warm_start_continues_the_fit(client):
