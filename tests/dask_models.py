@@ -1,7 +1,9 @@
-"""The bit-identity check of the gputree.dask tests: a model fitted on Dask
-is the one-machine model, every array of every tree, the bins and the
-recorded scores."""
+"""Helpers of the gputree.dask tests: the bit-identity check (a model
+fitted on Dask is the one-machine model, every array of every tree, the
+bins and the recorded scores) and a worker that dies mid-fit."""
 import dataclasses
+import os
+import signal
 
 import numpy as np
 
@@ -25,3 +27,19 @@ def assert_same_model(dask_model, local):
         if hasattr(local, name):
             np.testing.assert_array_equal(getattr(dask_model, name), getattr(local, name),
                                           err_msg=name)
+
+
+def die_at_round(victim, round_index):
+    """Make the worker ``victim`` (address) SIGKILL itself as it starts
+    boosting round ``round_index`` (inside the driver's call of the
+    workers' rounds); the nanny starts a new, unpatched worker."""
+    def patch():
+        from gputree.dask.worker_rows import WorkerRows
+        real = WorkerRows.boost_round
+
+        def dying(self, it, *args):
+            if it == round_index:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, it, *args)
+        WorkerRows.boost_round = dying
+    victim.client.run(patch, workers=[victim.address])

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import frames
-from dask_models import assert_same_model
+from dask_models import assert_same_model, die_at_round
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -740,22 +740,6 @@ def test_lost_worker_continues_the_fit(client, small_bin_subsample, monkeypatch,
         assert redone[0] > 0, begun             # ... after the kept ones
 
 
-def _die_at_round(victim, round_index):
-    """Make the worker ``victim`` (address) SIGKILL itself as it starts
-    boosting round ``round_index`` (inside the driver's call of the
-    workers' rounds); the nanny starts a new, unpatched worker."""
-    def patch():
-        from gputree.dask.worker_rows import WorkerRows
-        real = WorkerRows.boost_round
-
-        def dying(self, it, *args):
-            if it == round_index:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(self, it, *args)
-        WorkerRows.boost_round = dying
-    victim.client.run(patch, workers=[victim.address])
-
-
 @pytest.mark.parametrize("victim", [0, -1])
 def test_lost_worker_keeps_the_rounds_of_the_call(client, small_bin_subsample, monkeypatch,
                                                   victim):
@@ -767,7 +751,7 @@ def test_lost_worker_keeps_the_rounds_of_the_call(client, small_bin_subsample, m
     returns the trees of a call; killing either must keep them."""
     client.wait_for_workers(2, timeout=60)
     worker = sorted(partitions._cluster_workers(client))[victim]
-    _die_at_round(dataclasses.make_dataclass("Victim", ["client", "address"])(client, worker),
+    die_at_round(dataclasses.make_dataclass("Victim", ["client", "address"])(client, worker),
                   4)
     calls = []
     real = gd.worker_boosting.WorkerRowsBackend.call

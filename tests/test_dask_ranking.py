@@ -4,6 +4,8 @@ processes: the model is the one-machine GradientBoostingRanker's bit for bit
 the queries as qid or group, for uneven partitionings (queries of various
 sizes, a one-row query, tied labels), per-query weights, a query subsample,
 both losses; bad queries give clear errors naming the fix."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -17,11 +19,13 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 import gputree  # noqa: E402
 import gputree.dask as gd  # noqa: E402
-from dask_models import assert_same_model  # noqa: E402
+from dask_models import assert_same_model, die_at_round  # noqa: E402
+from gputree.dask import partitions  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def client():
+    """Two worker processes (a killed one is restarted by its nanny)."""
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         yield client
@@ -225,4 +229,25 @@ def test_dask_sample_weight_of_the_queries(client):
     dX, dy, _ = dask_inputs(X, y, qid, cuts_of(sizes, 3))
     model = gd.DaskGradientBoostingRanker(client=client, **params).fit(
         dX, dy, group=sizes, sample_weight=da.from_array(w, chunks=20))
+    assert_same_model(model, local)
+
+
+def test_lost_worker_continues_the_fit(client, monkeypatch):
+    """A worker killed as it starts round 3: the fit continues on the
+    workers left from the collections (the queries laid out again), keeping
+    the finished rounds, and ends with the one-machine model bit for bit."""
+    client.wait_for_workers(2, timeout=60)
+    X, y, sizes, qid = ranking_data(11)
+    params = dict(n_estimators=6, max_depth=3, subsample=0.7, random_state=2,
+                  early_stopping=False, device="cpu")
+    local = gputree.GradientBoostingRanker(**params).fit(X, y, qid=qid)
+    attempts = []
+    real_encoded = gd.estimators.encoded_partitions
+    monkeypatch.setattr(gd.estimators, "encoded_partitions",
+                        lambda *args: attempts.append(1) or real_encoded(*args))
+    worker = sorted(partitions._cluster_workers(client))[-1]
+    die_at_round(dataclasses.make_dataclass("Victim", ["client", "address"])(client, worker), 3)
+    dX, dy, dqid = dask_inputs(X, y, qid, cuts_of(sizes, 3))
+    model = gd.DaskGradientBoostingRanker(**params, client=client).fit(dX, dy, qid=dqid)
+    assert len(attempts) >= 2               # the loss happened mid-fit
     assert_same_model(model, local)
