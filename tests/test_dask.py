@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import frames
+from dask_models import assert_same_model, die_at_round
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -70,27 +71,6 @@ def dask_array(X, n_partitions, n_column_chunks=2):
     n_features = X.shape[1]
     columns = (n_features - n_features // 2, n_features // 2)[:n_column_chunks]
     return da.from_array(X, chunks=(tuple(PARTITIONINGS[n_partitions]), columns))
-
-
-def trees_of(model):
-    return model._trees if hasattr(model, "_trees") else [model.tree_.arrays]
-
-
-def assert_same_model(dask_model, local):
-    """Every array of every tree and the bin thresholds are identical."""
-    np.testing.assert_array_equal(dask_model._bin_mapper.bin_thresholds_,
-                                  local._bin_mapper.bin_thresholds_)
-    ours, theirs = trees_of(dask_model), trees_of(local)
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        for field in dataclasses.fields(a):
-            x, y = getattr(a, field.name), getattr(b, field.name)
-            assert x.dtype == y.dtype, field.name
-            np.testing.assert_array_equal(x, y, err_msg=field.name)
-    for name in ("train_score_", "validation_score_", "_baseline"):
-        if hasattr(local, name):
-            np.testing.assert_array_equal(getattr(dask_model, name), getattr(local, name),
-                                          err_msg=name)
 
 
 CASES = {
@@ -760,22 +740,6 @@ def test_lost_worker_continues_the_fit(client, small_bin_subsample, monkeypatch,
         assert redone[0] > 0, begun             # ... after the kept ones
 
 
-def _die_at_round(victim, round_index):
-    """Make the worker ``victim`` (address) SIGKILL itself as it starts
-    boosting round ``round_index`` (inside the driver's call of the
-    workers' rounds); the nanny starts a new, unpatched worker."""
-    def patch():
-        from gputree.dask.worker_rows import WorkerRows
-        real = WorkerRows.boost_round
-
-        def dying(self, it, *args):
-            if it == round_index:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(self, it, *args)
-        WorkerRows.boost_round = dying
-    victim.client.run(patch, workers=[victim.address])
-
-
 @pytest.mark.parametrize("victim", [0, -1])
 def test_lost_worker_keeps_the_rounds_of_the_call(client, small_bin_subsample, monkeypatch,
                                                   victim):
@@ -787,7 +751,7 @@ def test_lost_worker_keeps_the_rounds_of_the_call(client, small_bin_subsample, m
     returns the trees of a call; killing either must keep them."""
     client.wait_for_workers(2, timeout=60)
     worker = sorted(partitions._cluster_workers(client))[victim]
-    _die_at_round(dataclasses.make_dataclass("Victim", ["client", "address"])(client, worker),
+    die_at_round(dataclasses.make_dataclass("Victim", ["client", "address"])(client, worker),
                   4)
     calls = []
     real = gd.worker_boosting.WorkerRowsBackend.call

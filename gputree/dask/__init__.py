@@ -1,19 +1,20 @@
 """Training on a Dask cluster, bit-identical to one machine.
 
-``DaskGradientBoostingClassifier/Regressor``, ``DaskRandomForestClassifier/
-Regressor`` and ``DaskDecisionTreeClassifier/Regressor`` fit on dask arrays
-and dataframes held by the workers of a ``distributed.Client``: each worker
-bins and keeps its partitions and, per tree level, histograms its own rows;
-the driver adds the int64 histograms (exact in any order), so the trees are
-those the ordinary estimator grows on the concatenated data, whatever the
+``DaskGradientBoostingClassifier/Regressor/Ranker``,
+``DaskRandomForestClassifier/Regressor`` and
+``DaskDecisionTreeClassifier/Regressor`` fit on dask arrays and dataframes
+held by the workers of a ``distributed.Client``: each worker bins and keeps
+its partitions and, per tree level, histograms its own rows; the driver adds
+the int64 histograms (exact in any order), so the trees are those the
+ordinary estimator grows on the concatenated data, whatever the
 partitioning. Boosting, trees and forests keep every row-sized array on the
 workers (actors: :mod:`gputree.dask.worker_boosting`,
 :mod:`gputree.dask.worker_forest`), the workers summing their histograms
 among themselves; the other configurations fit through the driver path
-(:mod:`gputree.dask.backend`). A worker lost
-mid-fit: the fit continues on the others to the same model, keeping its
-finished trees (:mod:`gputree.dask.recovery`), or raises
-:class:`WorkerLostError`. ``model.to_local()`` gives that ordinary estimator. See
+(:mod:`gputree.dask.backend`). A worker lost mid-fit: the fit continues on
+the others to the same model, keeping its finished trees
+(:mod:`gputree.dask.recovery`), or raises :class:`WorkerLostError`.
+``model.to_local()`` gives that ordinary estimator. See
 :mod:`gputree.dask.estimators` for what stays on the driver and what is not
 supported yet.
 
@@ -31,6 +32,11 @@ def _estimators():
     return estimators
 
 
+def _ranking():
+    from . import ranking
+    return ranking
+
+
 def _partitions():
     from . import partitions
     return partitions
@@ -44,12 +50,14 @@ def _partitions():
 _EXPORTS = {"DaskDecisionTreeClassifier": _estimators, "DaskDecisionTreeRegressor": _estimators,
             "DaskGradientBoostingClassifier": _estimators,
             "DaskGradientBoostingRegressor": _estimators,
+            "DaskGradientBoostingRanker": _ranking,
             "DaskRandomForestClassifier": _estimators, "DaskRandomForestRegressor": _estimators,
             "WorkerLostError": _partitions}
 
 __all__ = ["DaskDecisionTreeClassifier", "DaskDecisionTreeRegressor",
            "DaskGradientBoostingClassifier", "DaskGradientBoostingRegressor",
-           "DaskRandomForestClassifier", "DaskRandomForestRegressor", "WorkerLostError"]
+           "DaskGradientBoostingRanker", "DaskRandomForestClassifier",
+           "DaskRandomForestRegressor", "WorkerLostError"]
 
 
 def __getattr__(name):

@@ -3,7 +3,9 @@ the distributed backend, so that the model is the one-machine model, bit for
 bit, whatever the partitioning.
 
 Each ``DaskX`` subclasses ``X`` and takes X's parameters plus ``client`` (a
-``distributed.Client``; None: the current one). ``fit`` takes a 2-D dask
+``distributed.Client``; None: the current one); ``DaskGradientBoostingRanker``
+is made the same way in :mod:`gputree.dask.ranking` (its queries on the
+workers). ``fit`` takes a 2-D dask
 array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
 row. X is encoded, binned and kept by the workers.
@@ -160,7 +162,8 @@ class _DaskEstimator:
             raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
                              "with criterion='newton' and a named loss; pass "
                              "early_stopping=False and no eval_set.")
-        if validates and (self.scoring != "loss" or self.eval_metric is not None):
+        if validates and (getattr(self, "scoring", "loss") != "loss"
+                          or getattr(self, "eval_metric", None) is not None):
             raise ValueError("Early stopping on Dask scores the loss: pass scoring='loss' and "
                              "eval_metric=None (or fit the ordinary estimator).")
         name = getattr(self, "loss", None)

@@ -145,6 +145,11 @@ class WorkerTargets:
     ``single``: y has one output (boosting), else one or more (trees and
     forests: ``n_outputs``)."""
 
+    #: int64 (p + 1,) the first unit of each partition where the loss's
+    #: pointwise values are per unit of several rows (queries), else None
+    #: (with ``unit_sizes``: int64 (n_units,) the rows of each)
+    unit_offsets = None
+
     def __init__(self, partitions, y, sample_weight, classify, poisson=False, single=True):
         if y is None:
             check_y(y, partitions.n_rows)
@@ -173,6 +178,11 @@ class WorkerTargets:
             self.largest_y, self.smallest_y = float(np.max(largest)), float(np.min(smallest))
             if poisson:        # no negative y (checked per partition), a positive sum
                 check_poisson_targets(np.stack([smallest, largest]))
+
+    @property
+    def n_units(self):
+        """The values of the loss's pointwise sums: one a row."""
+        return self.n_rows
 
     def _check_weights(self):
         """check_sample_weight's checks of the whole vector."""

@@ -81,6 +81,8 @@ class WorkerRowsBackend(DistributedBackend):
         self.actor_futures = futures
         self.actors = [future.result() for future in futures]
         self.call("connect", self.call("listen"), per_worker=list(range(len(self.actors))))
+        if targets.unit_offsets is not None:   # the pointwise values are per query (ranking)
+            self.set_units(targets.unit_offsets, targets.unit_sizes)
         self.n_rows = partitions.n_rows
         self.n_validation = 0
 
@@ -92,6 +94,24 @@ class WorkerRowsBackend(DistributedBackend):
                        for parts in self.rows]
         self.call("set_ranges", per_worker=self.ranges)
         self.n_rows = int(offsets[-1])
+
+    def set_units(self, offsets, sizes=None):
+        """The units (queries) of a loss's pointwise values: int64 (p + 1,)
+        each partition's first (numbered in global order) and the rows of
+        each unit int64 (n_units,) (None after a validation split: the
+        workers keep theirs); see :meth:`WorkerRows.set_units`."""
+        self.call("set_units", int(offsets[-1]), per_worker=[
+            (np.stack([offsets[parts], offsets[parts + 1]], axis=1),
+             None if sizes is None else np.concatenate([sizes[offsets[p]:offsets[p + 1]]
+                                                         for p in parts]))
+            for parts in self.rows])
+
+    def per_partition(self, answers):
+        """int64 (p,) from the workers' answers, each int64 (its partitions,)."""
+        values = np.zeros(len(self.partitions.parts), dtype=np.int64)
+        for parts, answer in zip(self.rows, answers):
+            values[parts] = answer
+        return values
 
     # -------------------------------------------------------------- calls
     def call(self, method, *args, per_worker=None):
@@ -222,12 +242,9 @@ class WorkerResidentBoosting:
         from ..data.validation import check_boosting_range_of
         from ..estimators.boosting import _AUTO_EARLY_STOPPING_ROWS
         from ..estimators.ensemble import training_data
-        from .targets import WorkerTargets
-        from .worker_validation import eval_parts
         growth = self._growth_params()
         classify = self._is_classifier()
-        targets = WorkerTargets(self._dask_fit[0], y, sample_weight, classify,
-                                poisson=self.loss == "poisson")
+        targets = self._worker_targets(y, sample_weight)
         self._dask_fit = (*self._dask_fit, targets)
         warm = self._warm()
         if warm and self.n_estimators < self.n_iter_:
@@ -235,11 +252,9 @@ class WorkerResidentBoosting:
                              f"n_iter_={self.n_iter_} when warm_start==True.")
         if classify:
             self._encode_targets(targets.labels, fitting=not warm)  # classes_, their check
-            magnitude = self._gradient_magnitude(None)
-        else:
-            magnitude = self._gradient_magnitude(np.array([targets.largest_y]))
+        magnitude = self._worker_gradient_magnitude(targets)
         data, _ = training_data(self, X, targets)
-        evaluation = None if eval_set is None else eval_parts(self, eval_set)
+        evaluation = None if eval_set is None else self._worker_eval_parts(eval_set)
         if evaluation is not None:
             self._dask_fit = (*self._dask_fit, *evaluation)
         self._backend = backend = WorkerRowsBackend(self._backend.partitions, self.device,
@@ -266,6 +281,24 @@ class WorkerResidentBoosting:
             validation = _Rows(None, None, None, None, None, None)
         self._boost(rows, validation, growth, early)
 
+    def _worker_targets(self, y, sample_weight):
+        """y and sample_weight cut to X's partitions on the workers, checked
+        and summarised there (:class:`gputree.dask.targets.WorkerTargets`)."""
+        from .targets import WorkerTargets
+        return WorkerTargets(self._dask_fit[0], y, sample_weight, self._is_classifier(),
+                             poisson=self.loss == "poisson")
+
+    def _worker_eval_parts(self, eval_set):
+        """(RowPartitions of the binned eval_set X, its WorkerTargets)."""
+        from .worker_validation import eval_parts
+        return eval_parts(self, eval_set)
+
+    def _worker_gradient_magnitude(self, targets):
+        """The one-machine ``_gradient_magnitude`` from the targets' summary."""
+        if self._is_classifier():
+            return self._gradient_magnitude(None)
+        return self._gradient_magnitude(np.array([targets.largest_y]))
+
     def _worker_validation(self, targets, evaluation, early):
         """The validation rows on the workers (eval_set's, or the split of
         ``validation_fraction`` when stopping early); the training rows
@@ -274,7 +307,7 @@ class WorkerResidentBoosting:
         from .worker_validation import hold_out
         backend = self._backend
         if evaluation is not None:
-            backend.n_validation = evaluation[1].n_rows
+            backend.n_validation = evaluation[1].n_units
         elif early and self.validation_fraction is not None:
             counts = targets.counts if self._is_classifier() else None
             n_train, per_partition = hold_out(backend, self._seed, _SPLIT_STREAM,
@@ -291,7 +324,8 @@ class WorkerResidentBoosting:
         if score is not None:           # computed by the round just run
             return score
         from .worker_validation import validation_score
-        return validation_score(backend.call, order_free_total, backend.n_validation)
+        return validation_score(backend.call, order_free_total, backend.n_validation,
+                                self._loss)
 
     def _worker_weights(self, targets, evaluation):
         """The weights times the classes' factors on the workers (and those
@@ -320,7 +354,10 @@ class WorkerResidentBoosting:
         backend = self._backend
         if not isinstance(backend, WorkerRowsBackend):
             return super()._initial_raw(train)
-        largest = np.max(backend.call("load", self._loss), axis=0)
+        answers = backend.call("load", self._loss)
+        if not self._loss.baseline_from_targets:
+            return self._loss.init_raw(None, None)
+        largest = np.max(answers, axis=0)
         if self._loss.refits_leaves:            # a weighted quantile of the targets
             from .selection import distributed_quantile
             return distributed_quantile(backend.call, "targets", 1, *self._loss.leaf_quantile)
@@ -378,7 +415,7 @@ class WorkerResidentBoosting:
             ahead.extend(self._call_rounds(it, train, growth))
         trees, score, self._round_validation = ahead.popleft()
         if score is not None:      # the training score of the raw scores the round started from
-            self._scores["train"][-1] = -score / self._weight_total()
+            self._scores["train"][-1] = self._loss.score_of_sums(score, self._weight_total())
         self._trees.extend(trees)
 
     def _call_rounds(self, it, train, growth):
@@ -420,7 +457,7 @@ class WorkerResidentBoosting:
         largest = float(np.max(backend.call("score_largest")))
         total = order_free_total(backend.call("score_part", largest, backend.n_rows))
         # loss.score divides by the order-free weight sum (n when every weight is 1)
-        return -total / self._weight_total()
+        return self._loss.score_of_sums(total, self._weight_total())
 
     def _release_fit(self):
         self._weights_sum = self._round_validation = None

@@ -59,6 +59,7 @@ class WorkerRows:
         X = parts[0] if len(parts) == 1 else xp.concatenate(parts)
         self.X = {"X": self.backend.in_binned_order(X)}
         self.n_rows = int(X.shape[0])
+        self.units = None
         self.positions = None
         self.labels = None if y_parts is None else _joined(y_parts)
         self.w = None if w_parts is None else _joined(w_parts).astype(FLOAT_DTYPE)
@@ -97,7 +98,7 @@ class WorkerRows:
         if self.val is None:
             return 0.0, True
         self.labels, self.w, held = self.val["labels"], self.val["w"], (self.labels, self.w)
-        n_rows, self.n_rows = self.n_rows, self.labels.shape[0]
+        n_rows, self.n_rows = self.n_rows, self.val["X"].shape[0]
         try:
             answer = self.set_weights(classes, factors)
             self.val.update(labels=self.labels, w=self.w)
@@ -107,17 +108,19 @@ class WorkerRows:
 
     # ---------------------------------------------- validation_fraction
     def split_positions(self, seed, stream, n_total, n_classes):
-        """Where this worker's rows fall in the one-machine validation
-        split's permutation (``tree_rng(seed, 0, stream).permutation``):
-        kept, per class (n_classes None: one group), as sorted positions;
-        returns nothing."""
+        """Where this worker's rows (or units: :meth:`set_units`) fall in the
+        one-machine validation split's permutation of ``n_total`` of them
+        (``tree_rng(seed, 0, stream).permutation``): kept, per class
+        (n_classes None: one group), as sorted positions; returns
+        nothing."""
         self._use_threads()
         perm = tree_rng(seed, 0, stream).permutation(n_total)
         mine = np.zeros(n_total, dtype=bool)
-        for start, stop in self.ranges:
+        ranges = self.ranges if self.units is None else self.units[0]
+        for start, stop in ranges:
             mine[start:stop] = True
         positions = np.flatnonzero(mine[perm])
-        local = self._local_unsorted(perm[positions])
+        local = self._local_unsorted(perm[positions], ranges)
         groups = np.zeros(local.size, np.int64) if n_classes is None else self.labels[local]
         self.split = (positions, local, groups)
         self.split_sorted = [np.sort(positions[groups == c])
@@ -130,28 +133,63 @@ class WorkerRows:
                           dtype=np.int64)
 
     def hold_out(self, bounds):
-        """Move the rows of position below their group's ``bounds`` to the
-        validation rows; returns, per partition, its rows left for
-        training (int64 (p,))."""
+        """Move the rows (or the units of :meth:`set_units`, with their
+        rows) of position below their group's ``bounds`` to the validation
+        rows; returns, per partition, its rows (units) left for training
+        (int64 (p,)); :meth:`rows_left` gives its rows left."""
         self._use_threads()
         positions, local, groups = self.split
-        held = np.zeros(self.n_rows, dtype=bool)
+        del self.split, self.split_sorted
+        held = np.zeros(local.size, dtype=bool)
         held[local[positions < np.asarray(bounds)[groups]]] = True
-        kept = np.flatnonzero(~held)
-        chosen = np.flatnonzero(held)
+        if self.units is None:
+            self._move_to_validation(held, self.labels[held], self.labels[~held])
+            return self.rows_kept
+        ranges, n_units, sizes = self.units
+        self.units = (ranges, n_units, sizes[~held])      # ranges renumbered by the driver
+        self._move_to_validation(np.repeat(held, sizes), self.labels.take(np.flatnonzero(held)),
+                                 self.labels.take(np.flatnonzero(~held)))
+        return _kept_per_range(held, ranges)
+
+    def _move_to_validation(self, held, held_labels, kept_labels):
+        """The rows ``held`` (bool (n_rows,)) become the validation rows
+        (labels ``held_labels``), the others stay (``kept_labels``)."""
+        kept, chosen = np.flatnonzero(~held), np.flatnonzero(held)
         on_device = self.backend.asarray
-        self.val = {"X": self._take(self.X["X"], chosen), "labels": self.labels[chosen],
+        self.val = {"X": self._take(self.X["X"], chosen), "labels": held_labels,
                     "w": self.w[on_device(chosen)]}
         self.X["X"] = self._take(self.X["X"], kept)
-        self.labels, self.w = self.labels[kept], self.w[on_device(kept)]
+        self.labels, self.w = kept_labels, self.w[on_device(kept)]
         self.n_rows = kept.size
-        edges = np.concatenate([[0], np.cumsum(self.ranges[:, 1] - self.ranges[:, 0])])
-        del self.split, self.split_sorted
-        return np.diff(np.searchsorted(kept, edges)).astype(np.int64)
+        self.rows_kept = _kept_per_range(held, self.ranges)
+
+    def rows_left(self):
+        """int64 (p,): per partition, its rows left for training by
+        :meth:`hold_out`."""
+        return self.rows_kept
 
     def set_ranges(self, ranges):
         """The global rows of this worker's partitions after the split."""
         self.ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+
+    def set_units(self, local, n_units):
+        """For a loss whose pointwise values, score weights and subsample
+        draws are per unit of consecutive rows (a ranking loss's queries):
+        ``local`` (ranges int64 (p, 2) the global [start, stop) units of
+        this worker's partitions, sizes int64 (n_local_units,) the rows of
+        each, or None after a split: kept), ``n_units`` the units of every
+        worker. The order-free sums then count units, a round draws whole
+        units, and a validation split holds out whole units."""
+        ranges, sizes = local
+        if sizes is None:
+            sizes = self.units[2]
+        self.units = (np.asarray(ranges, dtype=np.int64).reshape(-1, 2), int(n_units),
+                      np.asarray(sizes, dtype=np.int64))
+
+    def _n_units(self, n_total):
+        """The number of values that the order-free score sums add up:
+        ``n_total`` rows, or the units of :meth:`set_units`."""
+        return n_total if self.units is None else self.units[1]
 
     def _take(self, X, rows):
         backend = self.backend
@@ -161,7 +199,8 @@ class WorkerRows:
         """The loss's targets of the rows; returns, for the baseline's
         weighted mean of the targets (sums in parts), the largest |w| and
         |y_k w| per output k (``largest`` None: float64 (K + 1,)), else
-        this worker's :meth:`_summable` part of each of those sums."""
+        this worker's :meth:`_summable` part of each of those sums; None
+        for a loss whose baseline is no mean of the targets."""
         backend = self._use_threads()
         if largest is None:
             self.loss = loss
@@ -169,6 +208,8 @@ class WorkerRows:
             if self.val is not None:
                 self.val["y"] = loss.rows_targets(backend, self.val["labels"])
                 self.val["w"] = backend.asarray(self.val["w"], dtype=FLOAT_DTYPE)
+            if not loss.baseline_from_targets:
+                return None
         values = [self.w] + [self.y[:, k] * self.w for k in range(self.y.shape[1])]
         if largest is None:
             return np.asarray([self._largest(v) for v in values])
@@ -200,15 +241,26 @@ class WorkerRows:
         state, self.w_round = None, self.w
         if subsample < 1:
             rng = tree_rng(seed, it, stream)
-            chosen = subsample_rows(rng, n_total, subsample)
-            mask = np.zeros(self.n_rows, dtype=np.uint8)
-            mask[self._local(chosen)] = 1
+            mask = self._drawn_rows(rng, n_total, subsample)
             self.w_round = self.w * backend.asarray(mask).astype(np.float64)
             state = rng.get_state()
         self.g, self.h, self.pointwise = self.loss.gradients_and_pointwise(
             backend.xp, self.y, self.raw, None if unit else self.w_round, out=self.spare,
             selected=round_selection(self._gather, self.loss))
         return state, self._largest_gh(), self._largest(self._weighted(self.pointwise))
+
+    def _drawn_rows(self, rng, n_total, subsample):
+        """uint8 (n_rows,): 1 on this worker's rows of the round's draw from
+        ``rng`` (as one machine draws it): of the ``n_total`` rows, or of
+        whole units (:meth:`set_units`), every row of a drawn unit."""
+        if self.units is None:
+            mask = np.zeros(self.n_rows, dtype=np.uint8)
+            mask[self._local(subsample_rows(rng, n_total, subsample))] = 1
+            return mask
+        ranges, n_units, sizes = self.units
+        chosen = np.zeros(sizes.size, dtype=np.uint8)
+        chosen[_local_indices(ranges, subsample_rows(rng, n_units, subsample))] = 1
+        return np.repeat(chosen, sizes)
 
     def _largest_gh(self):
         xp = self.backend.xp
@@ -234,7 +286,8 @@ class WorkerRows:
         if totals is None:
             totals = xp.stack([stats.stats[:, c].sum() for c in range(stats.stats.shape[1])])
         score = (None if score_largest is None else
-                 self._summable(self._weighted(self.pointwise), score_largest, n_total))
+                 self._summable(self._weighted(self.pointwise), score_largest,
+                                self._n_units(n_total)))
         return backend.to_host(totals).reshape(1, -1), score, stats.inv_scale, stats.layout
 
     def listen(self):
@@ -318,7 +371,7 @@ class WorkerRows:
                 self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), start,
                                 tree if with_validation else None)
             trees.append(tree)
-        validation = (validation_score(self._gather, order_free_total, n_validation)
+        validation = (validation_score(self._gather, order_free_total, n_validation, self.loss)
                       if with_validation else None)
         self.sliced.settle()
         return trees, score, validation
@@ -516,7 +569,7 @@ class WorkerRows:
         """This worker's integer part of the order-free sum of the
         pointwise losses of :meth:`score_largest` (times the weights)."""
         self._use_threads()
-        return self._summable(self._weighted(self.pointwise), largest, n_total)
+        return self._summable(self._weighted(self.pointwise), largest, self._n_units(n_total))
 
     def validation_parts(self, largest=None, n_total=None):
         """For the validation loss (order-free sums in parts): the largest
@@ -527,24 +580,29 @@ class WorkerRows:
         if val is None:
             return [0.0, 0.0] if largest is None else [(0, None), (0, None)]
         if largest is None:
-            val["pointwise"] = self.loss.pointwise(backend.xp, val["y"], val["raw"]) * val["w"]
-        values = (val["pointwise"], val["w"])
+            val["unit_w"] = self.loss.unit_weights(val["y"], val["w"])
+            val["pointwise"] = (self.loss.pointwise(backend.xp, val["y"], val["raw"])
+                                * val["unit_w"])
+        values = (val["pointwise"], val["unit_w"])
         if largest is None:
             return [self._largest(v) for v in values]
         return [self._summable(v, top, n_total) for v, top in zip(values, largest)]
 
     def weight_parts(self, largest=None, n_total=None):
         """Largest |w| (``largest`` None), else this worker's integer part
-        of the order-free sum of the weights."""
+        of the order-free sum of the weights (of the loss's units: rows, or
+        a ranking loss's queries)."""
         self._use_threads()
+        w = self.loss.unit_weights(self.y, self.w)
         if largest is None:
-            return self._largest(self.w)
-        return self._summable(self.w, largest, n_total)
+            return self._largest(w)
+        return self._summable(w, largest, self._n_units(n_total))
 
     def _weighted(self, pointwise):
-        """pointwise * w (equal to the pointwise losses where every weight
-        is one, the one-machine fit's unweighted sum)."""
-        return pointwise * self.w
+        """pointwise * the weights of its units (equal to the pointwise
+        losses where every weight is one, the one-machine fit's unweighted
+        sum)."""
+        return pointwise * self.loss.unit_weights(self.y, self.w)
 
     def _largest(self, values):
         """Largest magnitude of ``values`` (n,) on the backend or the host."""
@@ -565,12 +623,12 @@ class WorkerRows:
             return float(xp.sum(values)), None
         return summable_total(xp, values, largest, n_total)
 
-    def _local_unsorted(self, rows):
-        """Local indices (int64) of the global ``rows`` (any order) this
-        worker holds, in the same order."""
+    def _local_unsorted(self, rows, ranges):
+        """Local indices (int64) of the global ``rows`` (any order) inside
+        ``ranges`` int64 (p, 2), in the same order."""
         local = np.empty(rows.size, dtype=np.int64)
         first = 0
-        for start, stop in self.ranges:
+        for start, stop in ranges:
             inside = (rows >= start) & (rows < stop)
             local[inside] = rows[inside] - start + first
             first += stop - start
@@ -578,16 +636,34 @@ class WorkerRows:
 
     def _local(self, rows):
         """Local indices (int64) of the global ``rows`` this worker holds."""
-        local, first = [], 0
-        for start, stop in self.ranges:
-            inside = rows[(rows >= start) & (rows < stop)]
-            local.append(inside - start + first)
-            first += stop - start
-        return np.concatenate(local) if local else np.empty(0, np.int64)
+        return _local_indices(self.ranges, rows)
+
+
+def _kept_per_range(held, ranges):
+    """int64 (p,): per range of ``ranges`` (p, 2) (consecutive local
+    indices), its entries not ``held`` (bool)."""
+    edges = np.concatenate([[0], np.cumsum(ranges[:, 1] - ranges[:, 0])])
+    return np.diff(np.searchsorted(np.flatnonzero(~held), edges)).astype(np.int64)
+
+
+def _local_indices(ranges, indices):
+    """Local indices (int64) of the global ``indices`` inside ``ranges``
+    int64 (p, 2) (global [start, stop), numbered consecutively)."""
+    local, first = [], 0
+    for start, stop in ranges:
+        inside = indices[(indices >= start) & (indices < stop)]
+        local.append(inside - start + first)
+        first += stop - start
+    return np.concatenate(local) if local else np.empty(0, np.int64)
 
 
 def _joined(parts):
-    """Host parts (n_p, ...) of the worker's partitions, concatenated."""
+    """Host parts (n_p, ...) of the worker's partitions, concatenated (parts
+    of a type with a ``joined`` constructor, such as ranking targets with
+    their queries, joined by it)."""
+    join = getattr(type(parts[0]), "joined", None)
+    if join is not None:
+        return parts[0] if len(parts) == 1 else join(parts)
     host = [np.asarray(to_host(p)) for p in parts]
     return host[0] if len(host) == 1 else np.concatenate(host)
 

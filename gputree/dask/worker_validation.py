@@ -19,16 +19,22 @@ from .inputs import bin_new_partitions, encoded_partitions
 from .targets import WorkerTargets
 
 
+def eval_partitions(estimator, X_val):
+    """RowPartitions of the Dask collection X_val binned with the fit's bins
+    where they live."""
+    partitions = estimator._dask_fit[0]
+    val = encoded_partitions(partitions.client, X_val, estimator._encoder, estimator.device)
+    bin_new_partitions(val, estimator._bin_mapper, estimator.device)
+    return val
+
+
 def eval_parts(estimator, eval_set):
     """(RowPartitions of binned X_val, WorkerTargets of y_val and weights)
     of a Dask ``eval_set``: ``(X_val, y_val)`` or ``(X_val, y_val,
     sample_weight_val)``, or a list holding one."""
     from ..estimators.boosting import checked_eval_set
     eval_set = checked_eval_set(eval_set)
-    partitions = estimator._dask_fit[0]
-    encoder = estimator._encoder
-    val = encoded_partitions(partitions.client, eval_set[0], encoder, estimator.device)
-    bin_new_partitions(val, estimator._bin_mapper, estimator.device)
+    val = eval_partitions(estimator, eval_set[0])
     targets = WorkerTargets(val, eval_set[1], eval_set[2] if len(eval_set) == 3 else None,
                             estimator._is_classifier())
     if estimator._is_classifier():
@@ -49,7 +55,7 @@ def hold_out(backend, seed, stream, fraction, counts, n_rows):
     """Move the one-machine validation split's rows to the validation rows
     of the actors (``counts``: int64 rows of each class for a stratified
     split, else None); returns the number of training rows left and each
-    partition's."""
+    partition's (``n_rows``: rows, or the units of a ranking loss)."""
     backend.call("split_positions", seed, stream, n_rows,
                  None if counts is None else len(counts))
     if counts is None:
@@ -62,11 +68,7 @@ def hold_out(backend, seed, stream, fraction, counts, n_rows):
     if n_held == 0 or n_held == n_rows:
         raise ValueError(f"validation_fraction={fraction} leaves an empty training or "
                          f"validation set for {n_rows} samples; change it or pass eval_set.")
-    kept = backend.call("hold_out", bounds)
-    per_partition = np.zeros(len(backend.partitions.parts), dtype=np.int64)
-    for parts, counts_of in zip(backend.rows, kept):
-        per_partition[parts] = counts_of
-    return n_rows - n_held, per_partition
+    return n_rows - n_held, backend.per_partition(backend.call("hold_out", bounds))
 
 
 def _bisect(backend, wanted, n_rows):
@@ -85,10 +87,12 @@ def _bisect(backend, wanted, n_rows):
     return low
 
 
-def validation_score(gather, order_free_total, n_rows):
+def validation_score(gather, order_free_total, n_units, loss):
     """The one-machine validation score (loss.score: minus the weighted
-    mean loss) from the actors' parts (``gather(method, *args)``: every
-    actor's answer, in order)."""
+    mean loss, a ranking loss's mean NDCG) from the actors' parts
+    (``gather(method, *args)``: every actor's answer, in order) over
+    ``n_units`` pointwise values (rows, or queries)."""
     largest = np.max(gather("validation_parts"), axis=0)
-    parts = gather("validation_parts", largest, n_rows)
-    return -(order_free_total([p[0] for p in parts]) / order_free_total([p[1] for p in parts]))
+    parts = gather("validation_parts", largest, n_units)
+    return loss.score_of_sums(order_free_total([p[0] for p in parts]),
+                              order_free_total([p[1] for p in parts]))

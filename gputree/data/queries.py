@@ -58,8 +58,17 @@ class Queries:
 
     def take(self, queries):
         """The layout of ``queries`` (sorted query indices) alone, renumbered."""
-        sizes = self.sizes[np.asarray(queries, dtype=QUERY_DTYPE)]
+        return Queries.of_sizes(self.sizes[np.asarray(queries, dtype=QUERY_DTYPE)])
+
+    @staticmethod
+    def of_sizes(sizes):
+        """The layout of queries of ``sizes`` rows (int (n_queries,)), in order."""
         return Queries(np.concatenate([[0], np.cumsum(sizes)]).astype(QUERY_DTYPE))
+
+    @staticmethod
+    def joined(layouts):
+        """The layout of the rows of ``layouts`` (Queries) one after the other."""
+        return Queries.of_sizes(np.concatenate([layout.sizes for layout in layouts]))
 
 
 def query_layout(n_rows, group=None, qid=None, group_name="group", qid_name="qid"):
@@ -107,10 +116,16 @@ def _from_sizes(group, n_rows, name):
         raise ValueError(f"{name} sizes sum to {int(sizes.sum())} but X has {n_rows} rows; "
                          f"{name}[q] is the number of rows of query q, queries in row order, "
                          "and every row belongs to one query.")
-    return Queries(np.concatenate([[0], np.cumsum(sizes)]).astype(QUERY_DTYPE))
+    return Queries.of_sizes(sizes)
 
 
 def _from_ids(qid, n_rows, name):
+    return query_runs(qid, n_rows, name)[0]
+
+
+def query_runs(qid, n_rows, name="qid"):
+    """(Queries, the query id of each query (n_queries,)) of ``qid`` (a
+    query id per row, each query's rows consecutive)."""
     _reject_sparse(qid, name)
     ids = np.asarray(to_host(qid))
     if ids.ndim != 1 or ids.shape[0] != n_rows:
@@ -122,12 +137,16 @@ def _from_ids(qid, n_rows, name):
     change = np.flatnonzero(ids[1:] != ids[:-1]) + 1
     starts = np.concatenate([[0], change, [n_rows]]).astype(QUERY_DTYPE)
     run_ids = ids[starts[:-1]]
-    if np.unique(run_ids).size != run_ids.size:
-        _refuse_interleaved(run_ids, starts, name)
-    return Queries(starts)
+    check_distinct_runs(run_ids, starts, name)
+    return Queries(starts), run_ids
 
 
-def _refuse_interleaved(run_ids, starts, name):
+def check_distinct_runs(run_ids, starts, name="qid"):
+    """A ValueError naming the fix where a query id ``run_ids`` (one per
+    run of equal ids, their rows from ``starts`` int64 (n_runs + 1,)) comes
+    back after another id (interleaved queries)."""
+    if np.unique(run_ids).size == run_ids.size:
+        return
     order = np.argsort(run_ids, kind="stable")
     sorted_ids = run_ids[order]
     repeat = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])[0]

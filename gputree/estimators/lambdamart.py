@@ -43,6 +43,12 @@ class RankingTargets:
         return RankingTargets(self.labels[self.queries.rows_of(queries)],
                               self.queries.take(queries))
 
+    @classmethod
+    def joined(cls, parts):
+        """The targets of consecutive sets of rows, one after the other."""
+        return cls(np.concatenate([part.labels for part in parts]),
+                   Queries.joined([part.queries for part in parts]))
+
 
 @dataclass
 class QueryTargets:
@@ -87,6 +93,7 @@ class LambdaMART(Loss):
     2**label - 1); NDCG at ``eval_at`` for scores."""
 
     link = "identity"
+    baseline_from_targets = False
 
     def __init__(self, name="lambdarank", truncation_level=30, norm=True, sigmoid=1.0,
                  label_gain=None, eval_at=10):
@@ -155,7 +162,16 @@ class LambdaMART(Loss):
     def score_of_pointwise(self, xp, y, pointwise, w):
         """The weighted mean of per-query NDCGs (``w`` row weights; a query's
         weight is its first row's)."""
-        return weighted_mean(xp, pointwise, None if w is None else w[y.first_rows])
+        return weighted_mean(xp, pointwise, None if w is None else self.unit_weights(y, w))
+
+    def score_of_sums(self, weighted_total, weight_total):
+        """The mean NDCG from the order-free sums of the queries' weighted
+        NDCGs and of their weights (higher is better: no sign change)."""
+        return weighted_total / weight_total
+
+    def unit_weights(self, y, w):
+        """float64 (n_queries,): each query's weight, its first row's."""
+        return w[y.first_rows]
 
     def value(self, xp, y, raw, w):
         """1 - mean NDCG@eval_at."""

@@ -130,6 +130,9 @@ class Loss:
     #: the weighted quantile of :meth:`round_values` over the round's rows
     #: (float q) that the round's gradients depend on (Huber's delta), or None
     round_quantile = None
+    #: whether :meth:`init_raw` depends on the targets (a ranking loss's
+    #: raw scores start at 0 whatever they are)
+    baseline_from_targets = True
 
     def targets(self, xp, y):
         """Device targets (n, K) from host y (n,) (values or class codes)."""
@@ -177,6 +180,17 @@ class Loss:
         """:meth:`score` from the pointwise values that
         :meth:`gradients_and_pointwise` returned with the gradients."""
         return -weighted_mean(xp, pointwise, w)
+
+    def score_of_sums(self, weighted_total, weight_total):
+        """:meth:`score_of_pointwise` from the order-free sums (host floats)
+        of the pointwise values times their units' weights and of those
+        weights (sums in parts: gputree.dask)."""
+        return -(weighted_total / weight_total)
+
+    def unit_weights(self, y, w):
+        """The weights (n_units,) of the pointwise values' units from the
+        row weights ``w`` (n,): the rows' own (one pointwise value a row)."""
+        return w
 
     def init_raw(self, y, w):
         """The initial raw scores float64 (K,) of targets ``y`` (n, K) with

@@ -22,13 +22,14 @@ from .lambdamart import RANKING_LOSSES, LambdaMART, host_targets
 
 
 def _refuse_dask(**inputs):
-    """Rankers do not train on Dask collections yet: a clear error."""
+    """The ordinary ranker does not train on Dask collections: a clear error
+    naming the Dask ranker."""
     for name, value in inputs.items():
         if callable(getattr(value, "__dask_graph__", None)):
             raise TypeError(
-                f"GradientBoostingRanker does not train on Dask collections yet ({name} is "
-                f"one): compute X, y and the query arrays into memory (e.g. {name}.compute()) "
-                "and fit the ordinary estimator.")
+                f"GradientBoostingRanker trains on data in memory ({name} is a Dask "
+                "collection): fit gputree.dask.DaskGradientBoostingRanker on the collections, "
+                f"or compute them into memory (e.g. {name}.compute()).")
 
 
 def _n_rows(X, name="X"):
@@ -89,7 +90,11 @@ class GradientBoostingRanker(_OneOutputBoosting):
     one random threshold per feature and node); ``predict`` gives scores
     (higher ranks first).
 
-    Not on Dask yet (a clear error).
+    On Dask: :class:`gputree.dask.DaskGradientBoostingRanker`, the same model
+    bit for bit, each query's rows in one partition (``qid`` as a dask
+    vector or ``group`` on the driver; ``subsample``, ``warm_start``, early
+    stopping on ``eval_set`` or ``validation_fraction`` included;
+    ``early_stopping`` defaults to False there).
     """
 
     _losses = tuple(RANKING_LOSSES)

@@ -1,0 +1,45 @@
+"""Helpers of the gputree.dask tests: the bit-identity check (a model
+fitted on Dask is the one-machine model, every array of every tree, the
+bins and the recorded scores) and a worker that dies mid-fit."""
+import dataclasses
+import os
+import signal
+
+import numpy as np
+
+
+def trees_of(model):
+    return model._trees if hasattr(model, "_trees") else [model.tree_.arrays]
+
+
+def assert_same_model(dask_model, local):
+    """Every array of every tree and the bin thresholds are identical."""
+    np.testing.assert_array_equal(dask_model._bin_mapper.bin_thresholds_,
+                                  local._bin_mapper.bin_thresholds_)
+    ours, theirs = trees_of(dask_model), trees_of(local)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        for field in dataclasses.fields(a):
+            x, y = getattr(a, field.name), getattr(b, field.name)
+            assert x.dtype == y.dtype, field.name
+            np.testing.assert_array_equal(x, y, err_msg=field.name)
+    for name in ("train_score_", "validation_score_", "_baseline"):
+        if hasattr(local, name):
+            np.testing.assert_array_equal(getattr(dask_model, name), getattr(local, name),
+                                          err_msg=name)
+
+
+def die_at_round(victim, round_index):
+    """Make the worker ``victim`` (address) SIGKILL itself as it starts
+    boosting round ``round_index`` (inside the driver's call of the
+    workers' rounds); the nanny starts a new, unpatched worker."""
+    def patch():
+        from gputree.dask.worker_rows import WorkerRows
+        real = WorkerRows.boost_round
+
+        def dying(self, it, *args):
+            if it == round_index:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, it, *args)
+        WorkerRows.boost_round = dying
+    victim.client.run(patch, workers=[victim.address])
