@@ -27,6 +27,9 @@ Scenarios (``SCENARIOS`` below; every one takes ``--rows``):
   examples/lambdarank ships them (rank.train, rank.test, *.query); quality:
   NDCG@10 and NDCG@5 of the held-out queries (a query without a relevant
   row counts 1, as LightGBM and XGBoost count it)
+* ``dask-rank`` LambdaMART on the same cluster (the ``rank`` scenario's
+  synthetic queries, partitions of whole queries): DaskGradientBoostingRanker
+  vs LightGBM's DaskLGBMRanker and XGBoost's DaskXGBRanker
 * ``categories`` a pandas ``category`` column of 2,000 levels (each its own
   effect on y) and one numerical column, 40,000 training rows, 50 boosting
   rounds: gputree (LightGBM's categorical search) vs LightGBM (its
@@ -247,6 +250,26 @@ RANK = Group("LambdaMART, 100 trees, learning rate 0.1, lambda 1, pairs from the
                 lambdarank_num_pair_per_sample=30), threads="n_jobs", queries="qid"),
 ))
 
+DASK_RANK_SETTINGS = dict(RANK_SETTINGS, max_depth=6, reg_lambda=1.0,
+                          lambdarank_truncation_level=30)
+DASK_RANK = Group("LambdaMART on a 2-worker Dask cluster, 100 trees of depth 6", (
+    Runner("DaskGradientBoostingRanker (depth 6)", "gputree.dask.DaskGradientBoostingRanker",
+           dict(DASK_RANK_SETTINGS, max_bins=255), queries="qid"),
+    Runner("DaskLGBMRanker (default num_leaves=31)", "lightgbm.DaskLGBMRanker",
+           dict(DASK_RANK_SETTINGS, max_depth=-1, num_leaves=31, max_bin=255, verbose=-1),
+           queries="group"),
+    Runner("DaskLGBMRanker (depth 6, num_leaves=64)", "lightgbm.DaskLGBMRanker",
+           dict(DASK_RANK_SETTINGS, num_leaves=64, max_bin=255, verbose=-1), queries="group"),
+    Runner("DaskXGBRanker (rank:ndcg, hist, depth 6)", "xgboost.dask.DaskXGBRanker",
+           {**{k: v for k, v in DASK_RANK_SETTINGS.items()
+               if k != "lambdarank_truncation_level"},
+            "tree_method": "hist", "max_bin": 256, "objective": "rank:ndcg",
+            "lambdarank_pair_method": "topk", "lambdarank_num_pair_per_sample": 30,
+            # qid with dask arrays (partitions of whole queries: none is split)
+            "allow_group_split": True},
+           queries="qid"),
+))
+
 CATEGORY_SETTINGS = dict(n_estimators=50, learning_rate=0.1, **SEED)
 CATEGORIES = Group("boosting, 50 rounds, on a high-cardinality categorical column", (
     Runner("GradientBoostingClassifier (depth 6, LightGBM's categorical search)",
@@ -282,6 +305,8 @@ SCENARIOS = {
                      rows=200_000, cluster=True),
     "rank": Scenario("learning to rank: LambdaMART, 100 trees", (RANK,), data="ranking",
                      rows=120_000),
+    "dask-rank": Scenario("learning to rank on a local Dask cluster (2 worker processes)",
+                          (DASK_RANK,), data="ranking", rows=120_000, cluster=True),
     "categories": Scenario("a categorical column of 2,000 categories; 40,000 training rows",
                            (CATEGORIES,), data="categories", rows=50_000, test_size=0.2,
                            categories=2000),
@@ -385,34 +410,65 @@ def _on_cluster(args, da, work):
         return work()
 
 
+#: partitions of the training rows on the cluster
+CLUSTER_PARTITIONS = 4
+
+
 def _cluster_inputs(data, runner, da):
-    """(X_train, X_test, y_train) as dask arrays of 4 partitions."""
-    def to_dask(array):
-        return da.from_array(array, chunks=(-(-array.shape[0] // 4),) + array.shape[1:])
-    X_train, X_test = (to_dask(np.asarray(x)) for x in data.inputs(runner.categorical))
-    return X_train, X_test, to_dask(np.asarray(data.y_train))
+    """(X_train, X_test, y_train, fit keywords) as dask arrays of
+    CLUSTER_PARTITIONS partitions; a ranker's partitions hold whole queries
+    (each cut at the query boundary nearest an equal share of the rows) and
+    its queries go as its library takes them on Dask: ``qid`` a dask vector
+    of the training partitions, ``group`` a dask vector of the query sizes
+    with one chunk per partition (LightGBM's DaskLGBMRanker)."""
+    n = len(data.y_train)
+    chunks, keywords = (-(-n // CLUSTER_PARTITIONS),), {}
+    if runner.queries:
+        ends = np.cumsum(data.group_train)
+        cuts = np.unique(np.searchsorted(ends, [n * k / CLUSTER_PARTITIONS for k in
+                                                range(1, CLUSTER_PARTITIONS)]))
+        query_chunks = tuple(np.diff(np.concatenate([[0], cuts + 1, [len(ends)]])))
+        chunks = (tuple(np.diff(np.concatenate([[0], ends[cuts], [n]]))),)
+        if runner.queries == "qid":
+            qid = np.repeat(np.arange(len(data.group_train)), data.group_train)
+            keywords = {"qid": da.from_array(qid, chunks=chunks)}
+        else:
+            keywords = {"group": da.from_array(np.asarray(data.group_train),
+                                               chunks=(query_chunks,))}
+    X_train, X_test = (np.asarray(x) for x in data.inputs(runner.categorical))
+    X_test = da.from_array(X_test, chunks=(-(-X_test.shape[0] // CLUSTER_PARTITIONS),
+                                           X_test.shape[1]))
+    return (da.from_array(X_train, chunks=chunks + (X_train.shape[1],)), X_test,
+            da.from_array(np.asarray(data.y_train), chunks=chunks), keywords)
 
 
 def _warm_up_cluster(make, data, runner, da):
     """A 2-tree fit on rows of every partition (every worker compiles or
-    loads the kernels it uses), not timed."""
-    X_train, _, y_train = _cluster_inputs(data, runner, da)
+    loads the kernels it uses), not timed; a ranker's on all its rows (its
+    partitions hold whole queries)."""
+    X_train, _, y_train, keywords = _cluster_inputs(data, runner, da)
+    if runner.queries:
+        make().set_params(n_estimators=2).fit(X_train, y_train, **keywords)
+        return
     step = -(-X_train.shape[0] // min(WARM_UP_ROWS, X_train.shape[0]))
     make().set_params(n_estimators=2).fit(X_train[::step], y_train[::step])
 
 
 def _timed_on_cluster(result, make, data, runner, args, da):
     """result with the median of args.repeat fits (the first on fresh
-    workers) and the last fit's prediction seconds and quality."""
-    X_train, X_test, y_train = _cluster_inputs(data, runner, da)
+    workers) and the last fit's prediction seconds and quality (a ranker's
+    scores by ``predict``, the others' probabilities)."""
+    X_train, X_test, y_train, keywords = _cluster_inputs(data, runner, da)
     try:
         fits = []
         for _ in range(args.repeat):
             model = make()
-            fits.append(_timed(model.fit, X_train, y_train)[1])
-            prediction, seconds = _timed(lambda: model.predict_proba(X_test).compute())
+            fits.append(_timed(lambda: model.fit(X_train, y_train, **keywords))[1])
+            predict = model.predict if runner.queries else model.predict_proba
+            prediction, seconds = _timed(lambda: np.asarray(predict(X_test).compute()))
         result.fit, result.predict = statistics.median(fits), seconds
-        result.quality = quality(data.y_test, prediction, np.unique(data.y_train))
+        result.quality = (ranking_quality(data, prediction) if runner.queries else
+                          quality(data.y_test, prediction, np.unique(data.y_train)))
     except Exception as exc:   # report a library's failure, keep going
         result.skipped = f"error: {type(exc).__name__}: {exc}"
     return result
