@@ -337,25 +337,38 @@ class CPUBackend(Backend):
 
     def split_and_build(self, partition, X_binned, stats, node, feature, bitset, words,
                         built_node, built_row, hist, feature_bins=None, n_bins=None):
-        """Backend.split_and_build: one compiled call (:mod:`.split_build`)
-        where X_binned has sparse rows and the leaf's rows move in one
-        chunk, the built child's histogram added by it where one piece
-        holds it; else (and for what it left) the two primitives."""
+        """Backend.split_and_build, as :meth:`split_builder`'s function."""
+        self.split_builder(partition, X_binned, stats, hist, feature_bins, n_bins)(
+            node, feature, bitset, words, built_node, built_row)
+
+    def split_builder(self, partition, X_binned, stats, hist, feature_bins=None, n_bins=None):
+        """Backend.split_builder: one compiled call (:mod:`.split_build`,
+        its arguments but the step's found once) where X_binned has sparse
+        rows and the leaf's rows move in one chunk, the built child's
+        histogram added by it where one piece holds it; else (and for what
+        it left) the two primitives."""
         sparse = (self._sparse(X_binned, n_bins) if n_bins is not None
                   and hist.shape[3] <= stats.shape[1] else None)
-        if sparse is None or partition.count[node] >= split_build.MOST_LEAF_ROWS:
-            super().split_and_build(partition, X_binned, stats, node, feature, bitset, words,
-                                    built_node, built_row, hist, feature_bins, n_bins)
-            return
+
+        def primitives(node, feature, bitset, words, built_node, built_row):
+            Backend.split_and_build(self, partition, X_binned, stats, node, feature, bitset,
+                                    words, built_node, built_row, hist, feature_bins, n_bins)
+        if sparse is None:
+            return primitives
         compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
         bins, _, layout, shape = histograms.row_layout(_feature_bins(feature_bins, hist.shape),
                                                        hist.shape, compact)
-        built = _split_build(hist.shape[3]).run(
-            partition, self.binned.columns(X_binned), node, feature, bitset, words, built_node,
-            built_row, sparse, stats, hist, bins, layout, shape[2])
-        if built_node >= 0 and not built:
-            self.build_node_histogram(partition, X_binned, stats, built_node, built_row, hist,
-                                      feature_bins, n_bins)
+        in_one_call = _split_build(hist.shape[3]).prepare(
+            self.binned.columns(X_binned), sparse, stats, hist, bins, layout, shape[2])
+
+        def split_and_build(node, feature, bitset, words, built_node, built_row):
+            if partition.count[node] >= split_build.MOST_LEAF_ROWS:
+                primitives(node, feature, bitset, words, built_node, built_row)
+            elif (not in_one_call(partition, node, feature, bitset, words, built_node,
+                                  built_row) and built_node >= 0):
+                self.build_node_histogram(partition, X_binned, stats, built_node, built_row,
+                                          hist, feature_bins, n_bins)
+        return split_and_build
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
                             feature_bins=None):

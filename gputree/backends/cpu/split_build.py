@@ -36,8 +36,9 @@ def _split_and_build(X_columns, order, left, right, counts, table, begin, count,
     """Node ``node``'s rows (a RowPartition's ``order``, node arrays begin,
     count, is_split, size INOUT, room made) moved to its children by the
     split of ``feature`` and the sets (split_bitset uint32 (1, W), the
-    words split_words uint32 from split_start[0], split_n_words[0] of
-    them; ``left``, ``right``, ``counts`` (1, 2) and ``table`` scratch), as
+    words split_words uint32 from split_start[0], trailing zeros allowed:
+    split_n_words[0] OUT their count without them; ``left``, ``right``,
+    ``counts`` (1, 2) and ``table`` scratch), as
     row_partition._split_range moves them; then, where ``built_node`` >= 0
     has fewer than ``most_rows`` rows, its histogram into hist row
     pieces[0, 4] (pieces int64 (1, 5) INOUT, the rest of
@@ -45,6 +46,10 @@ def _split_and_build(X_columns, order, left, right, counts, table, begin, count,
     SPLIT | BUILT where it built the histogram. Run as one part (its
     threaded form: fit_breakdown's clock sees it)."""
     start, n = begin[node], count[node]
+    n_words = split_words.shape[0]      # its words but the trailing zeros
+    while n_words > 0 and split_words[n_words - 1] == 0:
+        n_words -= 1
+    split_n_words[0] = n_words
     _split_range(X_columns, order, start, start + n, feature, split_bitset, split_words,
                  split_start, split_n_words, left, right, counts, table, 0, 0, 1)
     append_children(begin, count, is_split, size, node, counts[0, 0])
@@ -74,6 +79,32 @@ class SplitBuild:
         self.pieces[0, 3] = 1
         self.totals = np.empty((1, n_channels), dtype=np.int64)
 
+    def prepare(self, X_columns, sparse, stats, hist, feature_bins, layout, n_bins):
+        """:meth:`run`'s call with the arguments of one tree bound once (a
+        best-first tree calls it at every step: some 3,000 a LETOR fit, each
+        of which found the sparse rows, the layout and their cells again):
+        a function (partition, node, feature, bitset, words, built_node,
+        built_row) -> whether it built the histogram, arguments as
+        :meth:`run`'s, valid while ``hist`` is the pool's array."""
+        feature_of = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
+        tail = (sparse.first, feature_of, sparse.bins, stats, hist.shape[3], self.pieces,
+                sparse_rows._FIRST_PIECE, sparse_rows._ONE_THREAD, hist, hist[:0], feature_bins,
+                self.totals, sparse.mode, sparse_rows._ALONE, layout,
+                sparse_rows._one_piece_rows(n_bins))
+        counts, table, split_start, split_n_words = (self.counts, self.table, self.split_start,
+                                                     self.split_n_words)
+        pieces, kernel = self.pieces, _split_and_build
+
+        def split_build(partition, node, feature, bitset, words, built_node, built_row):
+            partition.reserve(2)
+            pieces[0, 4] = built_row
+            done = kernel.run(0, X_columns, partition.order, partition.left, partition.right,
+                              counts, table, partition.begin, partition.count,
+                              partition.is_split, partition.size, node, feature, bitset[None],
+                              words, split_start, split_n_words, built_node, *tail)
+            return bool(done & BUILT)
+        return split_build
+
     def run(self, partition, X_columns, node, feature, bitset, words, built_node, built_row,
             sparse, stats, hist, feature_bins, layout, n_bins):
         """Split ``node`` of ``partition`` (RowPartition) by ``feature`` and
@@ -85,17 +116,5 @@ class SplitBuild:
         (n, C); ``feature_bins`` int32 (F,); ``n_bins`` the full layout's
         bins), in one call; returns whether it built it (else the caller
         builds). The leaf must have fewer than :data:`MOST_LEAF_ROWS` rows."""
-        partition.reserve(2)
-        nonzero = np.flatnonzero(words)
-        self.split_n_words[0] = nonzero[-1] + 1 if nonzero.size else 0
-        self.pieces[0, 4] = built_row
-        feature_of = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
-        done = _split_and_build.run(
-            0, X_columns, partition.order, partition.left, partition.right, self.counts, self.table,
-            partition.begin, partition.count, partition.is_split, partition.size, node,
-            feature, bitset[None], words, self.split_start, self.split_n_words, built_node,
-            sparse.first, feature_of, sparse.bins, stats, hist.shape[3], self.pieces,
-            sparse_rows._FIRST_PIECE, sparse_rows._ONE_THREAD, hist, hist[:0], feature_bins,
-            self.totals, sparse.mode, sparse_rows._ALONE, layout,
-            sparse_rows._one_piece_rows(n_bins))
-        return bool(done & BUILT)
+        return self.prepare(X_columns, sparse, stats, hist, feature_bins, layout, n_bins)(
+            partition, node, feature, bitset, words, built_node, built_row)
