@@ -26,7 +26,7 @@ from ..formulas import measure_of
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
-from . import (bestfirst_step, binning, histograms, lean_gather, level_step, partition,
+from . import (bestfirst_loop, binning, histograms, lean_gather, level_step, partition,
                predict, ranking, sparse_rows, split_build, split_scan)
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
@@ -294,9 +294,9 @@ class CPUBackend(Backend):
 
     def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
                          count_channel, n_outputs, scan):
-        return bestfirst_step.BestFirstSteps(n_channels, n_features, n_words, limits, budget,
-                                             max_depth, count_channel, n_outputs, scan,
-                                             (_scan_scratch, _scan_outputs))
+        return bestfirst_loop.LoopedSteps(n_channels, n_features, n_words, limits, budget,
+                                          max_depth, count_channel, n_outputs, scan,
+                                          (_scan_scratch, _scan_outputs))
 
     def level_steps(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
                     n_outputs, scan, reuse=None):
@@ -361,14 +361,10 @@ class CPUBackend(Backend):
         in_one_call = _split_build(hist.shape[3]).prepare(
             self.binned.columns(X_binned), sparse, stats, hist, bins, layout, shape[2])
 
-        def split_and_build(node, feature, bitset, words, built_node, built_row):
-            if partition.count[node] >= split_build.MOST_LEAF_ROWS:
-                primitives(node, feature, bitset, words, built_node, built_row)
-            elif (not in_one_call(partition, node, feature, bitset, words, built_node,
-                                  built_row) and built_node >= 0):
-                self.build_node_histogram(partition, X_binned, stats, built_node, built_row,
-                                          hist, feature_bins, n_bins)
-        return split_and_build
+        def build(node, row):
+            self.build_node_histogram(partition, X_binned, stats, node, row, hist,
+                                      feature_bins, n_bins)
+        return split_build.TreeSplitBuild(partition, in_one_call, primitives, build)
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
                             feature_bins=None):
