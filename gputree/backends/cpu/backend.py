@@ -473,7 +473,8 @@ class CPUBackend(Backend):
     def query_terms(self, scores, queries, settings, g, h, ndcg):
         per_row = settings.truncation if settings.flags & FLAG_GRADIENTS else 4
         ranking.query_terms.run(scores.shape[0] * per_row,
-                                *kernel_arguments(scores, queries, settings, g, h, ndcg))
+                                *kernel_arguments(scores, queries, settings, g, h, ndcg),
+                                np.zeros(1, dtype=np.int64))
 
     def add_leaf_values(self, X_binned, node_feature, node_sets, node_left, tree_roots,
                         node_values, tree_columns, out):
