@@ -11,11 +11,12 @@ threads (LETOR, lossguide: some 3,000 steps a fit, each three calls of
 """
 import numpy as np
 
-from ..._threads import PARALLEL_WORK, kernel_jit, thread_count
+from ..._threads import PARALLEL_WORK, thread_count
 from ..kernel_cache import cache_numba_cpu_kernels, kernel_factory, renamed_copy
 from . import split_build, split_scan
 from .bestfirst_step import (BUILT_NODE, BUILT_ROW, N_SCAN, NODE, _N_LEAVES, _N_NODES,
                              BestFirstSteps, _step)
+from .threaded import threaded
 
 _CACHE = cache_numba_cpu_kernels(__file__)
 
@@ -37,7 +38,7 @@ def _steps(gain, missing_left, bitset, left, words, state, limits, inv, scan_row
            first_piece, one_thread, hist, private, feature_bins, sums, mode, alone, layout,
            most_rows, n_bins_non_missing, is_categorical, split_bin, missing_bin, scan_layout,
            params, scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
-           out_info, cells, claims, most_leaf_rows, row_work, most_scan_work):
+           out_info, cells, claims, most_leaf_rows, row_work, most_scan_work, part, n_parts):
     """Best-first steps until the tree is grown or a step needs Python;
     returns what is left (:data:`NOTHING`, :data:`STEP`, :data:`SPLIT`,
     :data:`BUILD`; ``out`` the step's, as ``_step`` leaves it). The
@@ -47,7 +48,8 @@ def _steps(gain, missing_left, bitset, left, words, state, limits, inv, scan_row
     totals), then the scan's constants, scratch and info output
     (``_find_splits``' arguments, ``scan_layout`` its layout); a leaf of
     ``most_leaf_rows`` rows or more, or a scan of ``most_scan_work`` (its
-    nodes' ``row_work`` each) or more, is left to Python."""
+    nodes' ``row_work`` each) or more, is left to Python. Run as one part
+    (its threaded form: fit_breakdown's clock sees it)."""
     while True:
         # (BestFirstSteps.step's and RowPartition.reserve's checks of room)
         if (state[_N_NODES] + 2 > totals.shape[0] or in_use.shape[0] < state[_N_LEAVES] + 1
@@ -90,8 +92,8 @@ def steps_loop(measure, categorical, newton_one):
     finder = split_scan.split_finder(measure, categorical, newton_one)
     variant = (f"{measure[0]}_{measure[1]}{'c' if categorical else 'n'}"
                f"{'1' if newton_one else '0'}")
-    return kernel_jit(cache=_CACHE)(renamed_copy(_steps, f"_steps_{variant}",
-                                                 {"_find_splits": finder.compiled}))
+    return threaded(renamed_copy(_steps, f"_steps_{variant}", {"_find_splits": finder.compiled}),
+                    cache=_CACHE)
 
 
 def loop_of(layout, params, any_categorical):
@@ -120,8 +122,8 @@ class LoopedSteps(BestFirstSteps):
             split_arguments, most_leaf_rows = arguments()
             n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
             gain, missing_left, bitset, left, info, words = self.outputs
-            left_behind = loop_of(layout, params, self.any_categorical)(
-                gain, missing_left, bitset, left, words, self.state, self.limits, self.inv,
+            left_behind = loop_of(layout, params, self.any_categorical).run(
+                0, gain, missing_left, bitset, left, words, self.state, self.limits, self.inv,
                 self.scan_rows, self.scan_nodes, self.totals, self.depth, self.parent,
                 self.taken, self.waiting, self.priority, self.hist_row, self.best_feature,
                 self.best_bitset, self.best_words, self.best_gain, self.best_missing_left,
