@@ -181,3 +181,23 @@ def test_default_random_state_gives_the_same_bins_on_more_rows_than_the_subsampl
               for s in (1, 2)]
     assert not np.array_equal(seeded[0]._bin_mapper.bin_thresholds_,
                               seeded[1]._bin_mapper.bin_thresholds_)
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_edges_found_on_threads_equal_those_found_serially(monkeypatch, categorical):
+    """Columns shorter than THREADED_ROWS get their edges on the calling
+    thread, longer ones on threads: the same thresholds and bins either way."""
+    from gputree.data import binning
+    rng = np.random.RandomState(5)
+    X = rng.normal(size=(3000, 12))
+    X[rng.rand(3000, 12) < 0.1] = np.nan
+    X[:, 3] = rng.randint(0, 40, 3000)
+    is_cat = np.arange(12) == 3 if categorical else None
+    fitted = []
+    for threaded_rows in (0, 10 ** 9):
+        monkeypatch.setattr(binning, "THREADED_ROWS", threaded_rows)
+        mapper = binning.BinMapper(max_bins=31, is_categorical=is_cat).fit(X)
+        fitted.append((mapper.bin_thresholds_, mapper.n_bins_non_missing_, mapper.missing_bin_))
+    np.testing.assert_array_equal(fitted[0][0], fitted[1][0])
+    np.testing.assert_array_equal(fitted[0][1], fitted[1][1])
+    assert fitted[0][2] == fitted[1][2]

@@ -303,6 +303,16 @@ class Backend(abc.ABC):
             self.build_node_histogram(partition, X_binned, stats, built_node, built_row, hist,
                                       feature_bins=feature_bins, n_bins=n_bins)
 
+    def split_builder(self, partition, X_binned, stats, hist, feature_bins=None, n_bins=None):
+        """:meth:`split_and_build` with a tree's arguments bound: a function
+        (node, feature, bitset, words, built_node, built_row) of the rest,
+        valid while ``partition``, ``stats`` and ``hist`` are the tree's
+        arrays (a backend may prepare the call once, for every step)."""
+        def split_and_build(node, feature, bitset, words, built_node, built_row):
+            self.split_and_build(partition, X_binned, stats, node, feature, bitset, words,
+                                 built_node, built_row, hist, feature_bins, n_bins)
+        return split_and_build
+
     def zero_rows(self, array, rows):
         """array[rows] = 0 (rows: int backend array of first-axis indices)."""
         array[rows] = 0

@@ -77,8 +77,14 @@ def make_splitset(jit):
 
     @jit
     def add_bins_upto(bitset, k, last):
-        for b in range(min(last + 1, BITMAP_BINS)):
-            add_bin(bitset, k, b)
+        # a word at a time: the bits add_bin would set one by one (a chain
+        # of read-modify-writes of one word)
+        row, n = np.uint64(k), np.uint64(max(min(last + 1, BITMAP_BINS), 0))
+        for w in range(n >> np.uint64(5)):
+            bitset[row, np.uint64(w)] |= np.uint32(0xFFFFFFFF)
+        rest = n & np.uint64(31)
+        if rest:
+            bitset[row, n >> np.uint64(5)] |= (np.uint32(1) << np.uint32(rest)) - np.uint32(1)
         if last >= BITMAP_BINS:
             bitset[np.uint64(k), BITSET_RANGE_WORD] = np.uint32(last)
 

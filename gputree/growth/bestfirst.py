@@ -158,15 +158,27 @@ class _BestFirstGrowth(_TreeGrowth):
             self._build(0, 1, {"node_to_build": np.array([row], dtype=NODE_DTYPE),
                                "zero_rows": none}, derive=False)
             steps.scan(pool.hist, row + 1, 1)
-        n_bins = self.data.n_bins
+        n_bins, hist = self.data.n_bins, None
+
+        def prepared():                     # the split and build of the pool's hist
+            nonlocal hist, split_and_build
+            if pool.hist is not hist:
+                hist = pool.hist
+                split_and_build = backend.split_builder(self.rows, X, stats, hist, **cells,
+                                                        n_bins=n_bins)
+            return split_and_build
+        split_and_build = None
         while True:
-            node, n_scan, built_node, built_row, n_rows = steps.step(pool).tolist()
+            # steps.advance may take steps itself, their splits and scans too
+            out, split_done = steps.advance(pool, prepared())
+            node, n_scan, built_node, built_row, n_rows = out.tolist()
             if node < 0:
                 break
-            backend.split_and_build(self.rows, X, stats, node, int(steps.best_feature[node]),
-                                    steps.best_bitset[node], steps.best_words[node],
-                                    built_node if n_scan else -1, built_row, pool.hist,
-                                    **cells, n_bins=n_bins)
+            if split_done:
+                prepared().build(built_node, built_row)
+            else:
+                prepared()(node, int(steps.best_feature[node]), steps.best_bitset[node],
+                           steps.best_words[node], built_node if n_scan else -1, built_row)
             if n_scan:
                 steps.scan(pool.hist, n_rows, n_scan)
 

@@ -26,7 +26,7 @@ from ..formulas import measure_of
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
-from . import (bestfirst_step, binning, histograms, lean_gather, level_step, partition,
+from . import (bestfirst_loop, binning, histograms, lean_gather, level_step, partition,
                predict, ranking, sparse_rows, split_build, split_scan)
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
@@ -294,9 +294,9 @@ class CPUBackend(Backend):
 
     def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
                          count_channel, n_outputs, scan):
-        return bestfirst_step.BestFirstSteps(n_channels, n_features, n_words, limits, budget,
-                                             max_depth, count_channel, n_outputs, scan,
-                                             (_scan_scratch, _scan_outputs))
+        return bestfirst_loop.LoopedSteps(n_channels, n_features, n_words, limits, budget,
+                                          max_depth, count_channel, n_outputs, scan,
+                                          (_scan_scratch, _scan_outputs))
 
     def level_steps(self, n_channels, n_features, n_words, limits, max_depth, count_channel,
                     n_outputs, scan, reuse=None):
@@ -337,25 +337,34 @@ class CPUBackend(Backend):
 
     def split_and_build(self, partition, X_binned, stats, node, feature, bitset, words,
                         built_node, built_row, hist, feature_bins=None, n_bins=None):
-        """Backend.split_and_build: one compiled call (:mod:`.split_build`)
-        where X_binned has sparse rows and the leaf's rows move in one
-        chunk, the built child's histogram added by it where one piece
-        holds it; else (and for what it left) the two primitives."""
+        """Backend.split_and_build, as :meth:`split_builder`'s function."""
+        self.split_builder(partition, X_binned, stats, hist, feature_bins, n_bins)(
+            node, feature, bitset, words, built_node, built_row)
+
+    def split_builder(self, partition, X_binned, stats, hist, feature_bins=None, n_bins=None):
+        """Backend.split_builder: one compiled call (:mod:`.split_build`,
+        its arguments but the step's found once) where X_binned has sparse
+        rows and the leaf's rows move in one chunk, the built child's
+        histogram added by it where one piece holds it; else (and for what
+        it left) the two primitives."""
         sparse = (self._sparse(X_binned, n_bins) if n_bins is not None
                   and hist.shape[3] <= stats.shape[1] else None)
-        if sparse is None or partition.count[node] >= split_build.MOST_LEAF_ROWS:
-            super().split_and_build(partition, X_binned, stats, node, feature, bitset, words,
-                                    built_node, built_row, hist, feature_bins, n_bins)
-            return
+
+        def primitives(node, feature, bitset, words, built_node, built_row):
+            Backend.split_and_build(self, partition, X_binned, stats, node, feature, bitset,
+                                    words, built_node, built_row, hist, feature_bins, n_bins)
+        if sparse is None:
+            return primitives
         compact = n_bins if hist.shape[1] != X_binned.shape[1] else None
         bins, _, layout, shape = histograms.row_layout(_feature_bins(feature_bins, hist.shape),
                                                        hist.shape, compact)
-        built = _split_build(hist.shape[3]).run(
-            partition, self.binned.columns(X_binned), node, feature, bitset, words, built_node,
-            built_row, sparse, stats, hist, bins, layout, shape[2])
-        if built_node >= 0 and not built:
-            self.build_node_histogram(partition, X_binned, stats, built_node, built_row, hist,
+        in_one_call = _split_build(hist.shape[3]).prepare(
+            self.binned.columns(X_binned), sparse, stats, hist, bins, layout, shape[2])
+
+        def build(node, row):
+            self.build_node_histogram(partition, X_binned, stats, node, row, hist,
                                       feature_bins, n_bins)
+        return split_build.TreeSplitBuild(partition, in_one_call, primitives, build)
 
     def subtract_histograms(self, parent_hist, parent_rows, hist, built_rows, derived_rows,
                             feature_bins=None):
@@ -464,7 +473,8 @@ class CPUBackend(Backend):
     def query_terms(self, scores, queries, settings, g, h, ndcg):
         per_row = settings.truncation if settings.flags & FLAG_GRADIENTS else 4
         ranking.query_terms.run(scores.shape[0] * per_row,
-                                *kernel_arguments(scores, queries, settings, g, h, ndcg))
+                                *kernel_arguments(scores, queries, settings, g, h, ndcg),
+                                np.zeros(1, dtype=np.int64))
 
     def add_leaf_values(self, X_binned, node_feature, node_sets, node_left, tree_roots,
                         node_values, tree_columns, out):

@@ -353,6 +353,14 @@ class BestFirstSteps:
               self.best_left, pool.in_use, self.allowed, self.built_of, self.out)
         return self.out
 
+    def advance(self, pool, split_and_build):
+        """The next step (:meth:`step`) and what of it is left to the caller:
+        (``out``, whether its row split is done, only its histogram build
+        left): here nothing is done (a subclass may run steps in compiled
+        calls with ``split_and_build``, a backend's
+        :meth:`~gputree.backends.base.Backend.split_builder` function)."""
+        return self.step(pool), False
+
     def scan(self, hist, n_rows, n_scan):
         """The split scan of the ``n_scan`` nodes the last step chose (pool
         rows ``scan_rows[:n_scan]``), in the first ``n_rows`` rows of the

@@ -5,8 +5,8 @@ the child built is added from sparse rows in one piece (:mod:`.sparse_rows`),
 the calls CPUBackend.split_node_rows and build_node_histogram make, without
 their Python between them (some 10 us a best-first step: LETOR's 3,000
 steps a fit). A leaf of too many rows for one chunk, or a child of too many
-for one piece, is left to those primitives (:meth:`SplitBuild.run` says
-what it did)."""
+for one piece, is left to those primitives (:class:`PreparedSplitBuild`
+says what it did; :class:`TreeSplitBuild` calls them)."""
 import numpy as np
 
 from ..._dtypes import WORD_COUNT_DTYPE, WORD_START_DTYPE
@@ -36,8 +36,9 @@ def _split_and_build(X_columns, order, left, right, counts, table, begin, count,
     """Node ``node``'s rows (a RowPartition's ``order``, node arrays begin,
     count, is_split, size INOUT, room made) moved to its children by the
     split of ``feature`` and the sets (split_bitset uint32 (1, W), the
-    words split_words uint32 from split_start[0], split_n_words[0] of
-    them; ``left``, ``right``, ``counts`` (1, 2) and ``table`` scratch), as
+    words split_words uint32 from split_start[0], trailing zeros allowed:
+    split_n_words[0] OUT their count without them; ``left``, ``right``,
+    ``counts`` (1, 2) and ``table`` scratch), as
     row_partition._split_range moves them; then, where ``built_node`` >= 0
     has fewer than ``most_rows`` rows, its histogram into hist row
     pieces[0, 4] (pieces int64 (1, 5) INOUT, the rest of
@@ -45,6 +46,10 @@ def _split_and_build(X_columns, order, left, right, counts, table, begin, count,
     SPLIT | BUILT where it built the histogram. Run as one part (its
     threaded form: fit_breakdown's clock sees it)."""
     start, n = begin[node], count[node]
+    n_words = split_words.shape[0]      # its words but the trailing zeros
+    while n_words > 0 and split_words[n_words - 1] == 0:
+        n_words -= 1
+    split_n_words[0] = n_words
     _split_range(X_columns, order, start, start + n, feature, split_bitset, split_words,
                  split_start, split_n_words, left, right, counts, table, 0, 0, 1)
     append_children(begin, count, is_split, size, node, counts[0, 0])
@@ -74,28 +79,80 @@ class SplitBuild:
         self.pieces[0, 3] = 1
         self.totals = np.empty((1, n_channels), dtype=np.int64)
 
-    def run(self, partition, X_columns, node, feature, bitset, words, built_node, built_row,
-            sparse, stats, hist, feature_bins, layout, n_bins):
+    def prepare(self, X_columns, sparse, stats, hist, feature_bins, layout, n_bins):
+        """The one call with the arguments of one tree bound once (a
+        best-first tree calls it at every step: some 3,000 a LETOR fit, each
+        of which found the sparse rows, the layout and their cells again),
+        valid while ``hist`` is the pool's array (:class:`PreparedSplitBuild`):
+        ``sparse`` (SparseRows; its values' features, or cells in the
+        compact ``layout``, as sparse_rows.histograms_of_rows takes them),
+        stats int64 (n, C), ``feature_bins`` int32 (F,), ``n_bins`` the
+        full layout's bins."""
+        feature_of = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
+        return PreparedSplitBuild(
+            (X_columns,), (self.counts, self.table),
+            (self.split_start, self.split_n_words),
+            (sparse.first, feature_of, sparse.bins, stats, hist.shape[3], self.pieces,
+             sparse_rows._FIRST_PIECE, sparse_rows._ONE_THREAD, hist, hist[:0], feature_bins,
+             self.totals, sparse.mode, sparse_rows._ALONE, layout,
+             sparse_rows._one_piece_rows(n_bins)))
+
+
+class PreparedSplitBuild:
+    """:func:`_split_and_build`'s arguments of one tree but the partition's
+    and the split's (SplitBuild.prepare): ``head`` (X_columns,),
+    ``scratch`` (counts, table), ``words`` (split_start, split_n_words),
+    ``tail`` the arguments from ``first`` to ``most_rows``."""
+
+    def __init__(self, head, scratch, words, tail):
+        self.head, self.scratch, self.words, self.tail = head, scratch, words, tail
+        self.pieces = tail[5]       # (1, 5): its row, column 4, the step's
+
+    def __call__(self, partition, node, feature, bitset, words, built_node, built_row):
         """Split ``node`` of ``partition`` (RowPartition) by ``feature`` and
         its sets (``bitset`` uint32 (W,), ``words`` uint32 (m,) beyond it,
         trailing zeros allowed) and build ``built_node``'s histogram (-1:
-        none) into ``hist``'s row ``built_row`` from ``sparse``
-        (SparseRows; its values' features, or cells in the compact
-        ``layout``, as sparse_rows.histograms_of_rows takes them; stats int64
-        (n, C); ``feature_bins`` int32 (F,); ``n_bins`` the full layout's
-        bins), in one call; returns whether it built it (else the caller
-        builds). The leaf must have fewer than :data:`MOST_LEAF_ROWS` rows."""
+        none) into the tree's hist row ``built_row``, in one call; returns
+        whether it built it (else the caller builds). The leaf must have
+        fewer than :data:`MOST_LEAF_ROWS` rows."""
         partition.reserve(2)
-        nonzero = np.flatnonzero(words)
-        self.split_n_words[0] = nonzero[-1] + 1 if nonzero.size else 0
         self.pieces[0, 4] = built_row
-        feature_of = sparse.cells(feature_bins, layout) if layout.shape[0] else sparse.feature
-        done = _split_and_build.run(
-            0, X_columns, partition.order, partition.left, partition.right, self.counts, self.table,
-            partition.begin, partition.count, partition.is_split, partition.size, node,
-            feature, bitset[None], words, self.split_start, self.split_n_words, built_node,
-            sparse.first, feature_of, sparse.bins, stats, hist.shape[3], self.pieces,
-            sparse_rows._FIRST_PIECE, sparse_rows._ONE_THREAD, hist, hist[:0], feature_bins,
-            self.totals, sparse.mode, sparse_rows._ALONE, layout,
-            sparse_rows._one_piece_rows(n_bins))
+        done = _split_and_build.run(0, *self.head, partition.order, partition.left,
+                                    partition.right, *self.scratch, partition.begin,
+                                    partition.count, partition.is_split, partition.size, node,
+                                    feature, bitset[None], words, *self.words, built_node,
+                                    *self.tail)
         return bool(done & BUILT)
+
+    def arguments(self, partition):
+        """The call's arguments but the split's, in order, on ``partition``'s
+        arrays as they are (one tuple: X_columns .. size, split_start,
+        split_n_words, first .. most_rows)."""
+        return (*self.head, partition.order, partition.left, partition.right, *self.scratch,
+                partition.begin, partition.count, partition.is_split, partition.size,
+                *self.words, *self.tail)
+
+
+class TreeSplitBuild:
+    """A tree's best-first split and build on the CPU
+    (CPUBackend.split_builder's function): ``in_one_call`` (a
+    :class:`PreparedSplitBuild`) on ``partition`` where the leaf moves in
+    one chunk, else ``primitives`` (the same arguments); ``build(node,
+    row)`` the histogram it left."""
+
+    def __init__(self, partition, in_one_call, primitives, build):
+        self.partition, self.in_one_call = partition, in_one_call
+        self.primitives, self.build = primitives, build
+
+    def __call__(self, node, feature, bitset, words, built_node, built_row):
+        if self.partition.count[node] >= MOST_LEAF_ROWS:
+            self.primitives(node, feature, bitset, words, built_node, built_row)
+        elif (not self.in_one_call(self.partition, node, feature, bitset, words, built_node,
+                                   built_row) and built_node >= 0):
+            self.build(built_node, built_row)
+
+    def loop_arguments(self):
+        """(the one call's arguments but the split's on the partition as it
+        is (PreparedSplitBuild.arguments), :data:`MOST_LEAF_ROWS`): what a
+        compiled loop of steps passes it."""
+        return self.in_one_call.arguments(self.partition), MOST_LEAF_ROWS

@@ -193,10 +193,16 @@ def finder_of(layout, params, any_categorical):
     """The split scan (:func:`split_finder`) of the criterion ``layout`` /
     ``params`` (int64 / float64 host arrays), with the categorical scan
     where ``any_categorical``."""
+    return split_finder(*scan_variant(layout, params, any_categorical))
+
+
+def scan_variant(layout, params, any_categorical):
+    """(measure, categorical, newton_one): :func:`split_finder`'s arguments
+    for the criterion ``layout`` / ``params`` (as :func:`finder_of`)."""
     measure = measure_of(layout)
     newton_one = (measure[0] == KIND_NEWTON and int(layout[LAYOUT_N_OUTPUTS]) == 1
                   and int(params[PARAM_CONSTRAINTS]) == 0)
-    return split_finder(measure, any_categorical, newton_one)
+    return measure, bool(any_categorical), newton_one
 
 
 def scan_slots(n_tasks):
