@@ -1,6 +1,7 @@
 """Helpers of the gputree.dask tests: the bit-identity check (a model
 fitted on Dask is the one-machine model, every array of every tree, the
-bins and the recorded scores) and a worker that dies mid-fit."""
+bins and the recorded scores), a worker that dies mid-fit, and row-wise
+custom objectives (LightGBM's ``func(y_true, raw) -> (grad, hess)``)."""
 import dataclasses
 import os
 import signal
@@ -43,3 +44,22 @@ def die_at_round(victim, round_index):
             return real(self, it, *args)
         WorkerRows.boost_round = dying
     victim.client.run(patch, workers=[victim.address])
+
+
+def squared_error(y_true, raw):
+    """The squared error's derivatives (row-wise)."""
+    return raw - y_true, np.ones_like(raw)
+
+
+def logistic(y_true, raw):
+    """The binary log-loss's derivatives in raw scores (row-wise)."""
+    p = 1.0 / (1.0 + np.exp(-raw))
+    return p - y_true, p * (1.0 - p)
+
+
+def softmax(y_true, raw):
+    """The multinomial log-loss's derivatives (row-wise), raw (n, K)."""
+    e = np.exp(raw - raw.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    onehot = np.eye(raw.shape[1])[y_true.astype(int)]
+    return p - onehot, p * (1.0 - p)

@@ -54,7 +54,6 @@ from ..data.dataset import Dataset
 from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
                           GradientBoostingClassifier, GradientBoostingRegressor,
                           RandomForestClassifier, RandomForestRegressor)
-from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
 from .recovery import fit_recovering, keep_bins, kept_bins
 from .worker_boosting import WorkerResidentBoosting
@@ -149,30 +148,18 @@ class _DaskEstimator:
     def _check_dask_params(self, fit_params):
         on_workers = getattr(self, "_rows_on_workers", lambda: False)()
         if getattr(self, "warm_start", False) and not on_workers:
-            raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting "
-                             "with criterion='newton' and a named loss, or a forest whose "
-                             "criterion is not 'absolute_error'; fit once with the final "
-                             "n_estimators otherwise.")
+            raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting, "
+                             "or a forest whose criterion is not 'absolute_error'; fit once "
+                             "with the final n_estimators otherwise.")
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
                              "'default', or fit the ordinary estimator on data in memory.")
         validates = (getattr(self, "early_stopping", False) is not False
                      or fit_params.get("eval_set") is not None)
-        if validates and not on_workers:
-            raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
-                             "with criterion='newton' and a named loss; pass "
-                             "early_stopping=False and no eval_set.")
         if validates and (getattr(self, "scoring", "loss") != "loss"
                           or getattr(self, "eval_metric", None) is not None):
             raise ValueError("Early stopping on Dask scores the loss: pass scoring='loss' and "
                              "eval_metric=None (or fit the ordinary estimator).")
-        name = getattr(self, "loss", None)
-        loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
-        if loss is not None and loss.refits_leaves and not on_workers:
-            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (the leaf "
-                             "refits of absolute_error, quantile and huber need "
-                             "criterion='newton'); use "
-                             "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model
     def to_local(self):
