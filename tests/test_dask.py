@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import frames
-from dask_models import assert_same_model, die_at_round, softmax
+from dask_models import assert_same_model, die_at_round, no_rows_answered, softmax
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -369,36 +369,6 @@ def _targets(kind, labels, target):
     return labels if kind == "labels" else target
 
 
-def _no_rows_answered(monkeypatch, n_rows, allowed=()):
-    """Make every call to the workers' actors fail when an answer holds an
-    array of as many rows as a worker holds (or ``n_rows``), except for the
-    methods ``allowed``; returns the per-worker row counts seen."""
-    call = gd.worker_boosting.WorkerRowsBackend.call
-    seen = []
-
-    def rows_of(value):
-        if isinstance(value, np.ndarray):
-            yield value.shape[0] if value.ndim else 0
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                yield from rows_of(item)
-        elif dataclasses.is_dataclass(value):
-            for field in dataclasses.fields(value):
-                yield from rows_of(getattr(value, field.name))
-
-    def checked(self, method, *args, **kwargs):
-        answers = call(self, method, *args, **kwargs)
-        sizes = {int(r[1] - r[0]) for bounds in self.ranges for r in bounds}
-        held = {int(sum(r[1] - r[0] for r in bounds)) for bounds in self.ranges}
-        seen.append(held)
-        if method not in allowed:
-            assert not set(rows_of(answers)) & (held | {n_rows}), (method, held, sizes)
-        return answers
-
-    monkeypatch.setattr(gd.worker_boosting.WorkerRowsBackend, "call", checked)
-    return seen
-
-
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
 @pytest.mark.parametrize("n_partitions", [1, 3, 7])
 @pytest.mark.parametrize("case", list(ON_WORKERS))
@@ -420,7 +390,7 @@ def test_trees_and_forests_on_the_workers(client, small_bin_subsample, monkeypat
     for name in ("build_histograms", "update_positions", "take_columns"):
         monkeypatch.setattr(DistributedBackend, name, refused)
     monkeypatch.setattr(gd.estimators, "gather_vector", refused)
-    seen = _no_rows_answered(monkeypatch, N_ROWS, allowed=("oob_rows",))
+    seen = no_rows_answered(monkeypatch, N_ROWS, allowed=("oob_rows",))
     local_class, dask_class, params, kind = ON_WORKERS[case]
     X, labels, target, weights = make_frame()
     y = _targets(kind, labels, target)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import frames
-from dask_models import assert_same_model, logistic, softmax, squared_error
+from dask_models import assert_same_model, logistic, no_rows_answered, softmax, squared_error
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -39,13 +39,18 @@ def client():
 @pytest.fixture
 def rows_on_workers(monkeypatch):
     """Fail a fit whose rows reach the driver: the driver path's row
-    primitives and the gathering of y and the weights are refused."""
+    primitives and the gathering of y and the weights are refused, and no
+    answer of the workers' actors holds a row-sized array; yields the
+    per-worker row counts the actors' calls saw."""
     def refused(*args, **kwargs):
         raise AssertionError("a row-sized array or primitive went through the driver")
 
     for name in ("build_histograms", "update_positions", "take_columns"):
         monkeypatch.setattr(DistributedBackend, name, refused)
     monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    seen = no_rows_answered(monkeypatch, N_ROWS)
+    yield seen
+    assert seen         # the fit ran on the workers' actors
 
 
 def wrong_shape(y_true, raw):

@@ -26,10 +26,12 @@ weights are checked and summarised on the workers
 sums in parts, and the model is the one-machine model bit for bit, whatever
 the partitioning.
 
-Used by the Dask boosting estimators for the Newton criterion with a named
-loss (:class:`WorkerRowsBackend` by the trees and forests too,
-:mod:`gputree.dask.worker_forest`); the other configurations
-(``criterion="friedman_mse"``, custom objectives) fit through :class:`gputree.dask.backend.DistributedBackend`.
+Used by the Dask boosting estimators for every configuration (both
+criteria: Friedman's Newton leaves from the workers' int64 per-leaf sums,
+:func:`gputree.dask.leaf_refits.friedman_leaves`; named losses and custom
+objectives, whose callable each worker calls on its own rows: the
+one-machine model for a row-wise objective), and (:class:`WorkerRowsBackend`)
+by the trees and forests too (:mod:`gputree.dask.worker_forest`).
 """
 import asyncio
 import collections
@@ -226,8 +228,7 @@ def balanced_groups(sizes, holders, workers):
 
 class WorkerResidentBoosting:
     """Mixin of the Dask boosting estimators: the boosting loop over
-    :class:`WorkerRows` actors (see the module docstring); the driver path
-    of :class:`gputree.dask.backend.DistributedBackend` otherwise."""
+    :class:`WorkerRows` actors (see the module docstring)."""
 
     def _rows_on_workers(self):
         """The worker path serves every boosting configuration: both

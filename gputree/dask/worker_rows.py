@@ -401,12 +401,9 @@ class WorkerRows:
             refit = quantile is not None or treeboost
             tree, rng = self.grow_tree(data, stats, growth, rng, colsample_bytree,
                                        learning_rate, start, not refit, with_validation)
-            if treeboost:
-                friedman_leaves(self._gather, tree, largest, n_total, growth, self.loss, start,
-                                stop)
-            if quantile is not None:
-                _set_leaves(tree, leaf_values(self._gather, self.loss, tree.node_count))
             if refit:
+                self._refit_leaves(tree, (start, stop), largest if treeboost else None,
+                                   n_total, growth, quantile is not None)
                 tree.value *= learning_rate
                 self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), start,
                                 tree if with_validation else None)
@@ -415,6 +412,16 @@ class WorkerRows:
                       if with_validation else None)
         self.sliced.settle()
         return trees, score, validation
+
+    def _refit_leaves(self, tree, outputs, largest, n_total, growth, quantile):
+        """The leaves of the tree just grown (outputs (start, stop)) set as
+        one machine sets them: Friedman's Newton leaves where ``largest``
+        (every worker's largest |g|, |h|, float64 (K, 2)) is given, then
+        the loss's quantile refit where ``quantile``."""
+        if largest is not None:
+            friedman_leaves(self._gather, tree, largest, n_total, growth, self.loss, *outputs)
+        if quantile:
+            _set_leaves(tree, leaf_values(self._gather, self.loss, tree.node_count))
 
     def _gather(self, method, *args):
         """Every worker's answer to ``method(*args)``, in worker order: this
