@@ -57,6 +57,14 @@ def wrong_shape(y_true, raw):
     return np.zeros(raw.shape[0] + 1), np.ones(raw.shape[0] + 1)
 
 
+def not_finite(y_true, raw):
+    return raw - y_true, np.full_like(raw, np.nan)
+
+
+def not_a_pair(y_true, raw):
+    return raw - y_true
+
+
 def _fit_both(local_class, dask_class, params, y, n_partitions, weighted):
     X, _, _, weights = frames.make_frame(N_ROWS, 0)
     w = weights if weighted else None
@@ -162,13 +170,18 @@ def test_warm_start_on_the_workers(client, rows_on_workers, case):
     np.testing.assert_array_equal(model.predict_proba(X), once.predict_proba(X))
 
 
-def test_wrong_shape_from_the_callable(client):
-    """The one-machine check of the callable's output, raised from the
+@pytest.mark.parametrize("objective, message", [
+    (wrong_shape, r"The custom objective returned grad of shape \(\d+,\); it must have the "
+                  r"raw scores' shape"),
+    (not_finite, "The custom objective returned non-finite hess values"),
+    (not_a_pair, r"must return a pair \(grad, hess\)")], ids=["shape", "finite", "pair"])
+def test_bad_output_of_the_callable(client, objective, message):
+    """The one-machine checks of the callable's output, raised from the
     worker to the user."""
     X, _, target, _ = frames.make_frame(N_ROWS, 0)
     dX = dd.from_pandas(X, npartitions=2)
-    with pytest.raises(ValueError, match=r"The custom objective returned grad of shape"):
-        gd.DaskGradientBoostingRegressor(loss=wrong_shape, n_estimators=2, device="cpu",
+    with pytest.raises(ValueError, match=message):
+        gd.DaskGradientBoostingRegressor(loss=objective, n_estimators=2, device="cpu",
                                          early_stopping=False).fit(dX, target)
 
 
