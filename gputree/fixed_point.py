@@ -187,14 +187,15 @@ def warn_rows_lost(values, fixed, name, xp=np):
         PrecisionWarning, stacklevel=4)
 
 
-def to_summable(xp, values, largest=None):
+def to_summable(xp, values, largest=None, size=None):
     """(int64 rint(values * 2**shift), shift) with the largest power-of-two
     scale that keeps any sum of the values below 2**61 in magnitude; values
     finite and not all zero (``largest``: their largest magnitude, when the
-    caller has it). Sums of the result are exact in any order."""
+    caller has it; with ``size``, of the ``size`` values these are a part
+    of). Sums of the result are exact in any order."""
     if largest is None:
         largest = float(xp.max(xp.abs(values)))
-    shift, first, second = summable_scale(largest, values.size)
+    shift, first, second = summable_scale(largest, values.size if size is None else size)
     return xp.rint((values * first) * second).astype(np.int64), shift
 
 
@@ -277,9 +278,18 @@ def grouped_order_free_sum(xp, values, groups, n_groups):
     largest = float(xp.max(xp.abs(values))) if values.size else 0.0
     if largest == 0.0:
         return xp.zeros(n_groups, dtype=FLOAT_DTYPE)
-    fixed, shift = to_summable(xp, values, largest)
-    return grouped_int_sums(xp, fixed, groups, n_groups).astype(FLOAT_DTYPE) * math.ldexp(
-        1.0, -shift)
+    total, shift = grouped_summable_sums(xp, values, groups, n_groups, largest, values.size)
+    return total.astype(FLOAT_DTYPE) * math.ldexp(1.0, -shift)
+
+
+def grouped_summable_sums(xp, values, groups, n_groups, largest, size):
+    """(int64 (n_groups,) fixed-point sums of ``values`` float64 (n,) per
+    group, shift): the part of :func:`grouped_order_free_sum` that a part of
+    ``size`` values of largest magnitude ``largest`` (finite, nonzero)
+    contributes; the parts' sums add up exactly to the whole's, whose sums
+    are ``total * 2**-shift``."""
+    fixed, shift = to_summable(xp, values, largest, size)
+    return grouped_int_sums(xp, fixed, groups, n_groups), shift
 
 
 #: bits of the chunks whose float64 bincounts :func:`grouped_int_sums` adds

@@ -1,6 +1,8 @@
 """Helpers of the gputree.dask tests: the bit-identity check (a model
 fitted on Dask is the one-machine model, every array of every tree, the
-bins and the recorded scores) and a worker that dies mid-fit."""
+bins and the recorded scores), a check that no answer of the workers holds
+a row-sized array, a worker that dies mid-fit, and row-wise
+custom objectives (LightGBM's ``func(y_true, raw) -> (grad, hess)``)."""
 import dataclasses
 import os
 import signal
@@ -43,3 +45,53 @@ def die_at_round(victim, round_index):
             return real(self, it, *args)
         WorkerRows.boost_round = dying
     victim.client.run(patch, workers=[victim.address])
+
+
+def no_rows_answered(monkeypatch, n_rows, allowed=()):
+    """Make every call to the workers' actors fail when an answer holds an
+    array of as many rows as a worker holds (or ``n_rows``), except for the
+    methods ``allowed``; returns the per-worker row counts seen."""
+    import gputree.dask as gd
+    call = gd.worker_boosting.WorkerRowsBackend.call
+    seen = []
+
+    def rows_of(value):
+        if isinstance(value, np.ndarray):
+            yield value.shape[0] if value.ndim else 0
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from rows_of(item)
+        elif dataclasses.is_dataclass(value):
+            for field in dataclasses.fields(value):
+                yield from rows_of(getattr(value, field.name))
+
+    def checked(self, method, *args, **kwargs):
+        answers = call(self, method, *args, **kwargs)
+        sizes = {int(r[1] - r[0]) for bounds in self.ranges for r in bounds}
+        held = {int(sum(r[1] - r[0] for r in bounds)) for bounds in self.ranges}
+        seen.append(held)
+        if method not in allowed:
+            assert not set(rows_of(answers)) & (held | {n_rows}), (method, held, sizes)
+        return answers
+
+    monkeypatch.setattr(gd.worker_boosting.WorkerRowsBackend, "call", checked)
+    return seen
+
+
+def squared_error(y_true, raw):
+    """The squared error's derivatives (row-wise)."""
+    return raw - y_true, np.ones_like(raw)
+
+
+def logistic(y_true, raw):
+    """The binary log-loss's derivatives in raw scores (row-wise)."""
+    p = 1.0 / (1.0 + np.exp(-raw))
+    return p - y_true, p * (1.0 - p)
+
+
+def softmax(y_true, raw):
+    """The multinomial log-loss's derivatives (row-wise), raw (n, K)."""
+    e = np.exp(raw - raw.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    onehot = np.eye(raw.shape[1])[y_true.astype(int)]
+    return p - onehot, p * (1.0 - p)

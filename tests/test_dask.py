@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import frames
-from dask_models import assert_same_model, die_at_round
+from dask_models import assert_same_model, die_at_round, no_rows_answered, softmax
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -98,10 +98,10 @@ CASES = {
                              gd.DaskGradientBoostingRegressor,
                              dict(n_estimators=3, max_depth=3, extra_trees=True,
                                   random_state=6), "target"),
-    "boosting-driver-path": (gputree.GradientBoostingRegressor,
-                             gd.DaskGradientBoostingRegressor,
-                             dict(n_estimators=3, max_depth=3, criterion="friedman_mse",
-                                  subsample=0.8, random_state=0), "target"),
+    # Friedman's leaves from the workers' per-leaf sums
+    "boosting-friedman": (gputree.GradientBoostingRegressor, gd.DaskGradientBoostingRegressor,
+                          dict(n_estimators=3, max_depth=3, criterion="friedman_mse",
+                               subsample=0.8, random_state=0), "target"),
     # a RandomState as random_state (fit_pair gives each estimator a copy)
     "tree-random-state": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                           dict(max_depth=5, splitter="random", max_features=2,
@@ -252,6 +252,18 @@ def test_early_stopping_on_the_workers(client, small_bin_subsample, estimator, v
     _check_early_stopping(*_early_stopping_fits(client, estimator, validation, n_partitions))
 
 
+@pytest.mark.parametrize("more", [dict(criterion="friedman_mse"), dict(loss=softmax)],
+                         ids=["friedman", "custom-softmax"])
+def test_friedman_and_custom_early_stopping_on_the_workers(client, small_bin_subsample, more):
+    """Friedman's criterion and a custom objective stop early on validation
+    rows held by the workers at the one-machine round, with its scores."""
+    model, local, n_estimators = _early_stopping_fits(client, "classifier", "fraction", 7,
+                                                      **more)
+    _check_early_stopping(model, local, n_estimators)
+    np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
+    np.testing.assert_array_equal(model.train_score_, local.train_score_)
+
+
 @pytest.mark.parametrize("validation", ["fraction", "eval_set"])
 def test_huber_early_stopping_on_the_workers(client, small_bin_subsample, validation):
     """Huber's validation losses use each round's delta found across the
@@ -357,36 +369,6 @@ def _targets(kind, labels, target):
     return labels if kind == "labels" else target
 
 
-def _no_rows_answered(monkeypatch, n_rows, allowed=()):
-    """Make every call to the workers' actors fail when an answer holds an
-    array of as many rows as a worker holds (or ``n_rows``), except for the
-    methods ``allowed``; returns the per-worker row counts seen."""
-    call = gd.worker_boosting.WorkerRowsBackend.call
-    seen = []
-
-    def rows_of(value):
-        if isinstance(value, np.ndarray):
-            yield value.shape[0] if value.ndim else 0
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                yield from rows_of(item)
-        elif dataclasses.is_dataclass(value):
-            for field in dataclasses.fields(value):
-                yield from rows_of(getattr(value, field.name))
-
-    def checked(self, method, *args, **kwargs):
-        answers = call(self, method, *args, **kwargs)
-        sizes = {int(r[1] - r[0]) for bounds in self.ranges for r in bounds}
-        held = {int(sum(r[1] - r[0] for r in bounds)) for bounds in self.ranges}
-        seen.append(held)
-        if method not in allowed:
-            assert not set(rows_of(answers)) & (held | {n_rows}), (method, held, sizes)
-        return answers
-
-    monkeypatch.setattr(gd.worker_boosting.WorkerRowsBackend, "call", checked)
-    return seen
-
-
 @pytest.mark.filterwarnings("ignore:Some inputs do not have OOB scores")
 @pytest.mark.parametrize("n_partitions", [1, 3, 7])
 @pytest.mark.parametrize("case", list(ON_WORKERS))
@@ -408,7 +390,7 @@ def test_trees_and_forests_on_the_workers(client, small_bin_subsample, monkeypat
     for name in ("build_histograms", "update_positions", "take_columns"):
         monkeypatch.setattr(DistributedBackend, name, refused)
     monkeypatch.setattr(gd.estimators, "gather_vector", refused)
-    seen = _no_rows_answered(monkeypatch, N_ROWS, allowed=("oob_rows",))
+    seen = no_rows_answered(monkeypatch, N_ROWS, allowed=("oob_rows",))
     local_class, dask_class, params, kind = ON_WORKERS[case]
     X, labels, target, weights = make_frame()
     y = _targets(kind, labels, target)
@@ -542,36 +524,11 @@ def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, l
         np.testing.assert_array_equal(model.train_score_, local.train_score_)
 
 
-def test_refused_losses(client):
-    X, _, target, _ = make_frame()
-    with pytest.raises(ValueError, match="loss='huber' is not supported on Dask"):
-        gd.DaskGradientBoostingRegressor(loss="huber", criterion="friedman_mse",
-                                         client=client).fit(dask_frame(X, 2), target)
-    with pytest.raises(ValueError, match="loss='quantile' is not supported on Dask"):
-        gd.DaskGradientBoostingRegressor(loss="quantile", criterion="friedman_mse",
-                                         client=client).fit(dask_frame(X, 2), target)
-
-
 def test_warm_start_refused_off_the_worker_path(client):
     X, _, target, _ = make_frame()
     with pytest.raises(ValueError, match="warm_start=True on Dask needs the rows on the"):
-        gd.DaskGradientBoostingRegressor(warm_start=True, criterion="friedman_mse",
-                                         client=client).fit(dask_frame(X, 2), target)
-    with pytest.raises(ValueError, match="warm_start=True on Dask needs the rows on the"):
         gd.DaskRandomForestRegressor(warm_start=True, criterion="absolute_error",
                                      client=client).fit(dask_frame(X, 2), target)
-
-
-def test_driver_path_boosting(client, small_bin_subsample):
-    """Friedman's criterion (leaves refit from per-row sums) still fits
-    through the driver path, to the one-machine model."""
-    X, _, target, weights = make_frame()
-    params = dict(n_estimators=3, max_depth=3, criterion="friedman_mse", device="cpu",
-                  early_stopping=False, random_state=0)
-    local = gputree.GradientBoostingRegressor(**params).fit(X, target, sample_weight=weights)
-    model = gd.DaskGradientBoostingRegressor(**params, client=client).fit(
-        dask_frame(X, 2), target, sample_weight=weights)
-    assert_same_model(model, local)
 
 
 def test_same_model_with_16_bit_bin_codes(client):
@@ -608,9 +565,6 @@ def test_unknown_chunk_sizes(client):
 def test_clear_errors(client):
     X, labels, _, _ = make_frame()
     dX = dask_frame(X, 2)
-    with pytest.raises(ValueError, match="early_stopping=False"):
-        gd.DaskGradientBoostingClassifier(early_stopping=True, criterion="friedman_mse",
-                                          client=client).fit(dX, labels)
     with pytest.raises(ValueError, match="scoring='loss'"):
         gd.DaskGradientBoostingClassifier(early_stopping=True, scoring="accuracy",
                                           client=client).fit(dX, labels)
@@ -687,8 +641,9 @@ LOSSES = {
     # starts (out-of-bag sums of the kept tree recomputed on the workers)
     "forest-regressor": (("worker_boosting", "WorkerRowsBackend", "call", "grow_trees"), 2, 0,
                          ("worker_forest", "WorkerResidentTrees", "_grow_on_workers"), 3),
-    "boosting-driver-path": (("backend", "DistributedBackend", "build_histograms"), 5, 0,
-                             ("worker_boosting", "WorkerResidentBoosting", "_round"), 3),
+    # Friedman's criterion: the first worker killed as the second round's call starts
+    "boosting-friedman": (("worker_boosting", "WorkerRowsBackend", "call"), 2, 0,
+                          ("worker_boosting", "WorkerResidentBoosting", "_round"), 3),
     # random thresholds drawn from a RandomState (rewound for the new attempt),
     # the first call to the workers killed
     "tree-random-state": (("worker_boosting", "WorkerRowsBackend", "call", "grow_trees"), 1,

@@ -1,8 +1,7 @@
 """The distributed backend: the backend seam (:mod:`gputree.backends.base`)
-over row partitions held by Dask workers, so that the one-machine grower,
-forests and boosting run unchanged on the driver: the driver path of the
-fits that the workers do not grow among themselves (boosting with
-``criterion="friedman_mse"`` or a custom objective; ``multiway`` trees;
+over row partitions held by Dask workers, so that the one-machine grower
+and forests run unchanged on the driver: the driver path of the
+fits that the workers do not grow among themselves (``multiway`` trees;
 trees and forests with ``criterion="absolute_error"``). The other fits keep their rows on the
 workers (:mod:`gputree.dask.worker_boosting`,
 :mod:`gputree.dask.worker_forest`), whose peer growth reuses this class's
@@ -18,8 +17,8 @@ to every worker) and ``take_columns``. Node-sized work (split scan, node
 summaries, histogram subtraction) runs on the driver with the CPU backend,
 which gives the same bits as every other backend.
 
-On this path per-row statistics are built on the driver, from targets,
-weights and (for boosting) raw scores that the driver holds (O(n) floats,
+On this path per-row statistics are built on the driver, from targets and
+weights that the driver holds (O(n) floats,
 not X): each tree's
 statistics go to the workers once, as per-partition slices, and each tree's
 positions come back once. Each worker runs its tasks on its own backend
@@ -96,7 +95,7 @@ class DistributedBackend(Backend):
         """int32 (n, n_trees) leaves of every row: host rows on the driver;
         rows held by the workers (:class:`RemoteRows`) where they live,
         gathered (a fit that continues fitted trees: their out-of-bag
-        values, a driver-path boosting's raw scores)."""
+        values)."""
         if not isinstance(X_binned, RemoteRows):
             return self.local.predict_leaves(X_binned, node_feature, node_sets, node_left,
                                              tree_roots)

@@ -11,17 +11,24 @@ categories), y and sample_weight as dask or host vectors of one entry per
 row. X is encoded, binned and kept by the workers.
 
 What stays on the driver: on the workers' path nothing row-sized. Boosting
-with the Newton criterion and a named loss keeps every row-sized array on
-the workers, y and the weights included (:mod:`gputree.dask.worker_boosting`),
-and stops early on validation rows held there (``eval_set`` as Dask
-collections, or ``validation_fraction``; ``scoring="loss"``). Trees and
-forests of best splits keep theirs there too, bootstrap counts and
-out-of-bag sums included (:mod:`gputree.dask.worker_forest`); only a
-forest's row-sized OOB attributes (``oob_score``) come to the driver, once,
-at the fit's end. ``criterion="friedman_mse"`` and custom objectives in
-boosting, ``multiway`` trees and ``criterion="absolute_error"`` trees and
-forests gather y and the weights to the driver and build each tree's
-statistics there (the driver path, :mod:`gputree.dask.backend`). ``to_local()`` gives the
+(both criteria, every named loss and custom objectives) keeps every
+row-sized array on the workers, y and the weights included
+(:mod:`gputree.dask.worker_boosting`), and stops early on validation rows
+held there (``eval_set`` as Dask collections, or ``validation_fraction``;
+``scoring="loss"``). A custom objective (``loss=callable``) is called by
+each worker on its own rows (y_true and raw of the rows it holds), as
+XGBoost's and LightGBM's Dask estimators call theirs: the model is the
+one-machine model bit for bit when the objective is row-wise (each row's
+grad and hess depend only on its own y and raw score, as boosting
+objectives do); a callable that is not (one normalising by the mean of the
+rows it gets, say) sees each worker's rows and gives a model that depends
+on the partitioning. Trees and forests of best splits keep theirs there
+too, bootstrap counts and out-of-bag sums included
+(:mod:`gputree.dask.worker_forest`); only a forest's row-sized OOB
+attributes (``oob_score``) come to the driver, once, at the fit's end.
+``multiway`` trees and ``criterion="absolute_error"`` trees and forests
+gather y and the weights to the driver and build each tree's statistics
+there (the driver path, :mod:`gputree.dask.backend`). ``to_local()`` gives the
 ordinary fitted estimator; ``predict``-like methods on a Dask collection
 predict partition by partition on the workers and return a Dask collection
 (on in-memory data they predict on the driver, as the ordinary estimator).
@@ -35,14 +42,13 @@ same model (:mod:`gputree.dask.recovery`), or raises
 :class:`gputree.dask.WorkerLostError` and leaves the estimator as it was.
 
 Not supported on Dask (a clear error): ``warm_start`` outside the workers'
-path, early stopping and
-``eval_set`` outside that boosting path (boosting's defaults turn early
-stopping off), another ``scoring`` or an ``eval_metric`` when validating,
-``missing_strategy="surrogate"``, and the absolute-error, quantile and
-huber losses outside that boosting path (on it their leaves are refit from
+path, another ``scoring`` or an ``eval_metric`` when validating (boosting's
+defaults turn early stopping off), and ``missing_strategy="surrogate"``.
+The absolute-error, quantile and huber losses refit their leaves from
 weighted quantiles found exactly across the workers, Huber's delta too, and
-Huber's mean steps from the workers' int64 fixed-point sums:
-:mod:`gputree.dask.leaf_refits`).
+Huber's mean steps from the workers' int64 fixed-point sums
+(:mod:`gputree.dask.leaf_refits`), as ``criterion="friedman_mse"`` sets its
+Newton leaves.
 """
 import inspect
 
@@ -54,7 +60,6 @@ from ..data.dataset import Dataset
 from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
                           GradientBoostingClassifier, GradientBoostingRegressor,
                           RandomForestClassifier, RandomForestRegressor)
-from ..estimators.losses import REGRESSION_LOSSES
 from .backend import use_worker_threads
 from .recovery import fit_recovering, keep_bins, kept_bins
 from .worker_boosting import WorkerResidentBoosting
@@ -149,30 +154,18 @@ class _DaskEstimator:
     def _check_dask_params(self, fit_params):
         on_workers = getattr(self, "_rows_on_workers", lambda: False)()
         if getattr(self, "warm_start", False) and not on_workers:
-            raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting "
-                             "with criterion='newton' and a named loss, or a forest whose "
-                             "criterion is not 'absolute_error'; fit once with the final "
-                             "n_estimators otherwise.")
+            raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting, "
+                             "or a forest whose criterion is not 'absolute_error'; fit once "
+                             "with the final n_estimators otherwise.")
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
                              "'default', or fit the ordinary estimator on data in memory.")
         validates = (getattr(self, "early_stopping", False) is not False
                      or fit_params.get("eval_set") is not None)
-        if validates and not on_workers:
-            raise ValueError("Early stopping (early_stopping, eval_set) on Dask needs boosting "
-                             "with criterion='newton' and a named loss; pass "
-                             "early_stopping=False and no eval_set.")
         if validates and (getattr(self, "scoring", "loss") != "loss"
                           or getattr(self, "eval_metric", None) is not None):
             raise ValueError("Early stopping on Dask scores the loss: pass scoring='loss' and "
                              "eval_metric=None (or fit the ordinary estimator).")
-        name = getattr(self, "loss", None)
-        loss = REGRESSION_LOSSES.get(name) if isinstance(name, str) else None
-        if loss is not None and loss.refits_leaves and not on_workers:
-            raise ValueError(f"loss={self.loss!r} is not supported on Dask here (the leaf "
-                             "refits of absolute_error, quantile and huber need "
-                             "criterion='newton'); use "
-                             "'squared_error' or fit the ordinary estimator.")
 
     # ---------------------------------------------------------- the model
     def to_local(self):
@@ -265,6 +258,14 @@ def _one(estimator):
     return None
 
 
+#: the Dask boosting estimators' word on ``loss=callable``
+_CUSTOM_OBJECTIVE_NOTE = (
+    " A custom objective (``loss=callable``) is called by each worker on its own rows:"
+    " the one-machine model bit for bit for a row-wise objective (each row's grad and hess"
+    " from its own y and raw score only); one that is not row-wise (normalising by a mean"
+    " over the rows it gets, say) gives per-partition results.")
+
+
 def _make(local_class, defaults=None, bases=()):
     """The Dask class of ``local_class`` (with mixins ``bases``): its
     parameters (``defaults`` changed) plus ``client``."""
@@ -287,7 +288,9 @@ def _make(local_class, defaults=None, bases=()):
                "__module__": __name__,
                "__doc__": f"{local_class.__name__} fitted on a Dask cluster: see "
                           f":mod:`gputree.dask`. Parameters: those of "
-                          f":class:`gputree.{local_class.__name__}` plus ``client``."}
+                          f":class:`gputree.{local_class.__name__}` plus ``client``."
+                          + (_CUSTOM_OBJECTIVE_NOTE if issubclass(local_class, (
+                              GradientBoostingClassifier, GradientBoostingRegressor)) else "")}
     if hasattr(local_class, "predict_proba"):
         methods["predict_proba"] = _dask_method("predict_proba", _n_classes)
     if hasattr(local_class, "decision_function"):

@@ -1,8 +1,10 @@
 """Leaf refits with the rows spread over workers: the leaf values of the
 losses that refit leaves from quantiles (absolute error, quantile, Huber:
-:class:`gputree.estimators.losses.LeafQuantileLoss`) and the quantile a
-round's gradients depend on (Huber's delta), as one machine finds them, bit
-for bit.
+:class:`gputree.estimators.losses.LeafQuantileLoss`), the quantile a
+round's gradients depend on (Huber's delta), and the Newton leaves of
+Friedman's TreeBoost (``criterion="friedman_mse"``:
+:mod:`gputree.estimators.treeboost`), as one machine finds them, bit for
+bit.
 
 The quantiles are found exactly across the workers
 (:mod:`gputree.dask.selection`); the per-leaf int64 sums that complete a
@@ -16,6 +18,7 @@ shard order.
 """
 import numpy as np
 
+from ..estimators.treeboost import newton_values_from_sums
 from .selection import distributed_quantile, held_quantile, held_scale
 
 
@@ -39,3 +42,18 @@ def leaf_values(gather, loss, n_nodes):
     if loss.refit_sums:
         sums = np.sum(gather("leaf_sums", quantiles, scale), axis=0, dtype=np.int64)
     return loss.leaf_values(quantiles, sums, scale)
+
+
+def friedman_leaves(gather, tree, largest, n_total, growth, loss, start, stop):
+    """tree.value := Friedman's Newton leaves (in place) of outputs
+    start:stop from every shard's per-leaf int64 fixed-point sums of g and
+    h (``newton_leaf_sums``), on the scale of ``largest`` float64 (K, 2),
+    every shard's largest |g|, |h| per output, over ``n_total`` rows: the one-machine
+    ``grouped_order_free_sum`` of each, added up exactly."""
+    parts = gather("newton_leaf_sums", start, stop, largest[start:stop], n_total,
+                   tree.node_count)
+    totals = np.sum([part[0] for part in parts], axis=0, dtype=np.int64)
+    sums = [totals[:, c].astype(np.float64) * np.ldexp(1.0, -shift)
+            if shift is not None else np.zeros(tree.node_count)
+            for c, shift in enumerate(parts[0][1])]
+    newton_values_from_sums(tree, list(zip(sums[0::2], sums[1::2])), growth, loss)

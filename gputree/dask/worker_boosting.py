@@ -26,10 +26,12 @@ weights are checked and summarised on the workers
 sums in parts, and the model is the one-machine model bit for bit, whatever
 the partitioning.
 
-Used by the Dask boosting estimators for the Newton criterion with a named
-loss (:class:`WorkerRowsBackend` by the trees and forests too,
-:mod:`gputree.dask.worker_forest`); the other configurations
-(``criterion="friedman_mse"``, custom objectives) fit through :class:`gputree.dask.backend.DistributedBackend`.
+Used by the Dask boosting estimators for every configuration (both
+criteria: Friedman's Newton leaves from the workers' int64 per-leaf sums,
+:func:`gputree.dask.leaf_refits.friedman_leaves`; named losses and custom
+objectives, whose callable each worker calls on its own rows: the
+one-machine model for a row-wise objective), and (:class:`WorkerRowsBackend`)
+by the trees and forests too (:mod:`gputree.dask.worker_forest`).
 """
 import asyncio
 import collections
@@ -226,19 +228,20 @@ def balanced_groups(sizes, holders, workers):
 
 class WorkerResidentBoosting:
     """Mixin of the Dask boosting estimators: the boosting loop over
-    :class:`WorkerRows` actors (see the module docstring); the driver path
-    of :class:`gputree.dask.backend.DistributedBackend` otherwise."""
+    :class:`WorkerRows` actors (see the module docstring)."""
 
     def _rows_on_workers(self):
-        """The worker path serves the Newton criterion with a named loss."""
-        return self.criterion == "newton" and not callable(self.loss)
+        """The worker path serves every boosting configuration: both
+        criteria ("friedman_mse"'s Newton leaves from the workers' int64
+        per-leaf sums, :func:`gputree.dask.leaf_refits.friedman_leaves`),
+        named losses and custom objectives (each worker calls the callable
+        on its own rows)."""
+        return True
 
     def _fit_dask(self, X, y, sample_weight, eval_set=None):
         """The one-machine fit's steps (gputree.estimators.boosting) with
         the targets, weights and validation rows on the workers: checked
         there, their classes, counts and largest values combined here."""
-        if not self._rows_on_workers():
-            return super()._fit_dask(X, y, sample_weight, eval_set=eval_set)
         from ..data.validation import check_boosting_range_of
         from ..estimators.boosting import _AUTO_EARLY_STOPPING_ROWS
         from ..estimators.ensemble import training_data
@@ -433,7 +436,8 @@ class WorkerResidentBoosting:
                 "boost_rounds", it, n_rounds, self._seed, _ROUND_STREAM, self.subsample,
                 backend.n_rows, self.subsample >= 1 and train.unit_weights, self._groups,
                 self._scores["train"][-1] is None, train.data, growth, self.colsample_bytree,
-                self.learning_rate, backend.n_validation, quantile)[0]
+                self.learning_rate, backend.n_validation, quantile,
+                self.criterion != "newton")[0]
         except WorkerLostError as exc:
             done = backend.completed_rounds(it) if self._survivors_rounds else []
             if not done:

@@ -26,15 +26,16 @@ import numpy as np
 from .._arrays import to_host
 from .._dtypes import FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
 from ..criteria import Statistics, newton_largest, newton_statistics
-from ..fixed_point import largest_magnitudes, summable_total
+from ..fixed_point import grouped_summable_sums, largest_magnitudes, summable_total
 from ..estimators.sampling import grow_on_columns, subsample_rows
 from ..estimators.ensemble import add_tree_values, tree_rng
 from ..estimators.losses import _set_leaves
 from ..estimators.targets import encode_labels
+from ..estimators.treeboost import weight_hessians
 from ..growth.histogram_pool import HistogramPool
 from .backend import worker_backend
 from .peer_growth import PeerBackend, WorkerArray
-from .leaf_refits import leaf_values, round_selection
+from .leaf_refits import friedman_leaves, leaf_values, round_selection
 from .peer_links import PeerLinks
 from .selection import fixed_weights, order_keys, shard_summary, weight_at_or_below
 from .sliced_histograms import SlicedHistograms
@@ -228,15 +229,17 @@ class WorkerRows:
                                               (self.val["X"].shape[0], 1))
             add_tree_values(backend, self.val["X"], list(trees), list(columns), self.val["raw"])
 
-    def gradients(self, seed, it, stream, subsample, n_total, unit):
+    def gradients(self, seed, it, stream, subsample, n_total, unit, treeboost=False):
         """The round's gradients, hessians and pointwise losses at the raw
         scores, on the round's rows (``subsample`` < 1: drawn as on one
         machine from ``tree_rng(seed, it, stream)`` over ``n_total`` rows;
         a loss's round quantile, Huber's delta, found over every worker's
-        rows first: :func:`round_selection`). Returns (the generator's
-        state after the draw or None, largest |g|, |h| per output float64
-        (2K,), largest |pointwise * w|); ``unit``: every weight is one and
-        every row is used (g, h unweighted)."""
+        rows first: :func:`round_selection`; a custom objective's callable
+        called on this worker's rows). Returns (the generator's state after
+        the draw or None, largest |g|, |h| per output float64 (2K,),
+        largest |pointwise * w|, with ``treeboost`` the largest round
+        weight, else None); ``unit``: every weight is one and every row is
+        used (g, h unweighted)."""
         backend = self._use_threads()
         state, self.w_round = None, self.w
         if subsample < 1:
@@ -247,7 +250,8 @@ class WorkerRows:
         self.g, self.h, self.pointwise = self.loss.gradients_and_pointwise(
             backend.xp, self.y, self.raw, None if unit else self.w_round, out=self.spare,
             selected=round_selection(self._gather, self.loss))
-        return state, self._largest_gh(), self._largest(self._weighted(self.pointwise))
+        return (state, self._largest_gh(), self._largest(self._weighted(self.pointwise)),
+                self._largest(self.w_round) if treeboost else None)
 
     def _drawn_rows(self, rng, n_total, subsample):
         """uint8 (n_rows,): 1 on this worker's rows of the round's draw from
@@ -267,10 +271,12 @@ class WorkerRows:
         return [newton_largest(self.g[:, o:o + 1], self.h[:, o:o + 1], xp)
                 for o in range(self.g.shape[1])]
 
-    def statistics(self, start, stop, largest, n_total, score_largest=None):
+    def statistics(self, start, stop, largest, n_total, score_largest=None, treeboost=False):
         """Fixed-point statistics of outputs start:stop of the round's
         gradients, scaled from ``largest`` (the workers' maximum of
-        :meth:`gradients`' values) over ``n_total`` rows; returns their
+        :meth:`gradients`' values) over ``n_total`` rows, with the round's
+        weights as hessians where ``treeboost`` (Friedman's least squares on
+        the residuals: :func:`weight_hessians`); returns their
         int64 column totals (1, C), with ``score_largest`` this worker's
         integer part of the order-free sum of the pointwise losses (times
         the weights), else None, and the statistics' inverse scales and
@@ -278,7 +284,9 @@ class WorkerRows:
         backend = self._use_threads()
         xp = backend.xp
         old = getattr(self, "stats", None)
-        stats = newton_statistics(self.g[:, start:stop], self.h[:, start:stop], self.w_round,
+        h = (weight_hessians(xp, self.w_round, stop - start) if treeboost
+             else self.h[:, start:stop])
+        stats = newton_statistics(self.g[:, start:stop], h, self.w_round,
                                   xp, out=None if old is None else old.stats,
                                   scale_from=(np.asarray(largest, np.float64), n_total))
         self.stats = stats
@@ -289,6 +297,28 @@ class WorkerRows:
                  self._summable(self._weighted(self.pointwise), score_largest,
                                 self._n_units(n_total)))
         return backend.to_host(totals).reshape(1, -1), score, stats.inv_scale, stats.layout
+
+    def newton_leaf_sums(self, start, stop, largest, n_total, n_nodes):
+        """This worker's int64 (n_nodes, 2 (stop - start)) per-leaf
+        fixed-point sums of g and h of outputs start:stop (interleaved, the
+        rows' leaves ``positions``), on the scales of ``largest`` float64
+        (stop - start, 2) (every worker's largest |g|, |h|) over every
+        worker's ``n_total`` rows, and each column's shift (None where its largest is
+        0: its sums are 0); see :func:`gputree.dask.leaf_refits.friedman_leaves`."""
+        xp = self._use_threads().xp
+        columns, shifts = [], []
+        for o in range(start, stop):
+            for values, top in ((self.g[:, o], largest[o - start][0]),
+                                (self.h[:, o], largest[o - start][1])):
+                if top == 0.0:
+                    columns.append(np.zeros(n_nodes, dtype=np.int64))
+                    shifts.append(None)
+                    continue
+                total, shift = grouped_summable_sums(xp, values, self.positions, n_nodes,
+                                                     float(top), n_total)
+                columns.append(to_host(total))
+                shifts.append(shift)
+        return np.stack(columns, axis=1), shifts
 
     def listen(self):
         """Open this worker's end of the links among the workers
@@ -331,7 +361,7 @@ class WorkerRows:
 
     def boost_round(self, it, seed, stream, subsample, n_total, unit, groups, score_pending,
                     data, growth, colsample_bytree, learning_rate, n_validation,
-                    quantile=None):
+                    quantile=None, treeboost=False):
         """One boosting round on every worker at once, the workers combining
         their answers among themselves (:meth:`_gather`): the one-machine
         round's gradients on its rows (``subsample``, ``unit``: see
@@ -339,7 +369,8 @@ class WorkerRows:
         ``groups`` [(start, stop)] its statistics and its tree
         (:meth:`grow_tree`), whose leaves are refit where the loss refits
         them (``quantile``: its leaf_quantile, else None;
-        :mod:`gputree.dask.leaf_refits`); with
+        :mod:`gputree.dask.leaf_refits`), after Friedman's Newton leaves
+        where ``treeboost`` (criterion "friedman_mse"); with
         ``n_validation`` validation rows, the trees are added to their raw
         scores and their score computed. Returns (the
         trees, the order-free total of the weighted pointwise losses at the
@@ -347,26 +378,32 @@ class WorkerRows:
         score or None), the same on every worker."""
         with_validation = n_validation > 0
         rng = tree_rng(seed, it, stream)
-        answers = self._gather("gradients", seed, it, stream, subsample, n_total, unit)
+        answers = self._gather("gradients", seed, it, stream, subsample, n_total, unit,
+                               treeboost)
         if subsample < 1:
             rng.set_state(answers[0][0])     # after the row draw, as on one machine
         largest = np.max([answer[1] for answer in answers], axis=0)   # (K, 2)
         score_largest = float(np.max([answer[2] for answer in answers]))
+        split_largest = largest.copy()
+        if treeboost:       # the trees split on (g, w): Friedman's least squares
+            split_largest[:, 1] = max(answer[3] for answer in answers)
         score, trees = None, []
         for group, (start, stop) in enumerate(groups):
             with_score = score_pending and group == 0
-            parts = self._gather("statistics", start, stop, largest[start:stop].ravel(),
-                                 n_total, score_largest if with_score else None)
+            parts = self._gather("statistics", start, stop, split_largest[start:stop].ravel(),
+                                 n_total, score_largest if with_score else None, treeboost)
             totals = np.sum([part[0] for part in parts], axis=0)
             if with_score:
                 score = order_free_total([part[1] for part in parts])
             stats = Statistics(WorkerArray("stats", (n_total, totals.shape[1]), np.int64),
                                parts[0][2], parts[0][3], 1, totals,
                                int(totals[0, -1]) == n_total)
+            refit = quantile is not None or treeboost
             tree, rng = self.grow_tree(data, stats, growth, rng, colsample_bytree,
-                                       learning_rate, start, quantile is None, with_validation)
-            if quantile is not None:
-                _set_leaves(tree, leaf_values(self._gather, self.loss, tree.node_count))
+                                       learning_rate, start, not refit, with_validation)
+            if refit:
+                self._refit_leaves(tree, (start, stop), largest if treeboost else None,
+                                   n_total, growth, quantile is not None)
                 tree.value *= learning_rate
                 self.add_values(np.ascontiguousarray(tree.value[:, :, 0]), start,
                                 tree if with_validation else None)
@@ -375,6 +412,16 @@ class WorkerRows:
                       if with_validation else None)
         self.sliced.settle()
         return trees, score, validation
+
+    def _refit_leaves(self, tree, outputs, largest, n_total, growth, quantile):
+        """The leaves of the tree just grown (outputs (start, stop)) set as
+        one machine sets them: Friedman's Newton leaves where ``largest``
+        (every worker's largest |g|, |h|, float64 (K, 2)) is given, then
+        the loss's quantile refit where ``quantile``."""
+        if largest is not None:
+            friedman_leaves(self._gather, tree, largest, n_total, growth, self.loss, *outputs)
+        if quantile:
+            _set_leaves(tree, leaf_values(self._gather, self.loss, tree.node_count))
 
     def _gather(self, method, *args):
         """Every worker's answer to ``method(*args)``, in worker order: this

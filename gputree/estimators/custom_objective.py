@@ -33,6 +33,8 @@ class CustomObjective(Loss):
     squared error or log-loss) gives targets, predictions and loss values."""
 
     name = "custom"
+    #: raw scores start at 0 whatever the targets (LightGBM's choice)
+    baseline_from_targets = False
 
     def __init__(self, func, base):
         self.func, self.base = func, base

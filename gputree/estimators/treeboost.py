@@ -43,12 +43,21 @@ def set_newton_values(xp, tree, positions, g, h, growth, loss):
     sums of g, h float64 (n, K) over the node's rows (``positions``: every
     row's leaf, int (n,)), times (K - 1) / K for softmax (in place; 0 where
     H + reg_lambda <= 0)."""
+    def leaf_sums(values):
+        return grouped_order_free_sum(xp, values, positions, tree.node_count)
+    newton_values_from_sums(tree, [(leaf_sums(g[:, o]), leaf_sums(h[:, o]))
+                                   for o in range(g.shape[1])], growth, loss)
+
+
+def newton_values_from_sums(tree, sums, growth, loss):
+    """:func:`set_newton_values` from ``sums``: per output, the order-free
+    sums of g and h over each leaf's rows (float64 (n_nodes,) each, host or
+    device; those of rows spread over workers: gputree.dask)."""
     scale = 1.0
     if isinstance(loss, MultinomialLoss):
         scale = (loss.n_outputs - 1) / loss.n_outputs
-    for o in range(g.shape[1]):
-        G = _node_sums(tree, grouped_order_free_sum(xp, g[:, o], positions, tree.node_count))
-        H = _node_sums(tree, grouped_order_free_sum(xp, h[:, o], positions, tree.node_count))
+    for o, (g_sums, h_sums) in enumerate(sums):
+        G, H = _node_sums(tree, g_sums), _node_sums(tree, h_sums)
         G = np.sign(G) * np.maximum(np.abs(G) - growth.reg_alpha, 0.0)
         denominator = H + growth.reg_lambda
         safe = denominator > 0.0
