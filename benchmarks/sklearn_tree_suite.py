@@ -47,14 +47,6 @@ KNOWN_FAILURES = {
         "thresholds lie midway between the values of all rows of X), where scikit-learn drops "
         "them: the 14 of 1000 differing predictions are all rows of weight zero lying in a "
         "gap (README)"),
-    # not on purpose: a missing capability (best-first growth of the exact
-    # median search), refused with a clear error since best-first growth came
-    "test_mae": "max_leaf_nodes with criterion='absolute_error' is refused (a clear "
-                "ValueError): best-first growth of the exact median split search is not built",
-    "test_min_impurity_decrease[42-DecisionTreeRegressor-absolute_error]": (
-        "max_leaf_nodes with criterion='absolute_error' is refused (see test_mae)"),
-    "test_min_impurity_decrease[42-ExtraTreeRegressor-absolute_error]": (
-        "max_leaf_nodes with criterion='absolute_error' is refused (see test_mae)"),
     "test_random_splitter_missing_values_uses_non_missing_min_max[single-non-missing]": (
         "one non-missing value and missing ones: the split 'the value left, missing right' "
         "has threshold +inf (a bin's upper edge, as the best splitter writes it), where "

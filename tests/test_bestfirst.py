@@ -207,9 +207,6 @@ def test_invalid_parameters_are_refused():
         _boost(grow_policy="leafwise").fit(X, y)
     with pytest.raises(ValueError, match="max_leaf_nodes"):
         _boost(grow_policy="lossguide", max_leaf_nodes=1).fit(X, y)
-    with pytest.raises(ValueError, match="max_leaf_nodes.*absolute_error"):
-        gputree.DecisionTreeRegressor(criterion="absolute_error", max_leaf_nodes=5,
-                                      device="cpu").fit(X, y)
     with pytest.raises(ValueError, match="max_leaf_nodes"):
         gputree.DecisionTreeClassifier(multiway=True, criterion="entropy", max_leaf_nodes=5,
                                        device="cpu").fit(X, y > 0)

@@ -218,3 +218,44 @@ def test_rows_of_zero_weight_take_no_part_as_in_scikit_learn(seed):
     alone = DecisionTreeRegressor(device="cpu", **params).fit(X[kept], y[kept], w[kept])
     for name in ("children_left", "feature", "n_node_samples", "value", "impurity"):
         np.testing.assert_array_equal(getattr(ours.tree_, name), getattr(alone.tree_, name))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_best_first_agrees_with_scikit_learn(seed):
+    """max_leaf_nodes grows best first as scikit-learn's best-first builder
+    (the leaf whose split removes most of the weighted impurity splits
+    next): the same nodes, medians, impurities and splits, node by node,
+    for every budget (the data of test_agrees_with_scikit_learn, where
+    candidates may tie exactly: then both splits have the same deviation)."""
+    X, y, rng = grid(seed, n=150, n_features=1 + seed % 3, n_values=25)
+    w = rng.integers(1, 4, y.size).astype(float) if seed % 2 else np.ones(y.size)
+    ties = 0
+    for budget in (2, 3, 5, 8, 13):
+        params = dict(criterion="absolute_error", max_leaf_nodes=budget,
+                      min_samples_leaf=1 + seed % 3)
+        ours = DecisionTreeRegressor(device="cpu", **params).fit(X, y, w)
+        theirs = SkRegressor(random_state=0, **params).fit(X, y, w)
+        assert ours.get_n_leaves() <= budget
+        ties += _sklearn_walk(ours.tree_, theirs.tree_, X, y, w)
+        if ties == 0:
+            assert ours.get_n_leaves() == theirs.get_n_leaves()
+            np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    assert ties <= 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_best_first_without_a_budget_grows_the_level_wise_tree(seed):
+    """With more leaves allowed than the tree has, best first splits every
+    splittable node as level-wise growth does: the same leaves (rows,
+    medians, impurities), numbered in creation order instead."""
+    X, y, rng = grid(seed, nan_share=0.1)
+    w = rng.integers(1, 4, y.size).astype(float)
+    params = dict(criterion="absolute_error", max_depth=5, min_samples_leaf=2, device="cpu")
+    level = DecisionTreeRegressor(**params).fit(X, y, w)
+    best = DecisionTreeRegressor(max_leaf_nodes=10_000, **params).fit(X, y, w)
+    assert best.get_n_leaves() == level.get_n_leaves() > 8
+    np.testing.assert_array_equal(best.predict(X), level.predict(X))
+    leaves = [t.children_left < 0 for t in (level.tree_, best.tree_)]
+    for name in ("n_node_samples", "impurity"):
+        np.testing.assert_array_equal(*(np.sort(getattr(t, name)[k])
+                                        for t, k in zip((level.tree_, best.tree_), leaves)))

@@ -23,14 +23,18 @@ does not depend on the thread count).
 
 Every backend runs this one host code path (the binned rows are copied to
 the host once per tree), so the trees are the same on every device. The
-growth is level-wise, like :mod:`gputree.growth.levelwise`, and reuses its node table,
-stopping rules (``splittable``, ``accept_splits``: min_samples_*,
-min_weight_fraction_leaf, min_impurity_decrease, max_leaf_nodes) and tree
-assembly; the node values and impurities are then replaced by the medians
+growth is level-wise, like :mod:`gputree.growth.levelwise`, or best first with
+``max_leaf_nodes``, like :mod:`gputree.growth.bestfirst` (scikit-learn's
+priority, node ids in creation order, each step scanning its two new nodes),
+and reuses their node table, stopping rules (``splittable``,
+``accept_splits`` / ``split_priority``: min_samples_*,
+min_weight_fraction_leaf, min_impurity_decrease) and tree assembly; the node values and impurities are then replaced by the medians
 and the absolute-error impurity, so cost-complexity pruning prunes with it.
 Categorical features are refused (no exact ordering of categories by
 median is implemented).
 """
+import heapq
+
 import numba
 import numpy as np
 
@@ -41,7 +45,7 @@ from ..backends.splitset import make_splitset
 from ..quantiles import grouped_weighted_median
 from ..backends.node_features import make_node_features
 from .policy import (NodeTable, accept_splits, feature_order, finish_tree, no_splits,
-                     splittable, threshold_draws, uses_soft_limit)
+                     split_priority, splittable, threshold_draws, uses_soft_limit)
 
 _add_bin, _add_bins_upto = make_splitset(numba.njit(inline="always"))[1:3]
 _random_bin = make_node_features(numba.njit(inline="always"))[2]
@@ -321,17 +325,13 @@ def grow_absolute_error(backend, data, stats, growth, rng, pool=None, held_row_b
     Rows of weight zero (a bootstrap's out-of-bag rows) take no part in the
     split search, as scikit-learn drops them, but reach a leaf. Returns
     (TreeArrays, positions int32 (n_samples,) on the backend: every row's leaf)."""
-    if growth.best_first:
-        raise ValueError("max_leaf_nodes is not supported with criterion='absolute_error' "
-                         "(its trees grow level by level, not best first as max_leaf_nodes "
-                         "asks); set max_leaf_nodes=None and limit the tree with max_depth "
-                         "or min_samples_leaf, or use criterion='squared_error'.")
     if np.any(data.is_categorical):
         raise ValueError("criterion='absolute_error' supports numerical features only; "
                          "one-hot encode the categorical features or set "
                          "categorical_features=None.")
+    best_first = growth.best_first
     growth = _MedianGrowth(backend, data, stats, growth, rng)
-    tree = growth.run()
+    tree = growth.run_best_first() if best_first else growth.run()
     return tree, backend.asarray(growth.positions)
 
 
@@ -382,6 +382,73 @@ class _MedianGrowth:
                        tuple(inputs[k] for k in ("layout", "inv", "params")))
         tree.value, tree.impurity = self.tree_summaries(tree.parent)
         return tree
+
+    def run_best_first(self):
+        """The tree grown best first (``max_leaf_nodes``), as
+        :mod:`gputree.growth.bestfirst` grows histogram trees: the waiting
+        leaf whose split removes most of the tree's impurity (the gain
+        weighted by the node's weight share, scikit-learn's priority; ties:
+        the lowest node id) splits next; node ids in creation order; each
+        step scans its two new nodes (their random draws, left before
+        right, when they are created)."""
+        growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
+        root_totals = self.host_stats.sum(axis=0)
+        table = NodeTable(root_totals)
+        splits, depths, heap = {}, [0], []
+        self._push_splittable(table, 0, 1, 0, root_totals, heap, splits)
+        n_leaves, budget = 1, growth.max_leaf_nodes or np.inf
+        while heap and n_leaves < budget:
+            node = heapq.heappop(heap)[1]
+            n_leaves += 1
+            first_child, depth = table.n_nodes, depths[node] + 1
+            depths += [depth, depth]
+            split = splits[node]
+            split["taken"] = True
+            left_totals = self._split_rows(node, first_child, split["feature"], split["bitset"])
+            table.add_children(np.array([node], dtype=NODE_DTYPE), left_totals[None], depth)
+            self._push_splittable(table, first_child, 2, depth, root_totals, heap, splits)
+        feature, bitset, gain, missing_left = no_splits(table.n_nodes)
+        for node, split in splits.items():
+            if split.get("taken"):
+                feature[node], bitset[node] = split["feature"], split["bitset"]
+                gain[node], missing_left[node] = split["gain"], split["missing_left"]
+        table.record_level(feature, bitset, gain, missing_left)
+        inputs = self.backend.upload_many({"layout": layout, "inv": inv,
+                                            "params": growth.criterion_params()})
+        tree = finish_tree(self.backend, table, self.data, self.stats,
+                           tuple(inputs[k] for k in ("layout", "inv", "params")))
+        tree.value, tree.impurity = self.tree_summaries(tree.parent)
+        return tree
+
+    def _push_splittable(self, table, first, count, depth, root_totals, heap, splits):
+        """Scan the new nodes first .. first + count - 1 and put those whose
+        split may be taken on ``heap`` (by priority) with their split in
+        ``splits``."""
+        growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
+        totals = table.totals[first:first + count]
+        impurity = self.node_summaries(first, count)[1]
+        candidates = splittable(totals, impurity, depth, growth, layout, inv)
+        if candidates.size == 0:
+            return
+        found = self.scan_level(first, candidates, totals)
+        valid, priority = split_priority(found["gain"], totals[candidates], growth, layout,
+                                         inv, root_totals)
+        for i in np.flatnonzero(valid).tolist():
+            node = first + int(candidates[i])
+            heapq.heappush(heap, (-float(priority[i]), node))
+            splits[node] = {name: found[name][i] for name in
+                            ("feature", "bitset", "gain", "missing_left")}
+        for i in np.flatnonzero(~valid).tolist():
+            splits.pop(first + int(candidates[i]), None)
+
+    def _split_rows(self, node, first_child, feature, bitset):
+        """Move the rows of leaf ``node`` to its children ``first_child``
+        (left) and ``+ 1``; returns the left child's totals int64 (C,)."""
+        rows = np.flatnonzero(self.positions == node)
+        left = splitset.goes_left(np.broadcast_to(bitset, (rows.size, bitset.shape[0])),
+                                  self.X[rows, feature])
+        self.positions[rows] = np.where(left, first_child, first_child + 1)
+        return self.host_stats[rows[left]].sum(axis=0)
 
     def scan_level(self, level_start, candidates, level_totals):
         """Host dict of the candidates' best splits: gain float64 (k,) (-inf:
