@@ -376,10 +376,16 @@ class _MedianGrowth:
             left_totals = self.partition(level_start, n_level, split_nodes, feature, bitset)
             table.add_children(level_start + split_nodes, left_totals, depth + 1)
             level_start, n_level = level_start + n_level, 2 * split_nodes.size
-        inputs = self.backend.upload_many({"layout": layout, "inv": inv,
-                                            "params": growth.criterion_params()})
+        return self._finish(table)
+
+    def _finish(self, table):
+        """The TreeArrays of the recorded ``table``, with the medians as
+        values and the absolute-error impurities."""
+        inputs = self.backend.upload_many({"layout": self.stats.layout,
+                                            "inv": self.stats.inv_scale,
+                                            "params": self.growth.criterion_params()})
         tree = finish_tree(self.backend, table, self.data, self.stats,
-                       tuple(inputs[k] for k in ("layout", "inv", "params")))
+                           tuple(inputs[k] for k in ("layout", "inv", "params")))
         tree.value, tree.impurity = self.tree_summaries(tree.parent)
         return tree
 
@@ -391,7 +397,7 @@ class _MedianGrowth:
         the lowest node id) splits next; node ids in creation order; each
         step scans its two new nodes (their random draws, left before
         right, when they are created)."""
-        growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
+        growth = self.growth
         root_totals = self.host_stats.sum(axis=0)
         table = NodeTable(root_totals)
         splits, depths, heap = {}, [0], []
@@ -413,12 +419,7 @@ class _MedianGrowth:
                 feature[node], bitset[node] = split["feature"], split["bitset"]
                 gain[node], missing_left[node] = split["gain"], split["missing_left"]
         table.record_level(feature, bitset, gain, missing_left)
-        inputs = self.backend.upload_many({"layout": layout, "inv": inv,
-                                            "params": growth.criterion_params()})
-        tree = finish_tree(self.backend, table, self.data, self.stats,
-                           tuple(inputs[k] for k in ("layout", "inv", "params")))
-        tree.value, tree.impurity = self.tree_summaries(tree.parent)
-        return tree
+        return self._finish(table)
 
     def _push_splittable(self, table, first, count, depth, root_totals, heap, splits):
         """Scan the new nodes first .. first + count - 1 and put those whose
