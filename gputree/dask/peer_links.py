@@ -98,6 +98,7 @@ class _Mailbox:
         self.aborted = False
         self.loop, self.outgoing, self.incoming, self.listeners = None, {}, [], []
         self.writing = set()     # the writes posted and not done
+        self.stopped = False     # stop() ran
 
     def start(self, address, listen_args):
         """The reader thread, its loop and its listener on ``address``;
@@ -117,7 +118,10 @@ class _Mailbox:
             tasks = asyncio.all_tasks(self.loop)      # after stop(): the links' reads
             for task in tasks:
                 task.cancel()
-            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            try:
+                self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            except RuntimeError:     # the loop stopped again meanwhile: the reads are cancelled
+                pass
             self.loop.close()
         threading.Thread(target=read, name="gputree-peer-links", daemon=True).start()
         return started.result()
@@ -198,7 +202,10 @@ class _Mailbox:
 
     def stop(self):
         """Close the links and the listener, and end the links' thread (run
-        on its loop)."""
+        on its loop; once: a second call does nothing)."""
+        if self.stopped:
+            return
+        self.stopped = True
         for comm in list(self.outgoing.values()) + self.incoming:
             comm.abort()
         for listener in self.listeners:
