@@ -24,15 +24,14 @@ taken, as scikit-learn draws them.
 Node ids are creation order: the root 0, then the children of each split,
 left then right, in the order the splits are taken.
 """
-import heapq
-
 import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE
 from ..backends.splitset import left_set, left_sets
 from ..criteria import KIND_NEWTON, LAYOUT_COUNT_CHANNEL, LAYOUT_KIND, LAYOUT_N_OUTPUTS
 from .levelwise import _TreeGrowth, start_tree
-from .policy import NodeTable, counts_and_weights, finish_tree, split_priority, splittable
+from .policy import (NodeTable, Waiting, counts_and_weights, finish_tree, split_priority,
+                     splittable)
 
 
 def grow_best_first(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
@@ -45,27 +44,6 @@ def grow_best_first(backend, data, stats, growth, rng, pool=None, held_row_bytes
     return _BestFirstGrowth(backend, data, stats, growth, rng, pool).run()
 
 
-class _Waiting:
-    """The frontier: leaves whose best split may be taken, by priority
-    (highest first; equal: lowest node id), with what splitting needs."""
-
-    def __init__(self):
-        self.heap = []
-        self.split = {}      # node id -> dict of its best split (host)
-
-    def push(self, node, priority, split):
-        heapq.heappush(self.heap, (-float(priority), int(node)))
-        self.split[int(node)] = split
-
-    def pop(self):
-        """(node id, its split dict)."""
-        _, node = heapq.heappop(self.heap)
-        return node, self.split.pop(node)
-
-    def __len__(self):
-        return len(self.heap)
-
-
 class _BestFirstGrowth(_TreeGrowth):
     """The growth of one tree, a split at a time (host bookkeeping as
     :class:`gputree.growth.levelwise._TreeGrowth`; per split one packed
@@ -76,7 +54,7 @@ class _BestFirstGrowth(_TreeGrowth):
         root_totals, impurity = self._root()
         self.root_totals = root_totals[0]
         table = NodeTable(self.root_totals)
-        self.waiting, self.hist_row = _Waiting(), {}
+        self.waiting, self.hist_row = Waiting(), {}
         self.splits = {}     # node id -> its taken split
         self.depth = [0]     # node id -> depth
         # rows grouped by leaf (None: the backend moves rows by positions;

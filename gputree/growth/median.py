@@ -33,8 +33,6 @@ and the absolute-error impurity, so cost-complexity pruning prunes with it.
 Categorical features are refused (no exact ordering of categories by
 median is implemented).
 """
-import heapq
-
 import numba
 import numpy as np
 
@@ -44,8 +42,9 @@ from ..backends import splitset
 from ..backends.splitset import make_splitset
 from ..quantiles import grouped_weighted_median
 from ..backends.node_features import make_node_features
-from .policy import (NodeTable, accept_splits, feature_order, finish_tree, no_splits,
-                     split_priority, splittable, threshold_draws, uses_soft_limit)
+from .policy import (NodeTable, Waiting, accept_splits, feature_order, finish_tree,
+                     no_splits, split_priority, splittable, threshold_draws,
+                     uses_soft_limit)
 
 _add_bin, _add_bins_upto = make_splitset(numba.njit(inline="always"))[1:3]
 _random_bin = make_node_features(numba.njit(inline="always"))[2]
@@ -400,31 +399,28 @@ class _MedianGrowth:
         growth = self.growth
         root_totals = self.host_stats.sum(axis=0)
         table = NodeTable(root_totals)
-        splits, depths, heap = {}, [0], []
-        self._push_splittable(table, 0, 1, 0, root_totals, heap, splits)
+        waiting, taken, depths = Waiting(), {}, [0]
+        self._wait(table, 0, 1, 0, root_totals, waiting)
         n_leaves, budget = 1, growth.max_leaf_nodes or np.inf
-        while heap and n_leaves < budget:
-            node = heapq.heappop(heap)[1]
+        while len(waiting) and n_leaves < budget:
+            node, split = waiting.pop()
+            taken[node] = split
             n_leaves += 1
             first_child, depth = table.n_nodes, depths[node] + 1
             depths += [depth, depth]
-            split = splits[node]
-            split["taken"] = True
             left_totals = self._split_rows(node, first_child, split["feature"], split["bitset"])
             table.add_children(np.array([node], dtype=NODE_DTYPE), left_totals[None], depth)
-            self._push_splittable(table, first_child, 2, depth, root_totals, heap, splits)
+            self._wait(table, first_child, 2, depth, root_totals, waiting)
         feature, bitset, gain, missing_left = no_splits(table.n_nodes)
-        for node, split in splits.items():
-            if split.get("taken"):
-                feature[node], bitset[node] = split["feature"], split["bitset"]
-                gain[node], missing_left[node] = split["gain"], split["missing_left"]
+        for node, split in taken.items():
+            feature[node], bitset[node] = split["feature"], split["bitset"]
+            gain[node], missing_left[node] = split["gain"], split["missing_left"]
         table.record_level(feature, bitset, gain, missing_left)
         return self._finish(table)
 
-    def _push_splittable(self, table, first, count, depth, root_totals, heap, splits):
+    def _wait(self, table, first, count, depth, root_totals, waiting):
         """Scan the new nodes first .. first + count - 1 and put those whose
-        split may be taken on ``heap`` (by priority) with their split in
-        ``splits``."""
+        split may be taken in ``waiting`` (:class:`gputree.growth.policy.Waiting`)."""
         growth, layout, inv = self.growth, self.stats.layout, self.stats.inv_scale
         totals = table.totals[first:first + count]
         impurity = self.node_summaries(first, count)[1]
@@ -435,12 +431,9 @@ class _MedianGrowth:
         valid, priority = split_priority(found["gain"], totals[candidates], growth, layout,
                                          inv, root_totals)
         for i in np.flatnonzero(valid).tolist():
-            node = first + int(candidates[i])
-            heapq.heappush(heap, (-float(priority[i]), node))
-            splits[node] = {name: found[name][i] for name in
-                            ("feature", "bitset", "gain", "missing_left")}
-        for i in np.flatnonzero(~valid).tolist():
-            splits.pop(first + int(candidates[i]), None)
+            waiting.push(first + int(candidates[i]), priority[i],
+                         {name: found[name][i] for name in
+                          ("feature", "bitset", "gain", "missing_left")})
 
     def _split_rows(self, node, first_child, feature, bitset):
         """Move the rows of leaf ``node`` to its children ``first_child``

@@ -1,8 +1,11 @@
 """What every grower shares about nodes and splits, on the host and per node
-(never per row): the node table of a growing tree, which nodes may still
+(never per row): the node table of a growing tree and best-first growth's
+frontier of waiting leaves, which nodes may still
 split and which splits are accepted (minimum sizes, impurity decrease,
 ``max_leaf_nodes``), the random feature subset of a node, and the assembly
 of the finished :class:`gputree.tree.TreeArrays`."""
+import heapq
+
 import numpy as np
 
 from .._dtypes import BITSET_DTYPE, BITSET_WORDS, FLOAT_DTYPE, NODE_DTYPE, STAT_DTYPE
@@ -16,6 +19,28 @@ from ..tree import LeftSets, TreeArrays
 #: relative tolerance of "pure" and of min_impurity_decrease, in units of
 #: the node's own statistics (:func:`impurity_unit`), never absolute
 _PURE = np.finfo(np.float64).eps
+
+
+class Waiting:
+    """The frontier of best-first growth (:mod:`.bestfirst`, and
+    :mod:`.median`'s): leaves whose best split may be taken, by priority
+    (highest first; equal: lowest node id), with what splitting needs."""
+
+    def __init__(self):
+        self.heap = []
+        self.split = {}      # node id -> dict of its best split (host)
+
+    def push(self, node, priority, split):
+        heapq.heappush(self.heap, (-float(priority), int(node)))
+        self.split[int(node)] = split
+
+    def pop(self):
+        """(node id, its split dict)."""
+        _, node = heapq.heappop(self.heap)
+        return node, self.split.pop(node)
+
+    def __len__(self):
+        return len(self.heap)
 
 
 class NodeTable:
