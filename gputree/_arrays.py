@@ -26,6 +26,12 @@ def to_host(array):
     return _device_to_host(array) if is_device_array(array) else np.asarray(array)
 
 
+def host_values(values):
+    """numpy version of a host or device array, or of a pandas Series or
+    Index (its ``to_numpy()``): a partition's vector on a worker."""
+    return to_host(getattr(values, "to_numpy", lambda: values)())
+
+
 def returns_input_kind(method):
     """Decorator for predict-like methods ``f(self, X, ...)``: when X is a
     device array, results (arrays, lists of arrays, or a generator of them)

@@ -14,6 +14,7 @@ the edges with the one-machine functions: the "bins from row chunks" code of
 """
 import numpy as np
 
+from .._arrays import host_values
 from .._dtypes import MAX_NON_MISSING_BINS, X_DTYPE, bin_dtype
 from ..data.binned import BinnedData
 from ..data.binning import BinMapper
@@ -81,7 +82,7 @@ def gather_vector(partitions, v, name):
         return None
     if is_dask_collection(v):
         v = partitions.client.compute(v).result()
-    v = np.asarray(getattr(v, "to_numpy", lambda: v)())
+    v = host_values(v)
     if v.shape[0] != partitions.n_rows:
         raise ValueError(f"{name} has {v.shape[0]} rows but X has {partitions.n_rows}; pass "
                          f"{name} with one entry per row of X, in the same order.")

@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from .._arrays import to_host
+from .._arrays import host_values
 from ..data.queries import (QUERY_DTYPE, Queries, check_distinct_runs, query_layout, query_runs,
                             query_weights, relevance_labels)
 from ..estimators.lambdamart import host_targets
@@ -40,8 +40,7 @@ def _host(value, n_queries=None, name=None):
             raise ValueError(f"{name} holds one weight per query ({n_queries} queries), as "
                              f"XGBRanker's; got {n} entries: give each query one weight.")
         value = value.compute()
-    return None if value is None else np.asarray(to_host(getattr(value, "to_numpy",
-                                                                 lambda: value)()))
+    return None if value is None else host_values(value)
 
 
 def qid_runs(qid, offset, name="qid"):
@@ -49,7 +48,7 @@ def qid_runs(qid, offset, name="qid"):
     qid (n,) (named ``name``), its queries' runs checked as the one-machine
     qid (a message's rows counted from ``offset``, the partition's first
     row)."""
-    qid = np.asarray(to_host(getattr(qid, "to_numpy", lambda: qid)()))
+    qid = host_values(qid)
     if qid.shape[0] == 0:
         return np.empty(0, QUERY_DTYPE), qid[:0]
     try:
@@ -117,7 +116,7 @@ def ranking_part(labels, starts, offset, name="y"):
     """RankingTargets of one partition: its labels (n,) (named ``name``)
     checked as relevance labels (a message's rows counted from ``offset``)
     and its queries' ``starts`` int64 (local)."""
-    labels = np.asarray(to_host(getattr(labels, "to_numpy", lambda: labels)()))
+    labels = host_values(labels)
     try:
         checked = relevance_labels(labels, labels.shape[0], name)
     except ValueError as exc:

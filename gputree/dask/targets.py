@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .._arrays import to_host
+from .._arrays import host_values
 from ..data.validation import check_magnitude, check_weight_values, check_y
 from ..estimators.targets import as_float_targets, check_poisson_targets, encode_labels
 from .partitions import computed_with_sizes
@@ -44,7 +44,7 @@ def vector_parts(partitions, v, name):
         return None
     client = partitions.client
     if not is_dask_collection(v):
-        v = np.asarray(getattr(v, "to_numpy", lambda: v)())
+        v = host_values(v)
         _check_rows(v.shape[0] if v.ndim else 1, partitions.n_rows, name)
         return VectorParts(client.scatter(partitions.slices(v)))
     blocks, sizes = computed_with_sizes(client, _vector_blocks(v, name))
@@ -84,7 +84,7 @@ def _vector_blocks(v, name):
 
 def _cut(start, length, *blocks):
     """Rows start .. start + length of the blocks' concatenation (host)."""
-    host = [np.asarray(to_host(getattr(b, "to_numpy", lambda b=b: b)())) for b in blocks]
+    host = [host_values(b) for b in blocks]
     joined = host[0] if len(host) == 1 else np.concatenate(host)
     return joined[start:start + length]
 

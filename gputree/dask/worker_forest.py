@@ -30,6 +30,7 @@ others fit through
 """
 import numpy as np
 
+from .._arrays import host_values
 from .._progress import Progress
 from ..estimators.base import growth_params, tree_random_streams
 from ..estimators.forest import warn_no_oob
@@ -153,8 +154,7 @@ class WorkerResidentTrees:
         y = None
         if callable(self.oob_score):          # the metric takes y as given to fit
             parts = backend.partitions.gather(targets.y.parts)
-            y = np.concatenate([np.asarray(getattr(p, "to_numpy", lambda p=p: p)())
-                                for p in parts])
+            y = np.concatenate([host_values(p) for p in parts])
         self._set_oob(mean, _Coded(coded), y)
 
 
