@@ -22,6 +22,7 @@ from .._arrays import host_values
 from ..data.queries import (QUERY_DTYPE, Queries, check_distinct_runs, query_layout, query_runs,
                             query_weights, relevance_labels)
 from ..estimators.lambdamart import host_targets
+from .inputs import is_dask_collection
 from .targets import VectorParts, vector_parts
 
 #: how to cut the rows at the query boundaries, for the errors
@@ -34,7 +35,7 @@ def _host(value, n_queries=None, name=None):
     """A host array of a dask collection (O(queries): group, sample_weight;
     ``n_queries`` given: one entry per query, checked before it is
     computed, so that a row-sized vector is not gathered here)."""
-    if callable(getattr(value, "__dask_graph__", None)):
+    if is_dask_collection(value):
         n = getattr(value, "shape", (None,))[0]
         if n_queries is not None and isinstance(n, numbers.Integral) and n != n_queries:
             raise ValueError(f"{name} holds one weight per query ({n_queries} queries), as "

@@ -21,8 +21,9 @@ import numpy as np
 
 from ..estimators import GradientBoostingRanker
 from ..estimators.lambdamart import label_gains
-from ..estimators.ranking import _one
+from ..estimators.ranking import _one, check_held_out_queries
 from .estimators import _NO_EARLY_STOPPING, _make
+from .inputs import is_dask_collection
 from .worker_boosting import WorkerResidentBoosting
 
 
@@ -84,10 +85,7 @@ class _DaskRanking:
         from ..estimators.boosting import _SPLIT_STREAM
         from .worker_validation import hold_out
         n_queries = targets.n_units
-        if n_queries < 2:
-            raise ValueError("Early stopping with validation_fraction holds out whole queries "
-                             f"and y has {n_queries} query; pass early_stopping=False or an "
-                             "eval_set.")
+        check_held_out_queries(n_queries)
         backend = self._backend
         n_train, per_partition = hold_out(backend, self._seed, _SPLIT_STREAM,
                                           self.validation_fraction, None, n_queries)
@@ -119,7 +117,7 @@ class _DaskRanking:
         """Mean NDCG@eval_at of in-memory X's queries (see the ordinary
         estimator); a Dask collection: a clear error."""
         for name, value in {"X": X, "y": y, "group": group, "qid": qid}.items():
-            if callable(getattr(value, "__dask_graph__", None)):
+            if is_dask_collection(value):
                 raise TypeError(f"DaskGradientBoostingRanker.score takes data in memory ({name} "
                                 f"is a Dask collection): compute it ({name}.compute()), or "
                                 "score with predict(X) on the collection.")

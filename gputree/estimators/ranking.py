@@ -43,6 +43,15 @@ def _n_rows(X, name="X"):
                         f"{type(X).__name__}.") from None
 
 
+def check_held_out_queries(n_queries):
+    """A ValueError naming the fix unless ``n_queries`` (int) can give
+    validation_fraction's split of whole queries (at least two)."""
+    if n_queries < 2:
+        raise ValueError("Early stopping with validation_fraction holds out whole queries "
+                         f"and y has {n_queries} query; pass early_stopping=False or an "
+                         "eval_set.")
+
+
 def _one(value, name):
     """The single validation set's part: ``value`` or a list of one (a list
     of numbers is the part itself: group sizes or query ids)."""
@@ -197,10 +206,7 @@ class GradientBoostingRanker(_OneOutputBoosting):
         if eval_set is not None or not early or self.validation_fraction is None:
             return super()._train_and_validation(data, y, weight, eval_set, early)
         n_queries = y.queries.n_queries
-        if n_queries < 2:
-            raise ValueError("Early stopping with validation_fraction holds out whole queries "
-                             f"and y has {n_queries} query; pass early_stopping=False or an "
-                             "eval_set.")
+        check_held_out_queries(n_queries)
         train, held_out = split_rows(n_queries, self.validation_fraction,
                                      tree_rng(self._seed, 0, _SPLIT_STREAM))
         parts = []
