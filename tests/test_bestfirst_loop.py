@@ -4,8 +4,9 @@ of the general step (gputree/growth/bestfirst.py), field for field, on
 mostly-constant features (sparse rows: the loop's one-call split and
 build), also where the loop hands a step back to Python: before a step
 (room in the node arrays, the pool, the partition), for its row split (a
-leaf of more rows than one chunk moves, a scan worth threads) or its
-histogram build (a child of more rows than one piece holds)."""
+leaf of more rows than one chunk moves) or its histogram build (a child of
+more rows than one piece holds), with a team of two threads scanning each
+step's slots or the calling thread alone."""
 import numpy as np
 import pytest
 
@@ -26,34 +27,26 @@ def _sparse_data(n=3000, seed=3):
 def _left_behind(monkeypatch):
     """The codes the compiled loop returns, listed as it runs."""
     codes = []
-    loop_of = bestfirst_loop.loop_of
+    run_team = bestfirst_loop.run_team
 
-    class Counted:
-        def __init__(self, kernel):
-            self.kernel = kernel
-
-        def run(self, work, *arguments):
-            codes.append(self.kernel.run(work, *arguments))
-            return codes[-1]
-
-    def counted(*args):
-        return Counted(loop_of(*args))
-    monkeypatch.setattr(bestfirst_loop, "loop_of", counted)
+    def counted(kernel, *arguments):
+        codes.append(run_team(kernel, *arguments))
+        return codes[-1]
+    monkeypatch.setattr(bestfirst_loop, "run_team", counted)
     return codes
 
 
-@pytest.mark.parametrize("handed_back", ["", "leaf", "piece", "scan"])
-def test_looped_steps_grow_the_trees_of_steps_one_by_one(monkeypatch, handed_back):
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("handed_back", ["", "leaf", "piece"])
+def test_looped_steps_grow_the_trees_of_steps_one_by_one(monkeypatch, handed_back, n_threads):
     X, y = _sparse_data()
     # (a piece of the histogram pass: 2 _ROWS_PER_BIN rows a bin)
     make = boosting("GradientBoostingRegressor", grow_policy="lossguide", max_depth=None,
-                    max_leaf_nodes=40, min_samples_leaf=3, max_bins=15)
+                    max_leaf_nodes=40, min_samples_leaf=3, max_bins=15, n_jobs=n_threads)
     if handed_back == "leaf":
         monkeypatch.setattr(split_build, "MOST_LEAF_ROWS", 500)
     elif handed_back == "piece":
         monkeypatch.setattr(histograms, "_ROWS_PER_BIN", 1)
-    elif handed_back == "scan":
-        monkeypatch.setattr(bestfirst_loop, "most_scan_work", lambda: 150)   # two nodes (96 each here), not one
     with monkeypatch.context() as patch:
         codes = _left_behind(patch)
         looped = make().fit(X, y)._trees
@@ -71,6 +64,6 @@ def test_looped_steps_grow_the_trees_of_steps_one_by_one(monkeypatch, handed_bac
         taken[code] += 1
     assert taken[bestfirst_loop.NOTHING] > 0        # trees the loop finished
     assert taken[bestfirst_loop.STEP] > 0           # the pool grown on the first tree
-    expected = {"": (0, 0), "leaf": (1, 0), "piece": (0, 1), "scan": (1, 0)}[handed_back]
+    expected = {"": (0, 0), "leaf": (1, 0), "piece": (0, 1)}[handed_back]
     assert (taken[bestfirst_loop.SPLIT] > 0, taken[bestfirst_loop.BUILD] > 0) == \
         tuple(bool(e) for e in expected)

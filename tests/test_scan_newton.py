@@ -139,7 +139,7 @@ def test_scan_parts_claiming_the_slots_in_any_order_give_one_parts_outputs(monke
     (split_scan._find_splits): parts run one after the other in any order
     (the first then takes every slot, the others none) write what one
     part writes."""
-    from gputree.backends.cpu import threaded
+    from gputree.backends.cpu import claims, threaded
     rng = np.random.RandomState(7)
     hist, n_non_missing = newton_histograms(rng, 5, 40, 40)
     stats = newton_statistics(rng.normal(size=(8, 1)), np.full((8, 1), 0.25), np.ones(8))
@@ -163,11 +163,12 @@ def test_scan_parts_claiming_the_slots_in_any_order_give_one_parts_outputs(monke
         assert claimed                              # a late part may be cancelled
         for part in order:
             kernel(*args, part, len(order))
-            counts.append(int(args[-1][0]))         # the slots claimed so far
+            counts.append(args[-1][[claims.NEXT, claims.DONE]].tolist())
     monkeypatch.setattr(threaded, "run_parts", in_turn)
     turns = scan()
-    # the first part took every slot (and one past them), the others one past each
-    assert counts == [counts[0] + k for k in range(len(order))] and counts[0] > 2
+    # the first part took and did every slot, none past them; the others none
+    n_slots = counts[0][0]
+    assert counts == [[n_slots, n_slots]] * len(order) and n_slots > 2
     for a, b in zip(one, turns):
         np.testing.assert_array_equal(a, b)
 

@@ -26,8 +26,8 @@ from ..formulas import measure_of
 from ..lambdarank import FLAG_GRADIENTS, kernel_arguments
 from ..node_features import ALL_CANDIDATES
 from ..scan import SplitInfo, empty_scan_outputs, empty_scratch
-from . import (bestfirst_loop, binning, histograms, lean_gather, level_step, partition,
-               predict, ranking, sparse_rows, split_build, split_scan)
+from . import (bestfirst_loop, binning, claims, histograms, lean_gather, level_step,
+               partition, predict, ranking, sparse_rows, split_build, split_scan)
 from .row_partition import RowPartition
 from .binned_cache import BinnedCache
 
@@ -430,8 +430,8 @@ class CPUBackend(Backend):
             outputs[3].fill(0)          # left sums start at zero, as empty_scan_outputs'
         else:
             outputs = empty_scan_outputs(np, n_nodes, n_features, n_channels, n_bins)
-        scratch = _scan_scratch(n_channels, any_categorical, n_bins,
-                                split_scan.scan_slots(n_nodes * n_features))
+        n_slots = split_scan.scan_slots(n_nodes * n_features)
+        scratch = _scan_scratch(n_channels, any_categorical, n_bins, n_slots)
         find_splits = split_scan.finder_of(layout, params, any_categorical)
         # the work of the (node, feature) pairs scanned (their bins);
         # add.reduce then dot: half the calls of sum's wrapper and np.dot
@@ -448,7 +448,7 @@ class CPUBackend(Backend):
                         n_bins_non_missing, is_categorical, feature_allowed, split_bin,
                         missing_bin, layout, inv, params, *scratch, *outputs, source,
                         built_of, histograms.FULL_LAYOUT, _every_row(n_nodes),
-                        np.zeros(1, dtype=np.int64))
+                        claims.slot_claims(n_slots, n_nodes))
         return outputs
 
     def update_positions(self, X_binned, positions, level_start, split_feature,

@@ -3,19 +3,23 @@ first (:mod:`gputree.growth.bestfirst`) takes, split after split, the
 compiled step (:func:`.bestfirst_step._step`), the row split with the
 histogram build (:func:`.split_build._split_and_build`) and the split scan
 (:mod:`.split_scan`), the same kernels with the same arguments in the same
-order as its Python loop calls them, each as one part, until it needs
-Python: room in the node arrays, the pool or the row partition, a leaf too
-large for one chunk, a child too large for one piece, or a scan worth
-threads (LETOR, lossguide: some 3,000 steps a fit, each three calls of
-~30 arguments from Python and their glue, some 9 us a step).
+order as its Python loop calls them, until it needs Python: room in the
+node arrays, the pool or the row partition, a leaf too large for one
+chunk, or a child too large for one piece (LETOR, lossguide: some 3,000
+steps a fit, each three calls of ~30 arguments from Python and their
+glue, some 9 us a step). The calling thread takes the steps, and every
+thread of a team scans the slots of each step's scan (:mod:`.claims`):
+waking pool threads for each scan cost more than a step's scan (LETOR's
+two nodes of 300 features, some 45 us on one thread).
 """
 import numpy as np
 
-from ..._threads import PARALLEL_WORK, thread_count
+from ..._threads import run_parts, thread_count
 from ..kernel_cache import cache_numba_cpu_kernels, kernel_factory, renamed_copy
 from . import split_build, split_scan
 from .bestfirst_step import (BUILT_NODE, BUILT_ROW, N_SCAN, NODE, _N_LEAVES, _N_NODES,
                              BestFirstSteps, _step)
+from .claims import leave, publish, wait_done, wait_for_slots
 from .threaded import threaded
 
 _CACHE = cache_numba_cpu_kernels(__file__)
@@ -38,7 +42,7 @@ def _steps(gain, missing_left, bitset, left, words, state, limits, inv, scan_row
            first_piece, one_thread, hist, private, feature_bins, sums, mode, alone, layout,
            most_rows, n_bins_non_missing, is_categorical, split_bin, missing_bin, scan_layout,
            params, scratch_sums, scratch_keys, scratch_order, scratch_prefix, scratch_gains,
-           out_info, cells, claims, most_leaf_rows, row_work, most_scan_work, part, n_parts):
+           out_info, cells, claims, most_leaf_rows, part, n_parts):
     """Best-first steps until the tree is grown or a step needs Python;
     returns what is left (:data:`NOTHING`, :data:`STEP`, :data:`SPLIT`,
     :data:`BUILD`; ``out`` the step's, as ``_step`` leaves it). The
@@ -47,23 +51,38 @@ def _steps(gain, missing_left, bitset, left, words, state, limits, inv, scan_row
     (``row_left``, ``row_right``: the partition's, ``sums``: its
     totals), then the scan's constants, scratch and info output
     (``_find_splits``' arguments, ``scan_layout`` its layout); a leaf of
-    ``most_leaf_rows`` rows or more, or a scan of ``most_scan_work`` (its
-    nodes' ``row_work`` each) or more, is left to Python. Run as one part
-    (its threaded form: fit_breakdown's clock sees it)."""
+    ``most_leaf_rows`` rows or more is left to Python. Part 0 (the
+    calling thread) takes the steps; the other parts are its team: they
+    scan the slots of each scan it publishes (``claims`` int64
+    (claims.N_CLAIMS,) INOUT, zeros before the call) while it scans them
+    too, and leave when it is done (:mod:`.claims`; a part that starts
+    late or leaves early only leaves it more slots)."""
+    if part > 0:
+        while wait_for_slots(claims):
+            _find_splits(hist, n_bins_non_missing, is_categorical, allowed, split_bin,
+                         missing_bin, scan_layout, inv, params, scratch_sums, scratch_keys,
+                         scratch_order, scratch_prefix, scratch_gains, gain, missing_left,
+                         bitset, left, out_info, words, hist, built_of, cells, scan_rows,
+                         claims, part, n_parts)
+        return NOTHING
+    n_slots = scratch_sums.shape[0]
+    left_behind = NOTHING
     while True:
         # (BestFirstSteps.step's and RowPartition.reserve's checks of room)
         if (state[_N_NODES] + 2 > totals.shape[0] or in_use.shape[0] < state[_N_LEAVES] + 1
                 or allowed.shape[0] != in_use.shape[0] or size[0] + 2 > begin.shape[0]):
-            return STEP
+            left_behind = STEP
+            break
         _step(gain, missing_left, bitset, left, words, state, limits, inv, scan_rows,
               scan_nodes, totals, depth, parent, taken, waiting, priority, hist_row,
               best_feature, best_bitset, best_words, best_gain, best_missing_left, best_left,
               in_use, allowed, built_of, out)
         node, n_scan = out[NODE], out[N_SCAN]
         if node < 0:
-            return NOTHING
-        if count[node] >= most_leaf_rows or n_scan * row_work >= most_scan_work:
-            return SPLIT
+            break
+        if count[node] >= most_leaf_rows:
+            left_behind = SPLIT
+            break
         built_node = out[BUILT_NODE] if n_scan else -1
         pieces[0, 4] = out[BUILT_ROW]
         done = _split_and_build(X_columns, order, row_left, row_right, counts, table, begin,
@@ -73,14 +92,18 @@ def _steps(gain, missing_left, bitset, left, words, state, limits, inv, scan_row
                                 stats, n_add, pieces, first_piece, one_thread, hist, private,
                                 feature_bins, sums, mode, alone, layout, most_rows, 0, 1)
         if built_node >= 0 and not done & split_build.BUILT:
-            return BUILD
+            left_behind = BUILD
+            break
         if n_scan:
-            claims[0] = 0
+            end = publish(claims, n_slots, n_scan)
             _find_splits(hist, n_bins_non_missing, is_categorical, allowed, split_bin,
                          missing_bin, scan_layout, inv, params, scratch_sums, scratch_keys,
                          scratch_order, scratch_prefix, scratch_gains, gain, missing_left,
-                         bitset, left, out_info, words, hist, built_of, cells,
-                         scan_rows[:n_scan], claims, 0, 1)
+                         bitset, left, out_info, words, hist, built_of, cells, scan_rows,
+                         claims, 0, n_parts)
+            wait_done(claims, end)
+    leave(claims)
+    return left_behind
 
 
 @kernel_factory
@@ -102,10 +125,10 @@ def loop_of(layout, params, any_categorical):
     return steps_loop(*split_scan.scan_variant(layout, params, any_categorical))
 
 
-def most_scan_work():
-    """The scan work the loop leaves to Python: a scan ``run_parts`` would
-    cut in parts (``_threads.parts_for``)."""
-    return PARALLEL_WORK if thread_count() > 1 else np.iinfo(np.int64).max
+def run_team(kernel, *arguments):
+    """``kernel(*arguments)`` (a steps loop of :func:`steps_loop`) in one
+    part per thread, its team; what it left."""
+    return run_parts(kernel.compiled, thread_count(), *arguments, claimed=True)
 
 
 class LoopedSteps(BestFirstSteps):
@@ -122,15 +145,17 @@ class LoopedSteps(BestFirstSteps):
             split_arguments, most_leaf_rows = arguments()
             n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
             gain, missing_left, bitset, left, info, words = self.outputs
-            left_behind = loop_of(layout, params, self.any_categorical).run(
-                0, gain, missing_left, bitset, left, words, self.state, self.limits, self.inv,
+            self.claims[:] = 0
+            left_behind = run_team(
+                loop_of(layout, params, self.any_categorical), gain, missing_left, bitset,
+                left, words, self.state, self.limits, self.inv,
                 self.scan_rows, self.scan_nodes, self.totals, self.depth, self.parent,
                 self.taken, self.waiting, self.priority, self.hist_row, self.best_feature,
                 self.best_bitset, self.best_words, self.best_gain, self.best_missing_left,
                 self.best_left, pool.in_use, self.allowed, self.built_of, self.out,
                 *split_arguments, n_bins_non_missing, is_categorical, self.split_bin,
                 missing_bin, layout, params, *self._scan_arguments[9:14], info, self.cells,
-                self.claims, most_leaf_rows, self.row_work, most_scan_work())
+                self.claims, most_leaf_rows)
             if left_behind != STEP:
                 return self.out, left_behind == BUILD
         return self.step(pool), False

@@ -27,7 +27,7 @@ from ...tree import TreeArrays
 from ..kernel_cache import cache_numba_cpu_kernels
 from ..node_features import ALL_CANDIDATES
 from ..splitset import left_sets
-from . import histograms, split_scan
+from . import claims, histograms, split_scan
 from .jit import ir_inline
 
 cache_numba_cpu_kernels(__file__)
@@ -243,7 +243,7 @@ class BestFirstSteps:
                        split_scan.scan_slots(_MOST_SLOTS))
         self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
         self.cells = histograms.FULL_LAYOUT      # the pool's layout (histograms.row_layout)
-        self.claims = np.zeros(1, dtype=np.int64)   # the scan's slots claimed
+        self.claims = claims.slot_claims(0, 0)      # the scan's slots claimed
         self._scan_arguments = None                 # (:meth:`_scan_arrays`)
         self._rows(0)
 
@@ -368,9 +368,9 @@ class BestFirstSteps:
         tree's arrays, of those rows alone)."""
         if self._scan_arguments is None or self._scan_arguments[0] is not hist:
             self._scan_arguments = self._scan_arrays(hist)
-        self.claims[0] = 0
-        self.find_splits.run(n_scan * self.row_work, *self._scan_arguments,
-                             self.scan_rows[:n_scan], self.claims)
+        self.claims[:] = claims.slot_claims(self._scan_arguments[9].shape[0], n_scan)
+        self.find_splits.run(n_scan * self.row_work, *self._scan_arguments, self.scan_rows,
+                             self.claims)
 
     def _scan_arrays(self, hist):
         """The scan's arguments but the rows and claims, on the pool's

@@ -1,7 +1,9 @@
 """LLVM intrinsics the CPU kernels call as numba functions: a cache
 prefetch of a row, the vector read-modify-writes that add two or three
-channels to a histogram cell at once (the histogram pass), and an atomic
-fetch-and-add (the split scan's parts claiming its slots)."""
+channels to a histogram cell at once (the histogram pass), and the atomic operations of threads that share work
+(a fetch-and-add, a compare-and-swap, loads and stores that order the
+memory around them, and a spin-wait hint: :mod:`.claims`)."""
+from llvmlite import binding as llvm_binding
 from llvmlite import ir as llvm_ir
 from numba import types as numba_types
 from numba.extending import intrinsic
@@ -106,14 +108,91 @@ def add_three(typingctx, dest, s, f, b, first, second, third):
     return _cell_vector_typing(dest, 3)
 
 
-def _fetch_add_codegen(context, builder, signature, args):
-    """LLVM IR of fetch_add: an atomicrmw add on array[index] (monotonic:
-    the count alone is shared; the threads' data meet at their start and
-    join)."""
+def _cell_pointer(context, builder, signature, args):
+    """LLVM IR: an i64* to array[index] (args[0], args[1])."""
     array = context.make_array(signature.args[0])(context, builder, args[0])
-    pointer = builder.inttoptr(_element_address(builder, array, [args[1]]),
-                               llvm_ir.IntType(64).as_pointer())
-    return builder.atomic_rmw("add", pointer, args[2], "monotonic")
+    return builder.inttoptr(_element_address(builder, array, [args[1]]),
+                            llvm_ir.IntType(64).as_pointer())
+
+
+def _fetch_add_codegen(context, builder, signature, args):
+    """LLVM IR of fetch_add: an atomicrmw add on array[index], sequentially
+    consistent (no memory access moves across it: a count of finished work
+    published after the work's results)."""
+    return builder.atomic_rmw("add", _cell_pointer(context, builder, signature, args),
+                              args[2], "seq_cst")
+
+
+def _compare_swap_codegen(context, builder, signature, args):
+    """LLVM IR of compare_swap: a sequentially consistent cmpxchg."""
+    pair = builder.cmpxchg(_cell_pointer(context, builder, signature, args), args[2], args[3],
+                           "seq_cst", "seq_cst")
+    return builder.extract_value(pair, 0)
+
+
+def _load_codegen(context, builder, signature, args):
+    """LLVM IR of atomic_load: an acquiring atomic load."""
+    return builder.load_atomic(_cell_pointer(context, builder, signature, args), "acquire", 8)
+
+
+def _store_codegen(context, builder, signature, args):
+    """LLVM IR of atomic_store: a releasing atomic store."""
+    builder.store_atomic(args[2], _cell_pointer(context, builder, signature, args),
+                         "release", 8)
+    return context.get_dummy_value()
+
+
+def _int64_cell_typing(array, n_values, codegen, returns=True):
+    """(signature, codegen) of an operation on array[index] of a 1-D int64
+    array with ``n_values`` int64 values, or None (numba then refuses the
+    call) for another array."""
+    if not (isinstance(array, numba_types.Array) and array.dtype == numba_types.int64
+            and array.ndim == 1):
+        return None
+    i = numba_types.int64
+    result = i if returns else numba_types.void
+    return result(array, i, *([i] * n_values)), codegen
+
+
+@intrinsic
+def compare_swap(typingctx, array, index, expected, value):
+    """array[index] INOUT = value if it holds ``expected``, as one atomic
+    operation; returns the value it held (``expected``: the swap was made)
+    (array int64 1-D; the rest int64)."""
+    return _int64_cell_typing(array, 2, _compare_swap_codegen)
+
+
+@intrinsic
+def atomic_load(typingctx, array, index):
+    """array[index] read atomically, no later access moving before it
+    (array int64 1-D, index int64): what another thread stored before an
+    :func:`atomic_store` it made is seen after this load sees that store."""
+    return _int64_cell_typing(array, 0, _load_codegen)
+
+
+@intrinsic
+def atomic_store(typingctx, array, index, value):
+    """array[index] OUT = value atomically, no earlier access moving after
+    it (array int64 1-D; index, value int64)."""
+    return _int64_cell_typing(array, 1, _store_codegen, returns=False)
+
+
+def _spin_pause_codegen(context, builder, signature, args):
+    """LLVM IR of spin_pause: x86's pause instruction; elsewhere nothing
+    (the loop's atomic load alone)."""
+    if llvm_binding.get_process_triple().split("-")[0] in ("x86_64", "i386", "i686"):
+        function = _llvm_function(builder.module, "llvm.x86.sse2.pause", llvm_ir.VoidType(),
+                                  [])
+        builder.call(function, [])
+    return context.get_dummy_value()
+
+
+@intrinsic
+def spin_pause(typingctx):
+    """A hint to the core that the thread spins waiting for another
+    (x86's pause: the sibling hyperthread runs, the loop's exit is not
+    mispredicted)."""
+    return numba_types.void(), _spin_pause_codegen
 
 
 @intrinsic
@@ -121,8 +200,4 @@ def fetch_add(typingctx, array, index, value):
     """array[index] INOUT += value as one atomic operation, returning the
     value before (array int64 1-D; index, value int64): two threads that
     call it on the same cell each get a value of their own."""
-    if not (isinstance(array, numba_types.Array) and array.dtype == numba_types.int64
-            and array.ndim == 1):
-        return None
-    i = numba_types.int64
-    return i(array, i, i), _fetch_add_codegen
+    return _int64_cell_typing(array, 1, _fetch_add_codegen)

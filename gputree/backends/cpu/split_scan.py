@@ -14,7 +14,8 @@ from ..summaries import node_summaries_kernel_body
 from ..._compile_cache import gputree_cache
 from ..._threads import kernel_jit, thread_count
 from .histograms import subtract_cells
-from .intrinsics import fetch_add
+from .claims import ROWS, claim_slot, slot_done, slot_of
+from .intrinsics import atomic_load
 from .jit import U64, inline_helper, ir_inline, part_bounds, plain_jit
 from .threaded import threaded
 
@@ -62,14 +63,15 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
                  out_bitset, out_left, out_info, out_words, source, built_of, cells, scan_rows,
                  claims, part, n_parts):
     """The split scan of every (node, feature) of the nodes (histogram rows)
-    ``scan_rows`` (int64 (k,) IN; the outputs of the other rows untouched)
-    (arguments as scan.make_split_scanner; the scan inlined), in parts over
-    the scratch slots, slot s scanning the s-th of n_slots runs of
-    consecutive tasks (k F of them: row scan_rows[j]'s features, j after
-    j), each part claiming the next slot not taken (``claims`` int64 (1,)
-    INOUT, 0 before the call: a part that starts late, a pool thread woken
-    after the calling thread's part began, takes fewer; which part scans a
-    slot changes nothing written); compiled per criterion by
+    ``scan_rows[:k]`` (int64 (>= k,) IN; the outputs of the other rows
+    untouched) (arguments as scan.make_split_scanner; the scan inlined), in
+    parts over the scratch slots, slot s scanning the s-th of n_slots runs
+    of consecutive tasks (k F of them: row scan_rows[j]'s features, j after
+    j), each part claiming the next slot not taken until none is left
+    (``claims`` int64 (claims.N_CLAIMS,) INOUT, the job's: its ROWS is k;
+    claims.slot_claims makes one: a part that starts late, a pool thread
+    woken after the calling thread's part began, takes fewer; which part
+    scans a slot changes nothing written); compiled per criterion by
     split_finder. A node whose ``built_of`` (int32 (n_nodes,) IN) is b >= 0
     is first derived in place, feature by feature:
     ``hist[node, f] -= source[b, f]`` (int64 (m, F, n_bins, C) IN) on the
@@ -78,16 +80,17 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
     (m, F, n_bins, C); else the compact layout (histograms.row_layout), hist
     and source (m, 1, cells[-1], C)."""
     n_features, n_bins = n_bins_non_missing.shape[0], hist.shape[2]
-    n_tasks, n_slots = scan_rows.shape[0] * n_features, scratch_sums.shape[0]
+    n_slots = scratch_sums.shape[0]
     flat = hist.reshape(hist.shape[0], hist.shape[1], n_bins * hist.shape[3])
     source_flat = source.reshape(source.shape[0], hist.shape[1], n_bins * hist.shape[3])
     while True:
         # slot s scans the s-th of n_slots runs of consecutive tasks (their
         # cells side by side: read in order), claimed in turn by the parts
-        slot = fetch_add(claims, 0, 1)
-        if slot >= n_slots:
+        claim = claim_slot(claims)
+        if claim < 0:
             break
-        first, stop = part_bounds(n_tasks, slot, n_slots)
+        slot = slot_of(claims, claim, n_slots)
+        first, stop = part_bounds(atomic_load(claims, ROWS) * n_features, slot, n_slots)
         k = np.int64(first) // n_features      # task t is row scan_rows[k]'s feature t - k F
         f = np.int64(first) - k * n_features
         for _ in range(np.int64(first), np.int64(stop)):
@@ -104,6 +107,7 @@ def _find_splits(hist, n_bins_non_missing, is_categorical, feature_allowed,
             f += 1
             if f == n_features:
                 k, f = k + 1, np.int64(0)
+        slot_done(claims)
 
 
 @ir_inline
