@@ -17,16 +17,22 @@ which thread does a slot changes nothing written.
 """
 import numpy as np
 
-from .intrinsics import atomic_load, atomic_store, compare_swap, fetch_add, spin_pause
+from .intrinsics import atomic_load, atomic_store, compare_swap, fetch_add, spin_pause, yield_core
 from .jit import ir_inline
 
 NEXT, END, DONE, ROWS, LEAVE = range(5)
 N_CLAIMS = 5
 
-#: spins (each an atomic load and a pause) a team thread waits for a slot
-#: before it leaves the team (its calling thread then does every slot):
-#: some milliseconds, many times a best-first step's split and build
-MOST_IDLE_SPINS = 1 << 17
+#: pauses of a waiting thread between two yields of its core
+#: (:func:`wait`): a yield where no other thread is ready costs about as
+#: much as these pauses; where more threads are ready than cores (processes
+#: fitting side by side), the waiting thread leaves them the core
+SPINS_PER_YIELD = 32
+
+#: yields a team thread waits for a slot before it leaves the team (its
+#: calling thread then does every slot): some milliseconds, many times a
+#: best-first step's split and build
+MOST_IDLE_YIELDS = 1 << 12
 
 
 def slot_claims(n_slots, n_rows):
@@ -72,23 +78,34 @@ def publish(claims, n_slots, n_rows):
 
 
 @ir_inline
+def pause(spins):
+    """One wait of a spinning thread, its ``spins``-th: a pause, and every
+    SPINS_PER_YIELD-th time a yield of its core."""
+    spin_pause()
+    if spins % SPINS_PER_YIELD == SPINS_PER_YIELD - 1:
+        yield_core()
+
+
+@ir_inline
 def wait_done(claims, end):
     """The team's calling thread: wait until every slot up to ``end`` is done."""
+    spins = 0
     while atomic_load(claims, DONE) < end:
-        spin_pause()
+        pause(spins)
+        spins += 1
 
 
 @ir_inline
 def wait_for_slots(claims):
     """A team thread: wait until a slot may be claimed (True), or until the
-    calling thread is done or no job came for :data:`MOST_IDLE_SPINS`
-    (False: leave the team)."""
-    for _ in range(MOST_IDLE_SPINS):
+    calling thread is done or no job came for :data:`MOST_IDLE_YIELDS`
+    yields (False: leave the team)."""
+    for spins in range(MOST_IDLE_YIELDS * SPINS_PER_YIELD):
         if atomic_load(claims, LEAVE) != 0:
             return False
         if atomic_load(claims, NEXT) < atomic_load(claims, END):
             return True
-        spin_pause()
+        pause(spins)
     return False
 
 

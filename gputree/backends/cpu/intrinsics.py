@@ -3,6 +3,8 @@ prefetch of a row, the vector read-modify-writes that add two or three
 channels to a histogram cell at once (the histogram pass), and the atomic operations of threads that share work
 (a fetch-and-add, a compare-and-swap, loads and stores that order the
 memory around them, and a spin-wait hint: :mod:`.claims`)."""
+import sys
+
 from llvmlite import binding as llvm_binding
 from llvmlite import ir as llvm_ir
 from numba import types as numba_types
@@ -185,6 +187,24 @@ def _spin_pause_codegen(context, builder, signature, args):
                                   [])
         builder.call(function, [])
     return context.get_dummy_value()
+
+
+def _yield_codegen(context, builder, signature, args):
+    """LLVM IR of yield_core: a call of the C library's sched_yield (POSIX;
+    elsewhere nothing)."""
+    if sys.platform != "win32":
+        function = _llvm_function(builder.module, "sched_yield", llvm_ir.IntType(32), [])
+        builder.call(function, [])
+    return context.get_dummy_value()
+
+
+@intrinsic
+def yield_core(typingctx):
+    """Give the core to another thread that is ready to run on it, if any
+    (sched_yield: some hundred ns when none is): a thread that waits for
+    another's work yields now and then, so that on a machine with more
+    threads ready than cores it leaves the core to them rather than spin."""
+    return numba_types.void(), _yield_codegen
 
 
 @intrinsic
