@@ -53,7 +53,7 @@ def _fastest(steps, hist, n_rows, allowed, built_of, derived, cells, repeat):
     (1, cells): all) of the rows ``derived``
     (int64, the derivation writes them) are copied back from ``hist``
     (whatever ``built_of`` says: every form then meets the same cache)."""
-    from gputree.backends.cpu import split_scan
+    from gputree.backends.cpu import claims, split_scan
     n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = steps.constants
     rows = np.flatnonzero(allowed.any(axis=1)).astype(np.int64)     # the rows the fit scans
     scratch = steps._scratch(split_scan.scan_slots(rows.shape[0] * steps.n_features))
@@ -66,7 +66,7 @@ def _fastest(steps, hist, n_rows, allowed, built_of, derived, cells, repeat):
         steps.find_splits.compiled(h[:n_rows], n_bins_non_missing, is_categorical, allowed,
                                    steps.split_bin[:n_rows], missing_bin, layout, inv, params,
                                    *scratch, *outputs, h, built_of, steps.cells, rows,
-                                   np.zeros(1, dtype=np.int64), 0, 1)
+                                   claims.slot_claims(scratch[0].shape[0], rows.shape[0]), 0, 1)
         best = min(best, time.perf_counter() - start)
     return best
 

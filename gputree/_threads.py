@@ -72,8 +72,10 @@ def thread_count():
 
 def parts_for(work):
     """The parts a job of ``work`` runs in: one per thread (numba's count
-    for the calling thread), or one below :data:`PARALLEL_WORK`."""
-    if work < PARALLEL_WORK:
+    for the calling thread), or one below :data:`PARALLEL_WORK`; work 0 (a
+    caller's "one part": kernels that work in place, such as a leaf's row
+    split, must run as one) always one."""
+    if work <= 0 or work < PARALLEL_WORK:
         return 1
     return thread_count()
 

@@ -146,6 +146,10 @@ def test_lean_fit_makes_no_scratch_row_buffers(monkeypatch):
     rows = BinnedCache.rows
     monkeypatch.setattr(BinnedCache, "rows", lambda self, X, name: asked[
         self.is_lean(X)].add(name) or rows(self, X, name))
+    from gputree.growth import level_order
+    # level by level, as data too large for memory grows (small data grows
+    # its level-wise trees best first, on a row partition: level_order)
+    monkeypatch.setattr(level_order, "applies", lambda *args: False)
     rng = np.random.RandomState(0)
     X = rng.normal(size=(3000, 4))
     y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(float)

@@ -12,12 +12,14 @@ import pytest
 from compiled_steps import assert_same_trees, boosting, fit_both, regression_data
 from gputree.backends.cpu import level_step
 from gputree.backends.cpu.backend import CPUBackend
+from gputree.growth import level_order
 
 
 def _fit_both(monkeypatch, make, X, y, **fit_args):
     """(trees grown with the compiled levels, trees grown with the general
     levels, compiled levels taken); the compiled levels asked for by every
     estimator (by default only the ranker asks)."""
+    monkeypatch.setattr(level_order, "applies", lambda *args: False)   # small data: steps
     cls = type(make())
     growth_params = cls._growth_params
     monkeypatch.setattr(cls, "_growth_params", lambda self: dataclasses.replace(
@@ -73,6 +75,7 @@ def test_only_the_ranker_asks_for_the_compiled_levels(monkeypatch):
     """The classifier's and regressor's first fit does not compile the
     level kernel; the ranker's fits take it."""
     asked = []
+    monkeypatch.setattr(level_order, "applies", lambda *args: False)   # small data: steps
     monkeypatch.setattr(CPUBackend, "level_steps", lambda self, *args: asked.append(1))
     X, y = regression_data(n=500)
     _boost("GradientBoostingRegressor", max_depth=3)().fit(X, y)

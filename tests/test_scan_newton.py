@@ -244,8 +244,9 @@ def test_boosting_scans_of_a_fit_equal_every_candidate_scored(monkeypatch):
     import inspect
     import types
     from gputree import GradientBoostingRegressor
-    from gputree.backends.cpu import threaded
+    from gputree.backends.cpu import claims, threaded
     from gputree.backends.cpu.split_scan import _find_splits
+    from gputree.growth import level_order
     from gputree.backends.formulas import (PARAM_MIN_SAMPLES_LEAF, PARAM_MIN_WEIGHT_LEAF,
                                            PARAM_REG_ALPHA, PARAM_REG_LAMBDA)
     from simulated.datasets import regression
@@ -258,6 +259,9 @@ def test_boosting_scans_of_a_fit_equal_every_candidate_scored(monkeypatch):
             calls.append(dict(zip(names, [np.copy(a) for a in args])))
         return result
     monkeypatch.setattr(threaded.ThreadedKernel, "run", keep)
+    # the level-wise scans, one call a level (small data grows its level-wise
+    # trees best first, the scans inside one compiled call: level_order)
+    monkeypatch.setattr(level_order, "applies", lambda *args: False)
     X, y = regression(n_samples=240, seed=3)
     GradientBoostingRegressor(device="cpu", n_estimators=3, max_depth=4, max_bins=300,
                               random_state=0).fit(X, y)
@@ -269,7 +273,7 @@ def test_boosting_scans_of_a_fit_equal_every_candidate_scored(monkeypatch):
                                   min_weight_leaf=params[PARAM_MIN_WEIGHT_LEAF],
                                   reg_lambda=params[PARAM_REG_LAMBDA],
                                   reg_alpha=params[PARAM_REG_ALPHA])
-        for node in a["scan_rows"]:
+        for node in a["scan_rows"][:a["claims"][claims.ROWS]]:
             for f in np.flatnonzero(a["is_categorical"] == 0):
                 n = a["n_bins_non_missing"][f]
                 best, b, ml, sums = reference_scan(a["hist"][node, f], n, a["missing_bin"], p,

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import reference
+from gputree import _threads
 from gputree.backends.cpu import binned_cache, histograms, partition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,10 +216,15 @@ for threads in (1, 2, 3):
     boost = GradientBoostingClassifier(n_estimators=5, max_depth=5, early_stopping=False,
                                        random_state=0, device="cpu").fit(X, y)
     tree = DecisionTreeClassifier(max_depth=8, random_state=0, device="cpu").fit(X, y)
-    for t in list(boost._trees) + [tree.tree_.arrays]:   # tree_ wraps the TreeArrays
+    # best first: the compiled steps' team of threads, a leaf's rows split in place
+    leaves = GradientBoostingClassifier(n_estimators=5, grow_policy="lossguide", max_depth=None,
+                                        early_stopping=False, random_state=0,
+                                        device="cpu").fit(X, y)
+    for t in list(boost._trees) + list(leaves._trees) + [tree.tree_.arrays]:
         for name, value in sorted(vars(t).items()):
             digest.update(np.ascontiguousarray(value).tobytes())
-    for array in (boost.predict_proba(X), boost.train_score_, tree.predict_proba(X)):
+    for array in (boost.predict_proba(X), boost.train_score_, leaves.predict_proba(X),
+                  tree.predict_proba(X)):
         digest.update(np.ascontiguousarray(array).tobytes())
     print(threads, digest.hexdigest())
 """
@@ -316,6 +322,9 @@ def test_rows_copied_in_node_order_give_the_same_models(backend, monkeypatch, ma
     column subset; sample weights) and forests (three classes: more
     channels), on 8- and 16-bit bins."""
     import gputree
+    from gputree.growth import level_order
+    # the level-wise passes (small data grows its trees best first: level_order)
+    monkeypatch.setattr(level_order, "applies", lambda *args: False)
     rng = np.random.RandomState(5)
     X = rng.normal(size=(3000, 7))
     X[:, 3] = np.round(X[:, 3] * 500)         # many distinct values: 16-bit bins
@@ -489,3 +498,14 @@ def test_fetch_add_gives_each_of_two_threads_its_own_values():
     np.testing.assert_array_equal(np.sort(np.concatenate(outs)), np.arange(2 * n))
     assert counter[0] == 2 * n
 
+
+
+def test_work_zero_runs_as_one_part_even_when_every_job_runs_in_parts(monkeypatch):
+    """A call with work 0 asks for one part (kernels that work in place, as
+    a leaf's row split, row_partition._split_range, must run as one): so it
+    stays with every job of some work in parts (PARALLEL_WORK 0, as the
+    bit-identity fits above force)."""
+    monkeypatch.setattr(_threads, "PARALLEL_WORK", 0)
+    with _threads.numba_threads(2):
+        assert _threads.parts_for(0) == 1
+        assert _threads.parts_for(1) == 2

@@ -247,6 +247,9 @@ class Backend(abc.ABC):
         :meth:`move_and_build_histograms`."""
         return None
 
+    #: whether :meth:`best_first_steps` gives compiled steps
+    compiles_best_first = False
+
     def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
                          count_channel, n_outputs, scan):
         """The compiled steps of a best-first tree on a row partition, with

@@ -41,6 +41,19 @@ def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
 
 
+def scans_directly(backend, data, growth):
+    """Whether a tree's histograms and scan may skip the general plan
+    (:meth:`_TreeGrowth._scan_planned`): a backend with host arrays whose
+    histogram pass overwrites its rows and whose scan derives the larger
+    child, and a tree of ``growth`` on ``data`` (BinnedData) with no
+    constraints and nothing drawn (every feature, the best thresholds)."""
+    n_features = data.X_binned.shape[1]
+    return (backend.xp is np and backend.derives_in_scan
+            and backend.overwrites_built_rows and growth.constraints is None
+            and not growth.random_thresholds
+            and not (growth.max_features and growth.max_features < n_features))
+
+
 def start_tree(backend, data, stats, growth, pool, held_row_bytes):
     """Check that the tree fits in the backend's memory and start it in
     ``pool`` (None: a new HistogramPool), with rows for the most nodes a
@@ -152,16 +165,8 @@ class _TreeGrowth:
 
     def scans_directly(self):
         """Whether the histograms and the scan may skip the general plan
-        (:meth:`_scan_planned`): a backend with host arrays whose histogram
-        pass overwrites its rows and whose scan derives the larger child, and
-        a tree with no constraints and nothing drawn (every feature, the best
-        thresholds)."""
-        backend, growth = self.backend, self.growth
-        n_features = self.data.X_binned.shape[1]
-        return (backend.xp is np and backend.derives_in_scan
-                and backend.overwrites_built_rows and self.constrained is None
-                and not growth.random_thresholds
-                and not (growth.max_features and growth.max_features < n_features))
+        (:meth:`_scan_planned`): :func:`scans_directly`."""
+        return scans_directly(self.backend, self.data, self.growth)
 
     def scan_constants(self):
         """The split scan's constants of the tree (find_best_splits' arguments but

@@ -292,8 +292,17 @@ class CPUBackend(Backend):
         return RowPartition(order, cache.rows(X_binned, "split_left"),
                             cache.rows(X_binned, "split_right"))
 
+    @property
+    def compiles_best_first(self):
+        """Compiled best-first steps where the histograms take each
+        feature's own bins (:attr:`uses_feature_bins`): their pool rows
+        hold the compact layout of those bins."""
+        return self.uses_feature_bins
+
     def best_first_steps(self, n_channels, n_features, n_words, limits, budget, max_depth,
                          count_channel, n_outputs, scan):
+        if not self.compiles_best_first:
+            return None
         return bestfirst_loop.LoopedSteps(n_channels, n_features, n_words, limits, budget,
                                           max_depth, count_channel, n_outputs, scan,
                                           (_scan_scratch, _scan_outputs))
