@@ -1,9 +1,10 @@
 """Level-wise trees of small data grown best first (gputree/growth/level_order.py)
 are the level-wise grower's trees field for field, with the same leaf for
 every row (the boosting's raw scores after each tree, bit for bit), across
-losses, outputs, missing values, categories, weights, row sampling, depth
-and leaf limits; the routing applies where it should and nowhere else; the
-level order of a tree is a brute-force breadth-first walk's."""
+losses (leaves refit from their rows too), outputs, missing values,
+categories, weights (zeros among them), row sampling, depth and leaf
+limits; the routing applies where it should and nowhere else; the level
+order of a tree is a brute-force breadth-first walk's."""
 import collections
 
 import numpy as np
@@ -41,6 +42,11 @@ CASES = {
     "regression": ("GradientBoostingRegressor", {}, regression_data),
     "huber deep": ("GradientBoostingRegressor", {"loss": "huber", "max_depth": 9,
                                                   "min_samples_leaf": 1}, regression_data),
+    "quantile (leaves refit from their rows)": ("GradientBoostingRegressor",
+                                                {"loss": "quantile", "alpha": 0.8},
+                                                regression_data),
+    "absolute error": ("GradientBoostingRegressor", {"loss": "absolute_error"},
+                       regression_data),
     "binary": ("GradientBoostingClassifier", {"max_depth": 4}, _classification),
     "three classes": ("GradientBoostingClassifier", {"max_depth": 5},
                       lambda: _classification(n_classes=3)),
@@ -59,7 +65,8 @@ CASES = {
 def test_trees_grown_in_level_order_are_the_level_wise_ones(monkeypatch, case):
     name, params, data = CASES[case]
     X, y = data()
-    weights = np.random.RandomState(5).uniform(0.2, 2.0, y.shape[0])
+    rng = np.random.RandomState(5)
+    weights = rng.uniform(0.2, 2.0, y.shape[0]) * (rng.rand(y.shape[0]) > 0.1)   # zeros too
     settings = dict(n_estimators=6, device="cpu", random_state=0, early_stopping=False,
                     learning_rate=0.3, **params)
 
