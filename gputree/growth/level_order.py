@@ -17,11 +17,10 @@ import dataclasses
 
 import numpy as np
 
-from .._dtypes import extension_words
 from ..criteria import KIND_NEWTON, LAYOUT_KIND
 from ..tree import TreeArrays
 from .bestfirst import grow_best_first
-from .levelwise import scans_directly
+from .levelwise import scans_directly, split_words
 
 #: training rows up to which a level-wise tree grows best first (measured,
 #: 2 threads: 15,000 rows at depth 6 0.28 s against 0.31 s; 30,000 rows at
@@ -34,12 +33,10 @@ def applies(backend, data, stats, growth):
     no leaf budget, the backend's compiled best-first steps, nothing drawn
     or constrained, the Newton criterion, no category beyond a bitset (the
     tree's words keep their level-wise places) and at most MOST_ROWS rows."""
-    categories = data.n_bins_non_missing[data.is_categorical != 0]
     return (not growth.best_first and not growth.max_leaf_nodes
             and data.X_binned.shape[0] <= MOST_ROWS and backend.compiles_best_first
             and scans_directly(backend, data, growth)
-            and stats.layout[LAYOUT_KIND] == KIND_NEWTON
-            and not int(extension_words(categories).max(initial=0)))
+            and stats.layout[LAYOUT_KIND] == KIND_NEWTON and not split_words(data))
 
 
 def grow_in_level_order(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
@@ -84,14 +81,11 @@ def level_order(left_child):
 
 def renumbered(tree, order, new_id):
     """The TreeArrays ``tree`` with node order[k] as node k (``new_id``
-    its inverse): each node's row moved, child and parent ids mapped."""
-    fields = {name: getattr(tree, name)[order]
-              for name in ("feature", "bitset", "threshold", "missing_left", "is_categorical",
-                           "value", "impurity", "n_node_samples", "weighted_n_node_samples",
-                           "gain", "depth", "chain_link", "cat_start", "cat_n_words")}
-    left, parent = tree.left_child[order], tree.parent[order]
-    fields["left_child"] = np.where(left >= 0, new_id[np.maximum(left, 0)], left).astype(
-        tree.left_child.dtype)
-    fields["parent"] = np.where(parent >= 0, new_id[np.maximum(parent, 0)], parent).astype(
-        tree.parent.dtype)
+    its inverse): each node's row moved (every per-node field), child and
+    parent ids mapped, the split words (indexed by cat_start) kept."""
+    fields = {field.name: getattr(tree, field.name)[order]
+              for field in dataclasses.fields(tree) if field.name != "cat_words"}
+    for name in ("left_child", "parent"):
+        ids = fields[name]
+        fields[name] = np.where(ids >= 0, new_id[np.maximum(ids, 0)], ids).astype(ids.dtype)
     return TreeArrays(cat_words=tree.cat_words, **fields)

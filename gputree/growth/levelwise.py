@@ -41,6 +41,14 @@ def grow_tree(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     return _TreeGrowth(backend, data, stats, growth, rng, pool).run()
 
 
+def split_words(data):
+    """The words of a categorical split beyond its bitset on ``data``
+    (BinnedData): enough for the feature with the most categories (0: no
+    feature has over 256)."""
+    return int(extension_words(data.n_bins_non_missing[data.is_categorical != 0])
+               .max(initial=0))
+
+
 def scans_directly(backend, data, growth):
     """Whether a tree's histograms and scan may skip the general plan
     (:meth:`_TreeGrowth._scan_planned`): a backend with host arrays whose
@@ -92,10 +100,7 @@ class _TreeGrowth:
             "inv": stats.inv_scale, "params": growth.criterion_params()})
         self.partition = {}      # host arrays of splits not yet applied to positions
         self.partition_start = 0
-        # words of a categorical split beyond its bitset: enough for the
-        # feature with the most categories (0: no feature has over 256)
-        self.n_words = int(extension_words(
-            data.n_bins_non_missing[data.is_categorical != 0]).max(initial=0))
+        self.n_words = split_words(data)
         # monotonic / interaction constraints: bounds and path features per node
         self.constrained = (growth.constraints.start_tree() if growth.constraints is not None
                             else None)

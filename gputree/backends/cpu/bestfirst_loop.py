@@ -19,7 +19,7 @@ from ..kernel_cache import cache_numba_cpu_kernels, kernel_factory, renamed_copy
 from . import split_build, split_scan
 from .bestfirst_step import (BUILT_NODE, BUILT_ROW, N_SCAN, NODE, _N_LEAVES, _N_NODES,
                              BestFirstSteps, _step)
-from .claims import leave, publish, wait_done, wait_for_slots
+from .claims import leave, publish, start_job, wait_done, wait_for_slots
 from .threaded import threaded
 
 _CACHE = cache_numba_cpu_kernels(__file__)
@@ -145,7 +145,7 @@ class LoopedSteps(BestFirstSteps):
             split_arguments, most_leaf_rows = arguments()
             n_bins_non_missing, is_categorical, missing_bin, layout, inv, params = self.constants
             gain, missing_left, bitset, left, info, words = self.outputs
-            self.claims[:] = 0
+            start_job(self.claims, 0, 0)
             left_behind = run_team(
                 loop_of(layout, params, self.any_categorical), gain, missing_left, bitset,
                 left, words, self.state, self.limits, self.inv,

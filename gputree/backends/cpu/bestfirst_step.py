@@ -242,6 +242,7 @@ class BestFirstSteps:
         full = scratch(n_channels, self.any_categorical, self.n_bins,
                        split_scan.scan_slots(_MOST_SLOTS))
         self._scratch = lambda n_slots: tuple(a[:n_slots] for a in full)
+        self.n_slots = full[0].shape[0]             # the scan's slots
         self.cells = histograms.FULL_LAYOUT      # the pool's layout (histograms.row_layout)
         self.claims = claims.slot_claims(0, 0)      # the scan's slots claimed
         self._scan_arguments = None                 # (:meth:`_scan_arrays`)
@@ -368,7 +369,7 @@ class BestFirstSteps:
         tree's arrays, of those rows alone)."""
         if self._scan_arguments is None or self._scan_arguments[0] is not hist:
             self._scan_arguments = self._scan_arrays(hist)
-        self.claims[:] = claims.slot_claims(self._scan_arguments[9].shape[0], n_scan)
+        claims.start_job(self.claims, self.n_slots, n_scan)
         self.find_splits.run(n_scan * self.row_work, *self._scan_arguments, self.scan_rows,
                              self.claims)
 

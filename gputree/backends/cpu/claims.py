@@ -38,7 +38,14 @@ MOST_IDLE_YIELDS = 1 << 12
 def slot_claims(n_slots, n_rows):
     """int64 (N_CLAIMS,): the claims of one job of ``n_slots`` slots over
     ``n_rows`` rows, none claimed yet (the array a kernel's parts share)."""
-    claims = np.zeros(N_CLAIMS, dtype=np.int64)
+    return start_job(np.empty(N_CLAIMS, dtype=np.int64), n_slots, n_rows)
+
+
+def start_job(claims, n_slots, n_rows):
+    """``claims`` OUT (no thread using them): one job of ``n_slots`` slots
+    over ``n_rows`` rows, none claimed yet (n_slots 0: none, as a team's
+    calling thread starts them); returns them."""
+    claims[:] = 0
     claims[END], claims[ROWS] = n_slots, n_rows
     return claims
 

@@ -1,8 +1,9 @@
 """LLVM intrinsics the CPU kernels call as numba functions: a cache
 prefetch of a row, the vector read-modify-writes that add two or three
-channels to a histogram cell at once (the histogram pass), and the atomic operations of threads that share work
-(a fetch-and-add, a compare-and-swap, loads and stores that order the
-memory around them, and a spin-wait hint: :mod:`.claims`)."""
+channels to a histogram cell at once (the histogram pass), and the atomic
+operations of threads that share work (a fetch-and-add, a
+compare-and-swap, loads and stores that order the memory around them, a
+spin-wait hint and a yield of the core: :mod:`.claims`)."""
 import sys
 
 from llvmlite import binding as llvm_binding
