@@ -85,6 +85,9 @@ class PeerBackend(DistributedBackend):
 
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
                          n_bins, out=None):
+        if out is None:     # a whole level's histograms (multiway growth)
+            return self._summed_histograms(X_binned, level_start, node_to_build, n_build,
+                                           n_bins)
         return self._record(X_binned, None, level_start, node_to_build, n_bins, out)
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
@@ -153,6 +156,23 @@ class PeerBackend(DistributedBackend):
         zero, self._zero = self._zero, False
         self.rows.move(X_binned.name, zero, _host_moves((level_start, split_feature,
                                                          split_sets, left_child)))
+
+    def _summed_histograms(self, X_binned, level_start, node_to_build, n_build, n_bins):
+        """Host int64 (n_build, F, n_bins, C): the one-machine histograms of
+        the level, every worker's summed on every worker (an all-reduce:
+        :meth:`WorkerRows.summed_histograms`)."""
+        zero, self._zero = self._zero, False
+        self._tag += 1
+        return self.rows.summed_histograms(("summed", self._tag), X_binned.name, zero,
+                                           int(level_start), np.asarray(node_to_build),
+                                           int(n_build), int(n_bins))
+
+    def move_by_child_table(self, X_binned, positions, level_start, split_feature, child_of):
+        """A multiway level's moves, applied to the worker's positions."""
+        zero, self._zero = self._zero, False
+        self.rows.move_by_child_table(X_binned.name, zero, int(level_start),
+                                      np.asarray(split_feature), np.asarray(child_of))
+        return positions
 
     def finish(self, x_name):
         """After a tree: its positions zeroed where no level did it (a

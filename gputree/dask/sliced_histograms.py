@@ -107,6 +107,19 @@ class SlicedHistograms:
             add_packed(self.pool[rows] if k else total, self._take(tag, sender), self.pool,
                        rows)
 
+    def all_reduce(self, tag, hist):
+        """Every worker's ``hist`` host int64 (n, F, n_bins, C) (the same
+        shape on each) summed, exactly, on every worker: this worker's
+        sent packed to every peer, the peers' added to it in place;
+        returns ``hist``, then the sum."""
+        if self.n_slices > 1:
+            packed = pack(hist)
+            self._send(tag, [packed] * self.n_slices)
+            for sender in range(self.n_slices):
+                if sender != self.index:
+                    add_packed(hist, self._take(tag, sender))
+        return hist
+
     def _pack(self, peer, hist):
         """``hist`` packed for slice ``peer`` into this worker's buffer for
         that peer: its previous contents were sent and added (the peer's
