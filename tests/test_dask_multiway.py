@@ -11,7 +11,7 @@ row-sized array."""
 import numpy as np
 import pytest
 
-from dask_models import assert_same_model, no_rows_answered
+from dask_models import assert_same_model, cluster_client, refuse_driver_path, sample_bins_from
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -19,11 +19,9 @@ pd = pytest.importorskip("pandas")
 
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
 
 import gputree  # noqa: E402
 import gputree.dask as gd  # noqa: E402
-from gputree.data.binning import BinMapper  # noqa: E402
 
 N_ROWS = 600
 #: row counts of the partitions of each partitioning (uneven, one of 1 row)
@@ -34,34 +32,20 @@ PARAMS = {"depth": dict(max_depth=3), "leaf": dict(min_samples_leaf=15)}
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with cluster_client() as client:
         yield client
 
 
 @pytest.fixture
 def small_bin_subsample(monkeypatch):
-    """Bins learned from a 250-row subsample: the sampled rows must be the
-    same global rows on the cluster."""
-    defaults = list(BinMapper.__init__.__defaults__)
-    defaults[2] = 250  # subsample (index 1 is is_categorical)
-    monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
+    sample_bins_from(monkeypatch, 250)
 
 
 @pytest.fixture
 def on_the_workers(monkeypatch):
-    """The driver path's row primitives and the gathering of y and the
-    weights refused; every answer of the workers checked for row-sized
-    arrays (the per-call row counts seen returned)."""
-    from gputree.dask.backend import DistributedBackend
-
-    def refused(*args, **kwargs):
-        raise AssertionError("a row-sized array or primitive went through the driver")
-
-    for name in ("build_histograms", "update_positions", "take_columns"):
-        monkeypatch.setattr(DistributedBackend, name, refused)
-    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
-    return no_rows_answered(monkeypatch, N_ROWS)
+    """The driver path refused (:func:`refuse_driver_path`); the per-call
+    row counts of the workers' answers."""
+    return refuse_driver_path(monkeypatch, N_ROWS)
 
 
 def multiway_frame(seed=0):
@@ -122,8 +106,7 @@ def test_multiway_tree_on_the_workers(client, small_bin_subsample, on_the_worker
 
 def test_three_workers(small_bin_subsample, on_the_workers):
     """Three in-process workers, each adding two peers' histograms."""
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster, Client(cluster) as three:
+    with cluster_client(3, processes=False) as three:
         for criterion in ("entropy", "gain_ratio"):
             check_fits(three, criterion, 3, PARAMS["depth"])
     assert {len(held) for held in on_the_workers} == {3}

@@ -16,6 +16,14 @@ makes the same decisions from the same node-sized data, with the same random
 generator (sent with the tree), and grows the same tree, which it applies to
 its own rows: the driver makes one call per tree and no level waits for it.
 
+A multiway tree (:mod:`gputree.growth.multiway`) asks for a level's whole
+histograms (``build_histograms`` without a pool): every worker builds those
+of its rows and they are summed among the workers, each sending its own to
+every peer (:meth:`gputree.dask.sliced_histograms.SlicedHistograms.all_reduce`),
+so that each holds the one-machine histograms, scans them and reads the
+chosen features' on the host; the level's rows then move on each worker
+(``move_by_child_table``).
+
 The grower's row-level primitives on a worker refer to its rows by name
 (:class:`WorkerArray`) and to the workers' sliced histogram pool
 (:class:`WorkerHistograms`); the histograms a level builds, the siblings it

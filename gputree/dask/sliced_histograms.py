@@ -18,6 +18,8 @@ contiguous and ascending, so that is the lowest feature among the best, the
 one-machine choice (``numpy.argmax``). With :attr:`SlicedHistograms.whole_up_to`
 workers or fewer, every worker owns every feature: each sends the others its
 whole histograms and scans them all, so no exchange of best splits follows.
+A multiway tree sums a level's whole histograms on every worker
+(:meth:`SlicedHistograms.all_reduce`): its grower reads them on the host.
 """
 import pickle
 

@@ -22,10 +22,11 @@ machine does (numpy's sums, so the score is one machine's bit for bit).
 Without ``oob_score`` nothing row-sized reaches the driver.
 
 Used by the Dask trees and forests whose trees the peer growth grows:
-binary splits (not ``multiway``) of the histograms (not
-``"absolute_error"``, whose splits search the node's rows), best or random
-thresholds (``splitter="random"``: each worker draws its features'); the
-others fit through
+splits of the histograms (not ``"absolute_error"``, whose splits search
+the node's rows), best or random thresholds (``splitter="random"``: each
+worker draws its features'), binary or ``multiway`` (ID3 / C4.5: the tree
+estimator's grower, :func:`gputree.growth.multiway.grow_multiway`, runs on
+the workers); the others fit through
 :class:`gputree.dask.backend.DistributedBackend`.
 """
 import numpy as np
