@@ -1,13 +1,52 @@
-"""Helpers of the gputree.dask tests: the bit-identity check (a model
-fitted on Dask is the one-machine model, every array of every tree, the
-bins and the recorded scores), a check that no answer of the workers holds
-a row-sized array, a worker that dies mid-fit, and row-wise
-custom objectives (LightGBM's ``func(y_true, raw) -> (grad, hess)``)."""
+"""Helpers of the gputree.dask tests: a local cluster, bins learned from a
+small row sample, the bit-identity check (a model fitted on Dask is the
+one-machine model, every array of every tree, the bins and the recorded
+scores), a check that no answer of the workers holds a row-sized array
+(and one that the driver path is not taken), a worker that dies mid-fit,
+and row-wise custom objectives (LightGBM's ``func(y_true, raw) -> (grad,
+hess)``)."""
+import contextlib
 import dataclasses
 import os
 import signal
 
 import numpy as np
+
+
+@contextlib.contextmanager
+def cluster_client(n_workers=2, processes=True):
+    """A distributed Client of a LocalCluster of ``n_workers`` one-thread
+    workers (processes, or threads of this process)."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client
+
+
+def sample_bins_from(monkeypatch, n_rows):
+    """Bins learned from an ``n_rows`` subsample (the default is 200,000):
+    the sampled rows must be the same global rows on the cluster."""
+    from gputree.data.binning import BinMapper
+    defaults = list(BinMapper.__init__.__defaults__)
+    defaults[2] = n_rows  # subsample (index 1 is is_categorical)
+    monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
+
+
+def refuse_driver_path(monkeypatch, n_rows):
+    """Fail a fit whose rows reach the driver: the driver path's row
+    primitives and the gathering of y and the weights are refused, and no
+    answer of the workers' actors holds a row-sized array
+    (:func:`no_rows_answered`, whose per-worker row counts are returned)."""
+    import gputree.dask as gd
+    from gputree.dask.backend import DistributedBackend
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a row-sized array or primitive went through the driver")
+
+    for name in ("build_histograms", "update_positions", "take_columns"):
+        monkeypatch.setattr(DistributedBackend, name, refused)
+    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    return no_rows_answered(monkeypatch, n_rows)
 
 
 def trees_of(model):

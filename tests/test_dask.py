@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import frames
-from dask_models import assert_same_model, die_at_round, no_rows_answered, softmax
+from dask_models import (assert_same_model, die_at_round, no_rows_answered, sample_bins_from,
+                         softmax)
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -27,7 +28,6 @@ from distributed import Client, LocalCluster  # noqa: E402
 import gputree  # noqa: E402
 import gputree.dask as gd  # noqa: E402
 from gputree.dask import partitions  # noqa: E402
-from gputree.data.binning import BinMapper  # noqa: E402
 
 N_ROWS = 600
 #: row counts of the partitions of each partitioning (uneven, one of 1 row)
@@ -51,9 +51,7 @@ def client():
 def small_bin_subsample(monkeypatch):
     """Bins learned from a 250-row subsample (the default is 200,000): the
     sampled rows must be the same global rows on the cluster."""
-    defaults = list(BinMapper.__init__.__defaults__)
-    defaults[2] = 250  # subsample (index 1 is is_categorical)
-    monkeypatch.setattr(BinMapper.__init__, "__defaults__", tuple(defaults))
+    sample_bins_from(monkeypatch, 250)
 
 
 def make_frame(seed=0):
@@ -102,6 +100,9 @@ CASES = {
     "boosting-friedman": (gputree.GradientBoostingRegressor, gd.DaskGradientBoostingRegressor,
                           dict(n_estimators=3, max_depth=3, criterion="friedman_mse",
                                subsample=0.8, random_state=0), "target"),
+    # ID3: multiway splits of the histograms summed among the workers
+    "tree-multiway": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
+                      dict(criterion="entropy", multiway=True, max_depth=3), "labels"),
     # a RandomState as random_state (fit_pair gives each estimator a copy)
     "tree-random-state": (gputree.DecisionTreeClassifier, gd.DaskDecisionTreeClassifier,
                           dict(max_depth=5, splitter="random", max_features=2,
@@ -648,6 +649,10 @@ LOSSES = {
     # the first call to the workers killed
     "tree-random-state": (("worker_boosting", "WorkerRowsBackend", "call", "grow_trees"), 1,
                           -1, None, 1),
+    # a multiway tree: the first worker killed as the first call starts
+    # (the other waiting for its histograms), the tree grown again
+    "tree-multiway": (("worker_boosting", "WorkerRowsBackend", "call", "grow_trees"), 1, 0,
+                      None, 1),
 }
 
 

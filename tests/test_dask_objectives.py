@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import frames
-from dask_models import assert_same_model, logistic, no_rows_answered, softmax, squared_error
+from dask_models import (assert_same_model, cluster_client, logistic, refuse_driver_path,
+                         softmax, squared_error)
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -18,11 +19,9 @@ pytest.importorskip("pandas")
 
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
 
 import gputree  # noqa: E402
 import gputree.dask as gd  # noqa: E402
-from gputree.dask.backend import DistributedBackend  # noqa: E402
 
 N_ROWS = 400
 #: row counts of the partitions of each partitioning (uneven, one of 1 row)
@@ -31,8 +30,7 @@ PARTITIONINGS = {1: [N_ROWS], 2: [300, 100], 3: [1, 199, 200]}
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with cluster_client() as client:
         yield client
 
 
@@ -42,13 +40,7 @@ def rows_on_workers(monkeypatch):
     primitives and the gathering of y and the weights are refused, and no
     answer of the workers' actors holds a row-sized array; yields the
     per-worker row counts the actors' calls saw."""
-    def refused(*args, **kwargs):
-        raise AssertionError("a row-sized array or primitive went through the driver")
-
-    for name in ("build_histograms", "update_positions", "take_columns"):
-        monkeypatch.setattr(DistributedBackend, name, refused)
-    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
-    seen = no_rows_answered(monkeypatch, N_ROWS)
+    seen = refuse_driver_path(monkeypatch, N_ROWS)
     yield seen
     assert seen         # the fit ran on the workers' actors
 

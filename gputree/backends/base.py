@@ -325,6 +325,25 @@ class Backend(abc.ABC):
         node_values float64 (n_nodes, V), positions int32 (n,) (backend)."""
         out[:, first_column:first_column + node_values.shape[1]] += node_values[positions]
 
+    def move_by_child_table(self, X_binned, positions, level_start, split_feature, child_of):
+        """The rows of level node k = positions - level_start move to
+        ``child_of[k, b]`` (b: their bin of ``split_feature[k]``) where
+        split_feature[k] >= 0 (a multiway level's moves,
+        :mod:`gputree.growth.multiway`); split_feature host int32 (n_level,),
+        child_of host int32 (n_level, n_bins). Returns the positions int32
+        (n,) (here a new array, from array operations of ``xp``: no loop
+        over rows)."""
+        xp = self.xp
+        table = self.upload_many({"feature": split_feature, "child_of": child_of})
+        relative = positions - level_start
+        in_level = (relative >= 0) & (relative < split_feature.shape[0])
+        relative = xp.where(in_level, relative, 0)
+        row_feature = table["feature"][relative]
+        moving = in_level & (row_feature >= 0)
+        bins = X_binned[xp.arange(relative.shape[0]), xp.maximum(row_feature, 0)]
+        moved = table["child_of"][relative, bins.astype(np.int64)]
+        return xp.where(moving, moved, positions).astype(NODE_DTYPE)
+
     def add_leaf_values(self, X_binned, node_feature, node_sets, node_left, tree_roots,
                         node_values, tree_columns, out):
         """Default: leaf ids of a block of trees at a time, then one gather

@@ -10,8 +10,9 @@ ordinary estimator grows on the concatenated data, whatever the
 partitioning. Boosting, trees and forests keep every row-sized array on the
 workers (actors: :mod:`gputree.dask.worker_boosting`,
 :mod:`gputree.dask.worker_forest`), the workers summing their histograms
-among themselves; ``multiway`` trees and ``criterion="absolute_error"``
-trees and forests fit through the driver path (:mod:`gputree.dask.backend`). A worker lost mid-fit: the fit continues on
+among themselves (``multiway`` trees too); ``criterion="absolute_error"``
+trees and forests fit through the driver path (:mod:`gputree.dask.backend`).
+A worker lost mid-fit: the fit continues on
 the others to the same model, keeping its finished trees
 (:mod:`gputree.dask.recovery`), or raises :class:`WorkerLostError`.
 ``model.to_local()`` gives that ordinary estimator. See

@@ -1,8 +1,8 @@
 """The distributed backend: the backend seam (:mod:`gputree.backends.base`)
 over row partitions held by Dask workers, so that the one-machine grower
 and forests run unchanged on the driver: the driver path of the
-fits that the workers do not grow among themselves (``multiway`` trees;
-trees and forests with ``criterion="absolute_error"``). The other fits keep their rows on the
+fits that the workers do not grow among themselves (trees and forests
+with ``criterion="absolute_error"``). The other fits keep their rows on the
 workers (:mod:`gputree.dask.worker_boosting`,
 :mod:`gputree.dask.worker_forest`), whose peer growth reuses this class's
 node-level methods (:class:`gputree.dask.peer_growth.PeerBackend`).

@@ -23,10 +23,10 @@ grad and hess depend only on its own y and raw score, as boosting
 objectives do); a callable that is not (one normalising by the mean of the
 rows it gets, say) sees each worker's rows and gives a model that depends
 on the partitioning. Trees and forests of best splits keep theirs there
-too, bootstrap counts and out-of-bag sums included
-(:mod:`gputree.dask.worker_forest`); only a forest's row-sized OOB
+too, bootstrap counts and out-of-bag sums included, ``multiway`` trees
+as well (:mod:`gputree.dask.worker_forest`); only a forest's row-sized OOB
 attributes (``oob_score``) come to the driver, once, at the fit's end.
-``multiway`` trees and ``criterion="absolute_error"`` trees and forests
+``criterion="absolute_error"`` trees and forests
 gather y and the weights to the driver and build each tree's statistics
 there (the driver path, :mod:`gputree.dask.backend`). ``to_local()`` gives the
 ordinary fitted estimator; ``predict``-like methods on a Dask collection

@@ -66,7 +66,8 @@ class ForestRows(WorkerRows):
                 counts = bootstrap_counts(seed, i, n_total, n_bootstrap, self.ranges)
                 self.oob.add(values, leaves[:, i], counts == 0)
 
-    def grow_trees(self, specs, seed, n_total, n_bootstrap, data, growth, min_weight_fraction):
+    def grow_trees(self, specs, seed, n_total, n_bootstrap, data, growth, min_weight_fraction,
+                   grower=grow):
         """Grow the trees ``specs`` [(index, the state of its RandomState)]
         with the peers (each worker its own generator: in a cluster of
         threads the actors would share one object):
@@ -75,7 +76,9 @@ class ForestRows(WorkerRows):
         scales, ``growth`` with min_weight_leaf ``min_weight_fraction``
         times the order-free sum of every row's weights (a single tree's:
         of the sample weights, as one machine's), its leaves added
-        to the out-of-bag sums where kept. Returns, on the first worker,
+        to the out-of-bag sums where kept; ``grower`` the function that grows
+        a tree (:func:`gputree.growth.grower.grow`, or a single tree's
+        :func:`gputree.growth.multiway.grow_multiway`). Returns, on the first worker,
         (the trees, the last generator's state); None on the others."""
         trees, rng = [], None
         for i, state in specs:
@@ -88,7 +91,7 @@ class ForestRows(WorkerRows):
             if self.grower is None:
                 self.grower = PeerBackend(self, self.device)
                 self.tree_pool = HistogramPool(self.grower)
-            tree, _ = grow(self.grower, data, stats, growth_i, rng, self.tree_pool)
+            tree, _ = grower(self.grower, data, stats, growth_i, rng, self.tree_pool)
             self.grower.finish("X")
             if self.oob is not None:
                 self.oob.add(self.backend.asarray(tree.value), self.positions, counts == 0)

@@ -16,6 +16,14 @@ makes the same decisions from the same node-sized data, with the same random
 generator (sent with the tree), and grows the same tree, which it applies to
 its own rows: the driver makes one call per tree and no level waits for it.
 
+A multiway tree (:mod:`gputree.growth.multiway`) asks for a level's whole
+histograms (``build_histograms`` without a pool): every worker builds those
+of its rows and they are summed among the workers, each sending its own to
+every peer (:meth:`gputree.dask.sliced_histograms.SlicedHistograms.all_reduce`),
+so that each holds the one-machine histograms, scans them and reads the
+chosen features' on the host; the level's rows then move on each worker
+(``move_by_child_table``).
+
 The grower's row-level primitives on a worker refer to its rows by name
 (:class:`WorkerArray`) and to the workers' sliced histogram pool
 (:class:`WorkerHistograms`); the histograms a level builds, the siblings it
@@ -85,6 +93,9 @@ class PeerBackend(DistributedBackend):
 
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
                          n_bins, out=None):
+        if out is None:     # a whole level's histograms (multiway growth)
+            return self._summed_histograms(X_binned, level_start, node_to_build, n_build,
+                                           n_bins)
         return self._record(X_binned, None, level_start, node_to_build, n_bins, out)
 
     def move_and_build_histograms(self, X_binned, positions, moves, stats, level_start,
@@ -153,6 +164,23 @@ class PeerBackend(DistributedBackend):
         zero, self._zero = self._zero, False
         self.rows.move(X_binned.name, zero, _host_moves((level_start, split_feature,
                                                          split_sets, left_child)))
+
+    def _summed_histograms(self, X_binned, level_start, node_to_build, n_build, n_bins):
+        """Host int64 (n_build, F, n_bins, C): the one-machine histograms of
+        the level, every worker's summed on every worker (an all-reduce:
+        :meth:`WorkerRows.summed_histograms`)."""
+        zero, self._zero = self._zero, False
+        self._tag += 1
+        return self.rows.summed_histograms(("summed", self._tag), X_binned.name, zero,
+                                           int(level_start), np.asarray(node_to_build),
+                                           int(n_build), int(n_bins))
+
+    def move_by_child_table(self, X_binned, positions, level_start, split_feature, child_of):
+        """A multiway level's moves, applied to the worker's positions."""
+        zero, self._zero = self._zero, False
+        self.rows.move_by_child_table(X_binned.name, zero, int(level_start),
+                                      np.asarray(split_feature), np.asarray(child_of))
+        return positions
 
     def finish(self, x_name):
         """After a tree: its positions zeroed where no level did it (a

@@ -18,6 +18,8 @@ contiguous and ascending, so that is the lowest feature among the best, the
 one-machine choice (``numpy.argmax``). With :attr:`SlicedHistograms.whole_up_to`
 workers or fewer, every worker owns every feature: each sends the others its
 whole histograms and scans them all, so no exchange of best splits follows.
+A multiway tree sums a level's whole histograms on every worker
+(:meth:`SlicedHistograms.all_reduce`): its grower reads them on the host.
 """
 import pickle
 
@@ -106,6 +108,19 @@ class SlicedHistograms:
             # the first peer's piece added on the way into the pool, the others' there
             add_packed(self.pool[rows] if k else total, self._take(tag, sender), self.pool,
                        rows)
+
+    def all_reduce(self, tag, hist):
+        """Every worker's ``hist`` host int64 (n, F, n_bins, C) (the same
+        shape on each) summed, exactly, on every worker: this worker's
+        sent packed to every peer, the peers' added to it in place;
+        returns ``hist``, then the sum."""
+        if self.n_slices > 1:
+            packed = pack(hist)
+            self._send(tag, [packed] * self.n_slices)
+            for sender in range(self.n_slices):
+                if sender != self.index:
+                    add_packed(hist, self._take(tag, sender))
+        return hist
 
     def _pack(self, peer, hist):
         """``hist`` packed for slice ``peer`` into this worker's buffer for

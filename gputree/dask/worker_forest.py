@@ -22,10 +22,11 @@ machine does (numpy's sums, so the score is one machine's bit for bit).
 Without ``oob_score`` nothing row-sized reaches the driver.
 
 Used by the Dask trees and forests whose trees the peer growth grows:
-binary splits (not ``multiway``) of the histograms (not
-``"absolute_error"``, whose splits search the node's rows), best or random
-thresholds (``splitter="random"``: each worker draws its features'); the
-others fit through
+splits of the histograms (not ``"absolute_error"``, whose splits search
+the node's rows), best or random thresholds (``splitter="random"``: each
+worker draws its features'), binary or ``multiway`` (ID3 / C4.5: the tree
+estimator's grower, :func:`gputree.growth.multiway.grow_multiway`, runs on
+the workers); the others fit through
 :class:`gputree.dask.backend.DistributedBackend`.
 """
 import numpy as np
@@ -52,9 +53,9 @@ class WorkerResidentTrees:
     :class:`gputree.dask.backend.DistributedBackend` otherwise."""
 
     def _rows_on_workers(self):
-        """The worker path serves binary splits of the histograms (not
-        ``multiway``, nor ``"absolute_error"``'s search over a node's rows)."""
-        return not getattr(self, "multiway", False) and self.criterion != "absolute_error"
+        """The worker path serves the splits of the histograms, binary or
+        ``multiway`` (not ``"absolute_error"``'s search over a node's rows)."""
+        return self.criterion != "absolute_error"
 
     def _fit_dask(self, X, y, sample_weight):
         if not self._rows_on_workers():
@@ -91,13 +92,15 @@ class WorkerResidentTrees:
     # ----------------------------------------------------------- a tree
     def _fit_tree(self, X, targets):
         """The one-machine tree fit (gputree.estimators.tree) on the workers."""
+        grower = self._grower()       # checks the options of multiway=True first
         rng, seed = tree_random_streams(self.random_state)
         inputs = self._bin_training_data(X, seed, targets)
         n_samples, n_features = inputs.data.X_binned.shape
         backend, summary = self._worker_rows(inputs.backend, inputs.data, targets)
         growth = growth_params(self, n_samples, 1.0, n_features)
         trees, state = backend.call("grow_trees", [(0, rng.get_state())], None, n_samples, None,
-                                    inputs.data, growth, self.min_weight_fraction_leaf)[0]
+                                    inputs.data, growth, self.min_weight_fraction_leaf,
+                                    grower)[0]
         rng.set_state(state)        # the generator advanced as one machine's
         self._set_fitted(inputs, summary, growth, prune(trees[0], self.ccp_alpha,
                                                         self._ccp_risk()))

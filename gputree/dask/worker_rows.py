@@ -517,6 +517,28 @@ class WorkerRows:
                                              is_categorical, missing_bin, layout, allowed)
         return self.sliced.scan(backend, *scan, split_bin=split_bin)
 
+    def summed_histograms(self, tag, x_name, zero, level_start, node_to_build, n_build,
+                          n_bins):
+        """Host int64 (n_build, F, n_bins, C): the histograms of the level's
+        build rows (``node_to_build`` int32 (n_level,)) of every worker's
+        rows, summed among the workers (:meth:`SlicedHistograms.all_reduce`,
+        ``tag`` the level's id), positions zeroed first where ``zero`` (a
+        new tree): a multiway level's (:mod:`gputree.growth.multiway`)."""
+        backend = self._use_threads()
+        X = self.X[x_name]
+        self.move(x_name, zero, None)
+        hist = backend.build_histograms(X, self.stats.stats, self.positions, level_start,
+                                        backend.asarray(node_to_build), n_build, n_bins)
+        return self.sliced.all_reduce(tag, np.ascontiguousarray(to_host(hist)))
+
+    def move_by_child_table(self, x_name, zero, level_start, split_feature, child_of):
+        """Positions zeroed (``zero``), then a multiway level's moves
+        (:meth:`gputree.backends.base.Backend.move_by_child_table`)."""
+        backend = self._use_threads()
+        self.move(x_name, zero, None)
+        self.positions = backend.move_by_child_table(self.X[x_name], self.positions,
+                                                     level_start, split_feature, child_of)
+
     def _level_buffer(self, n_build, row_shape):
         """The buffer a level's histograms are built into: int64 (>= n_build,
         *row_shape) on the worker's device, kept between levels and trees

@@ -100,10 +100,11 @@ class _Node:
         self.child_bins = None                    # multiway: bin of each child
 
 
-def grow_multiway(backend, data, stats, growth, rng):
+def grow_multiway(backend, data, stats, growth, rng, pool=None, held_row_bytes=0):
     """Grow one multiway tree (arguments as :func:`gputree.growth.levelwise.grow_tree`;
-    ``growth.max_depth`` counts multiway splits as one level). Returns
-    (TreeArrays, None)."""
+    ``pool`` and ``held_row_bytes`` unused: every candidate's histograms are
+    built anew; ``growth.max_depth`` counts multiway splits as one level).
+    Returns (TreeArrays, None)."""
     layout = stats.layout.copy()
     layout[LAYOUT_MULTIWAY] = 1
     growth_of = _Growth(backend, data, stats, growth, rng, layout)
@@ -122,7 +123,7 @@ class _Growth:
             "n_bins_non_missing": data.n_bins_non_missing,
             "is_categorical": data.is_categorical, "layout": layout,
             "inv": stats.inv_scale, "params": growth.criterion_params()})
-        self.positions = backend.zeros((data.X_binned.shape[0],), NODE_DTYPE)
+        self.positions = backend.row_zeros(data.X_binned.shape[0], NODE_DTYPE)
 
     def summaries(self, totals):
         """(values, impurity) host arrays of host int64 ``totals`` (n, C)."""
@@ -134,9 +135,7 @@ class _Growth:
         return found["values"], found["impurity"]
 
     def run(self):
-        stats, xp = self.stats.stats, self.backend.xp
-        root_totals = self.backend.download(
-            xp.stack([stats[:, c].sum() for c in range(stats.shape[1])]))
+        root_totals = self.root_totals()
         nodes = [_Node(root_totals, 0, np.zeros(self.data.X_binned.shape[1], dtype=bool))]
         level_start, n_level = 0, 1
         while n_level:
@@ -158,6 +157,14 @@ class _Growth:
             level_start, n_level = len(nodes), len(children)
             nodes.extend(children)
         return _chain_tree(nodes, self.data, self.layout, self.inv, self.summaries)
+
+    def root_totals(self):
+        """Host int64 (n_channels,): the statistics' column sums (summed
+        where they were built, or here: exact in any order)."""
+        if self.stats.totals is not None:
+            return np.asarray(self.stats.totals[0])
+        stats, xp = self.stats.stats, self.backend.xp
+        return self.backend.download(xp.stack([stats[:, c].sum() for c in range(stats.shape[1])]))
 
     def scan_level(self, level_start, level, candidates):
         """Histograms and multiway scan of the candidates: (feature int32
@@ -188,23 +195,16 @@ class _Growth:
 
     def move_rows(self, level_start, level, first_child):
         """Rows of the level's split nodes move to their child: a per-bin
-        child table (n_level, n_bins) gathered at each row's bin (array
-        operations of the backend's ``xp``; no loop over rows)."""
-        xp, n_bins = self.backend.xp, self.data.n_bins
+        child table (n_level, n_bins) gathered at each row's bin by the
+        backend (:meth:`gputree.backends.base.Backend.move_by_child_table`)."""
+        n_bins = self.data.n_bins
         feature = np.array([node.feature for node in level], dtype=np.int32)
         child_of = np.zeros((len(level), n_bins), dtype=NODE_DTYPE)
-        for i, node in enumerate(level):
+        for i, node in enumerate(level):     # a loop over nodes, never rows
             if node.feature >= 0:
                 child_of[i] = _child_table(node, n_bins)
-        table = self.backend.upload_many({"feature": feature, "child_of": child_of})
-        relative = self.positions - level_start
-        in_level = (relative >= 0) & (relative < len(level))
-        relative = xp.where(in_level, relative, 0)
-        row_feature = table["feature"][relative]
-        moving = in_level & (row_feature >= 0)
-        bins = self.data.X_binned[xp.arange(relative.shape[0]), xp.maximum(row_feature, 0)]
-        moved = table["child_of"][relative, bins.astype(np.int64)]
-        self.positions = xp.where(moving, moved, self.positions).astype(NODE_DTYPE)
+        self.positions = self.backend.move_by_child_table(
+            self.data.X_binned, self.positions, level_start, feature, child_of)
 
 
 def _child_table(node, n_bins):
