@@ -4,6 +4,7 @@ threads, over TCP and inproc comms): messages arrive whole and by tag in any
 order, and a wait ends with a clear error when the peer is gone or the fit
 is stopped, never hangs."""
 import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,6 +17,7 @@ from distributed.protocol import to_serialize  # noqa: E402
 from distributed.security import Security  # noqa: E402
 
 from gputree.dask.packed_histograms import add_packed, pack  # noqa: E402
+from gputree.dask import peer_links  # noqa: E402
 from gputree.dask.peer_links import PeerLinks  # noqa: E402
 
 
@@ -80,6 +82,25 @@ def test_messages_arrive_whole_by_tag_in_any_order(scheme):
         splits, total = got[i]
         assert splits == [bytes([1 - i, level]) * 1000 for level in (3, 1, 0, 2)]
         np.testing.assert_array_equal(total, hists[0] + hists[1])
+
+
+def test_a_wait_for_a_message_that_never_comes_ends(monkeypatch):
+    """Workers that disagree about the next message (one waits for a tag
+    the other never sends) raise after STALL_SECONDS of silence, naming the
+    awaited key and the messages held, instead of waiting for ever; a
+    message coming meanwhile restarts the count."""
+    monkeypatch.setattr(peer_links, "STALL_SECONDS", 0.5)
+    links = _linked("tcp")
+    links[0].send(1, ("limit", 7), b"x")
+    links[0].send(1, "first", b"")
+    links[1].take("first", 0)              # the links keep their order: ("limit", 7) came
+    later = threading.Timer(0.4, lambda: links[0].send(1, ("splits", 8), b"y"))
+    later.start()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"'splits', 7.*'limit', 7"):
+        _within(30, lambda: links[1].take(("splits", 7), 0))
+    assert time.monotonic() - started >= 0.9      # the message at 0.4 s restarted the count
+    later.join()
 
 
 def test_wait_ends_when_the_fit_is_stopped_or_the_peer_gone():

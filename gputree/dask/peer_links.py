@@ -32,6 +32,12 @@ from distributed.comm.addressing import unparse_host_port
 from distributed.comm.core import CommClosedError
 
 
+#: a worker that receives nothing for this long while it waits for a peer's
+#: message raises (:meth:`_Mailbox.take`): a level's histograms of the
+#: largest data take seconds, not minutes
+STALL_SECONDS = 600
+
+
 class PeerLinks:
     """One worker's links to its peers: ``worker`` the distributed Worker
     whose actor thread uses them (its address's protocol and its security
@@ -98,6 +104,7 @@ class _Mailbox:
         self.aborted = False
         self.loop, self.outgoing, self.incoming, self.listeners = None, {}, [], []
         self.writing = set()     # the writes posted and not done
+        self.came = False        # a message came since the last check of a long wait
         self.stopped = False     # stop() ran
 
     def start(self, address, listen_args):
@@ -177,15 +184,27 @@ class _Mailbox:
                 tag = tuple(tag) if isinstance(tag, list) else tag   # msgpack: lists
                 with self.arrived:
                     self.inbox[(tag, int(sender))] = piece
+                    self.came = True
                     self.arrived.notify_all()
         except Exception as error:     # noqa: BLE001 - a closed link: told to a take
             self._failed(error)
 
     def take(self, key):
-        """The piece under ``key``, taken out once it has come."""
+        """The piece under ``key``, taken out once it has come; a
+        RuntimeError saying what was awaited and what had come instead when
+        nothing has come for :data:`STALL_SECONDS` (the workers would
+        otherwise wait for each other for ever)."""
         with self.arrived:
-            self.arrived.wait_for(lambda: key in self.inbox or self.aborted
-                                  or self.failure is not None)
+            self.came = False
+            while not self.arrived.wait_for(lambda: key in self.inbox or self.aborted
+                                            or self.failure is not None, STALL_SECONDS):
+                if not self.came:
+                    raise RuntimeError(
+                        f"a worker waited {STALL_SECONDS} s for another worker's message "
+                        f"{key!r} and nothing came (messages held: "
+                        f"{sorted(map(repr, self.inbox))}); the workers disagree about "
+                        "the fit's next step, or a worker stopped")
+                self.came = False
             if key in self.inbox:
                 return self.inbox.pop(key)
             if self.aborted:
