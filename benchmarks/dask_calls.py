@@ -16,6 +16,7 @@ spent in them), and each worker's CPU seconds by thread (Linux).
 
     python benchmarks/dask_calls.py --rows 150000 --trees 20
     python benchmarks/dask_calls.py --rows 150000 --trees 100 --phases
+    python benchmarks/dask_calls.py --rows 150000 --trees 100 --phases --fresh
 """
 import argparse
 import collections
@@ -191,6 +192,9 @@ def main():
     parser.add_argument("--compare-data", action="store_true", help="compare.py dask's "
                         "data instead (make_classification: --rows training rows of "
                         "--rows / 0.75, its 2,000-row warm-up fit)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="time the first fit on fresh worker processes, as compare.py "
+                             "dask does (the warm-up runs on a cluster of its own)")
     parser.add_argument("--phases", action="store_true", help="time the fit's phases and "
                         "count the client's calls (see the module docstring)")
     parser.add_argument("--profile", metavar="DIR", help="record the workers with py-spy "
@@ -221,12 +225,21 @@ def main():
         phases.install(Client)
     settings = dict(max_depth=8, learning_rate=0.1, reg_lambda=1.0, min_samples_leaf=1,
                     max_bins=255, random_state=0, device="cpu")
+    def warm_up(client):
+        """A 2-tree fit on rows of every partition: every worker warmed up."""
+        step = -(-args.rows // warm_rows)
+        DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[::step], dy[::step])
+
+    chunks = (-(-args.rows // 4), 28)
+    dX, dy = da.from_array(X, chunks=chunks), da.from_array(y, chunks=chunks[0])
+    if args.fresh:      # the driver and numba's cache warm, the timed cluster's workers not
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            warm_up(client)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        chunks = (-(-args.rows // 4), 28)
-        dX, dy = da.from_array(X, chunks=chunks), da.from_array(y, chunks=chunks[0])
-        step = -(-args.rows // warm_rows)     # rows of every partition: every worker warmed up
-        DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[::step], dy[::step])
+        if not args.fresh:
+            warm_up(client)
         calls.clear()
         workers_before = sum(client.run(cpu_seconds).values())
         threads_before = client.run(thread_seconds) if phases else None
