@@ -82,7 +82,6 @@ def check_fits(client, criterion, n_partitions, params):
         local = gputree.DecisionTreeClassifier(**params).fit(X, labels, sample_weight=w)
         assert local.tree_.arrays.is_multiway      # the data exercise multiway splits
         model = gd.DaskDecisionTreeClassifier(**params, client=client)
-        assert model._rows_on_workers()
         model.fit(dX, dy, sample_weight=w)
         assert_same_model(model, local)
         for method in ("predict_proba", "predict"):

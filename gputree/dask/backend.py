@@ -67,14 +67,14 @@ class DistributedBackend(Backend):
     # -------------------------------------------------------- row-level
     def build_histograms(self, X_binned, stats, positions, level_start, node_to_build, n_build,
                          n_bins, out=None):
-        raise _rows_on_workers("build_histograms")
+        raise _refused_here("build_histograms")
 
     def update_positions(self, X_binned, positions, level_start, split_feature, split_sets,
                          left_child):
-        raise _rows_on_workers("update_positions")
+        raise _refused_here("update_positions")
 
 
-def _rows_on_workers(primitive):
+def _refused_here(primitive):
     """The error of a row-level primitive asked of the driver."""
     return TypeError(f"{primitive} runs on the rows of each worker "
                      "(gputree.dask.peer_growth.PeerBackend), never on the driver, which holds "
