@@ -1,8 +1,8 @@
 """Helpers of the gputree.dask tests: a local cluster, bins learned from a
 small row sample, the bit-identity check (a model fitted on Dask is the
 one-machine model, every array of every tree, the bins and the recorded
-scores), a check that no answer of the workers holds a row-sized array
-(and one that the driver path is not taken), a worker that dies mid-fit,
+scores), a check that no answer of the workers holds a row-sized array,
+a worker that dies mid-fit,
 and row-wise custom objectives (LightGBM's ``func(y_true, raw) -> (grad,
 hess)``)."""
 import contextlib
@@ -33,19 +33,16 @@ def sample_bins_from(monkeypatch, n_rows):
 
 
 def refuse_driver_path(monkeypatch, n_rows):
-    """Fail a fit whose rows reach the driver: the driver path's row
-    primitives and the gathering of y and the weights are refused, and no
-    answer of the workers' actors holds a row-sized array
-    (:func:`no_rows_answered`, whose per-worker row counts are returned)."""
-    import gputree.dask as gd
-    from gputree.dask.backend import DistributedBackend
+    """Fail a fit whose rows reach the driver: no answer of the workers'
+    actors holds a row-sized array (:func:`no_rows_answered`, whose
+    per-worker row counts are returned), and binned X held by the workers
+    is never made a host array (its ``__array__`` refused here too)."""
+    from gputree.dask.partitions import RemoteRows
 
     def refused(*args, **kwargs):
-        raise AssertionError("a row-sized array or primitive went through the driver")
+        raise AssertionError("a row-sized array went through the driver")
 
-    for name in ("build_histograms", "update_positions", "take_columns"):
-        monkeypatch.setattr(DistributedBackend, name, refused)
-    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    monkeypatch.setattr(RemoteRows, "__array__", refused)
     return no_rows_answered(monkeypatch, n_rows)
 
 

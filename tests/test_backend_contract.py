@@ -18,7 +18,8 @@ def _backend_classes():
         pass
     try:
         from gputree.dask.backend import DistributedBackend
-        classes.append(DistributedBackend)
+        from gputree.dask.peer_growth import PeerBackend
+        classes += [DistributedBackend, PeerBackend]
     except ImportError:  # pragma: no cover - dask is a test dependency
         pass
     return classes

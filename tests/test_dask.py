@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import frames
-from dask_models import (assert_same_model, die_at_round, no_rows_answered, sample_bins_from,
-                         softmax)
+from dask_models import (assert_same_model, die_at_round, no_rows_answered, refuse_driver_path,
+                         sample_bins_from, softmax)
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -213,21 +213,13 @@ def test_same_model_other_estimators(client, small_bin_subsample, case):
     ids=["binary-subsample", "multi-output-verbose", "lossguide", "extra-trees"])
 def test_boosting_rows_stay_on_the_workers(client, small_bin_subsample, monkeypatch, params,
                                             n_partitions):
-    """Boosting with the Newton criterion keeps its rows on the workers: the
-    driver path's row primitives are never called, and the model and its
-    training scores (order-free sums in parts) are the one-machine ones (y
-    and the weights are never gathered to the driver), with
+    """Boosting with the Newton criterion keeps its rows on the workers: no
+    answer of the workers holds a row-sized array, and the model and its
+    training scores (order-free sums in parts) are the one-machine ones, with
     and without weights, for binary (row subsample without weights: the
     weighted score path) and multi-output trees (verbose: every round's
     training score computed at once)."""
-    from gputree.dask.backend import DistributedBackend
-
-    def refused(*args, **kwargs):
-        raise AssertionError("a row-sized primitive ran through the driver")
-
-    for name in ("build_histograms", "update_positions", "take_columns"):
-        monkeypatch.setattr(DistributedBackend, name, refused)
-    monkeypatch.setattr(gd.estimators, "gather_vector", refused)   # y, weights stay there
+    refuse_driver_path(monkeypatch, N_ROWS)
     X, labels, _, weights = make_frame()
     y = labels if "multi_strategy" in params else (labels > 0).astype(int)
     dX = dask_frame(X, n_partitions)
@@ -375,22 +367,13 @@ def _targets(kind, labels, target):
 @pytest.mark.parametrize("case", list(ON_WORKERS))
 def test_trees_and_forests_on_the_workers(client, small_bin_subsample, monkeypatch, case,
                                           n_partitions):
-    """Trees and forests keep their rows on the workers: y and the weights
-    are never gathered to the driver, the driver path's row primitives
-    never run, no answer of the workers holds a row-sized array (but the
+    """Trees and forests keep their rows on the workers: no answer of the
+    workers holds a row-sized array (but the
     OOB values, row-sized by scikit-learn's API, once at the fit's end),
     and the model, its predictions and its OOB attributes are the
     one-machine ones bit for bit, for uneven partitionings, with and
     without weights: bootstraps, max_samples, class weights, two outputs,
     best-first trees, the max_features soft limit, pruning."""
-    from gputree.dask.backend import DistributedBackend
-
-    def refused(*args, **kwargs):
-        raise AssertionError("a row-sized array or primitive went through the driver")
-
-    for name in ("build_histograms", "update_positions", "take_columns"):
-        monkeypatch.setattr(DistributedBackend, name, refused)
-    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
     seen = no_rows_answered(monkeypatch, N_ROWS, allowed=("oob_rows",))
     local_class, dask_class, params, kind = ON_WORKERS[case]
     X, labels, target, weights = make_frame()
@@ -449,10 +432,6 @@ def test_warm_start_on_the_workers(client, small_bin_subsample, monkeypatch, est
     classes and validation rows on the workers. Two rounds a call: rounds
     0-1, then 2-3 (the first continuing a fit whose last training score is
     known) and 4, each round's scores as one machine's."""
-    def refused(*args, **kwargs):
-        raise AssertionError("y or the weights were gathered to the driver")
-
-    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
     monkeypatch.setattr(gd.worker_boosting, "ROUNDS_PER_CALL", 2)
     rounds_calls, call = [], gd.worker_boosting.WorkerRowsBackend.call
 
@@ -506,12 +485,10 @@ def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, l
     targets); Huber's too (the lower median), its delta each round the
     weighted quantile of |y - raw| across the workers and its mean steps from
     the workers' summed int64 fixed-point sums: the one-machine model bit for
-    bit, with weights and a row subsample, y and the weights never gathered
-    to the driver."""
-    def refused(*args, **kwargs):
-        raise AssertionError("y or the weights were gathered to the driver")
-
-    monkeypatch.setattr(gd.estimators, "gather_vector", refused)
+    bit, with weights and a row subsample, no answer of the workers holding
+    a row-sized array (the Dask trees' and forests' refusal of
+    criterion="absolute_error" names these losses)."""
+    refuse_driver_path(monkeypatch, N_ROWS)
     X, _, target, weights = make_frame()
     params = dict(n_estimators=3, max_depth=3, subsample=0.8, random_state=2, device="cpu",
                   early_stopping=False, **loss)
@@ -525,11 +502,61 @@ def test_refit_losses_on_the_workers(client, small_bin_subsample, monkeypatch, l
         np.testing.assert_array_equal(model.train_score_, local.train_score_)
 
 
-def test_warm_start_refused_off_the_worker_path(client):
+def _refuse_work(monkeypatch):
+    """Fail anything that sends work or data to the cluster."""
+    def refused(*args, **kwargs):
+        raise AssertionError("work was sent to the workers")
+
+    for name in ("submit", "map", "compute", "scatter", "gather", "run_on_scheduler",
+                 "who_has"):
+        monkeypatch.setattr(Client, name, refused)
+
+
+@pytest.mark.parametrize("dask_class, local_class",
+                         [(gd.DaskDecisionTreeRegressor, gputree.DecisionTreeRegressor),
+                          (gd.DaskRandomForestRegressor, gputree.RandomForestRegressor)])
+def test_absolute_error_refused_before_any_work(client, monkeypatch, dask_class, local_class):
+    """criterion="absolute_error" (an exact split search over a node's rows:
+    all of X on the driver) is refused on the driver before anything is sent
+    to the workers, the error naming the argument and the fixes."""
     X, _, target, _ = make_frame()
-    with pytest.raises(ValueError, match="warm_start=True on Dask needs the rows on the"):
-        gd.DaskRandomForestRegressor(warm_start=True, criterion="absolute_error",
-                                     client=client).fit(dask_frame(X, 2), target)
+    dX, dy = dask_frame(X, 2), da.from_array(target, chunks=200)
+    _refuse_work(monkeypatch)
+    model = dask_class(criterion="absolute_error", client=client)
+    with pytest.raises(ValueError) as refusal:
+        model.fit(dX, dy)
+    message = str(refusal.value)
+    for part in ('criterion="absolute_error"', 'criterion="squared_error"',
+                 'DaskGradientBoostingRegressor(loss="absolute_error")', 'loss="quantile"',
+                 f'gputree.{local_class.__name__}(criterion="absolute_error")'):
+        assert part in message, part
+    assert not hasattr(model, "_trees") and not hasattr(model, "tree_")
+
+
+def test_absolute_error_refused_on_a_warm_start(client, small_bin_subsample, monkeypatch):
+    """A fitted forest warm-started (or refitted) with
+    criterion="absolute_error" is refused before any work, and stays the
+    forest it was."""
+    X, _, target, _ = make_frame()
+    dX, dy = dask_frame(X, 2), da.from_array(target, chunks=200)
+    model = gd.DaskRandomForestRegressor(n_estimators=2, max_depth=3, warm_start=True,
+                                         random_state=0, device="cpu", client=client)
+    model.fit(dX, dy)
+    trees, before = list(model._trees), model.predict(X)
+    _refuse_work(monkeypatch)
+    for warm in (True, False):
+        model.set_params(criterion="absolute_error", n_estimators=3, warm_start=warm)
+        with pytest.raises(ValueError, match='does not take criterion="absolute_error"'):
+            model.fit(dX, dy)
+        assert len(model._trees) == 2 and all(a is b for a, b in zip(model._trees, trees))
+        np.testing.assert_array_equal(model.predict(X), before)
+
+
+def test_remote_rows_are_never_made_host_arrays():
+    """Binned X held by the workers refuses to become a driver array."""
+    rows = partitions.RemoteRows(None, [], (10, 3), np.uint8)
+    with pytest.raises(TypeError, match="never gathered to the driver"):
+        np.asarray(rows)
 
 
 def test_same_model_with_16_bit_bin_codes(client):

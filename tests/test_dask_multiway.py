@@ -5,9 +5,7 @@ model is the one-machine ``DecisionTreeClassifier(multiway=True)`` bit for
 bit (every TreeArrays field, the predictions' bytes), with categorical
 features of few and many categories, numerical features, missing values,
 sample weights and uneven partitionings, for 2 worker processes and 3
-in-process workers; the driver path's row primitives never run, y and the
-weights never reach the driver, and no answer of the workers holds a
-row-sized array."""
+in-process workers; no answer of the workers holds a row-sized array."""
 import numpy as np
 import pytest
 
@@ -43,8 +41,8 @@ def small_bin_subsample(monkeypatch):
 
 @pytest.fixture
 def on_the_workers(monkeypatch):
-    """The driver path refused (:func:`refuse_driver_path`); the per-call
-    row counts of the workers' answers."""
+    """Rows refused on the driver (:func:`refuse_driver_path`); the
+    per-call row counts of the workers' answers."""
     return refuse_driver_path(monkeypatch, N_ROWS)
 
 
@@ -84,7 +82,6 @@ def check_fits(client, criterion, n_partitions, params):
         local = gputree.DecisionTreeClassifier(**params).fit(X, labels, sample_weight=w)
         assert local.tree_.arrays.is_multiway      # the data exercise multiway splits
         model = gd.DaskDecisionTreeClassifier(**params, client=client)
-        assert model._rows_on_workers()
         model.fit(dX, dy, sample_weight=w)
         assert_same_model(model, local)
         for method in ("predict_proba", "predict"):

@@ -36,9 +36,8 @@ def client():
 
 @pytest.fixture
 def rows_on_workers(monkeypatch):
-    """Fail a fit whose rows reach the driver: the driver path's row
-    primitives and the gathering of y and the weights are refused, and no
-    answer of the workers' actors holds a row-sized array; yields the
+    """Fail a fit whose rows reach the driver (no answer of the workers'
+    actors holds a row-sized array: :func:`refuse_driver_path`); yields the
     per-worker row counts the actors' calls saw."""
     seen = refuse_driver_path(monkeypatch, N_ROWS)
     yield seen

@@ -52,10 +52,6 @@ class Backend(abc.ABC):
     #: subtract_histograms (on the cells of ``uses_feature_bins``), done by
     #: the scan itself, a (node, feature)'s cells just before it reads them
     derives_in_scan = False
-    #: whether a fit may refill host arrays it gave the backend before (the
-    #: statistics, the gradients they came from) with the next tree's (a
-    #: backend that keeps what it was given, by identity, says no)
-    statistics_refillable = True
     #: whether histogram channels beyond the statistics' columns count rows
     #: (1 per row): statistics then need not hold a count channel of ones
     #: (every weight one; ``out`` of build_histograms and

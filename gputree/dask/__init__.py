@@ -4,14 +4,16 @@
 ``DaskRandomForestClassifier/Regressor`` and
 ``DaskDecisionTreeClassifier/Regressor`` fit on dask arrays and dataframes
 held by the workers of a ``distributed.Client``: each worker bins and keeps
-its partitions and, per tree level, histograms its own rows; the driver adds
-the int64 histograms (exact in any order), so the trees are those the
-ordinary estimator grows on the concatenated data, whatever the
-partitioning. Boosting, trees and forests keep every row-sized array on the
-workers (actors: :mod:`gputree.dask.worker_boosting`,
-:mod:`gputree.dask.worker_forest`), the workers summing their histograms
-among themselves (``multiway`` trees too); ``criterion="absolute_error"``
-trees and forests fit through the driver path (:mod:`gputree.dask.backend`).
+its partitions and, per tree level, histograms its own rows; the workers
+sum the int64 histograms among themselves (exact in any order), so the
+trees are those the ordinary estimator grows on the concatenated data,
+whatever the partitioning. Boosting, trees and forests keep every row-sized
+array on the workers (actors: :mod:`gputree.dask.worker_boosting`,
+:mod:`gputree.dask.worker_forest`; ``multiway`` trees too): the driver never
+holds O(rows). ``criterion="absolute_error"`` trees and forests are refused
+(their exact split search needs a node's rows in one place): boosting's
+``loss="absolute_error"`` / ``"quantile"`` refit their leaves to exact
+weighted quantiles on the workers.
 A worker lost mid-fit: the fit continues on
 the others to the same model, keeping its finished trees
 (:mod:`gputree.dask.recovery`), or raises :class:`WorkerLostError`.

@@ -10,7 +10,7 @@ array or a dask DataFrame (pandas ``category`` columns with known
 categories), y and sample_weight as dask or host vectors of one entry per
 row. X is encoded, binned and kept by the workers.
 
-What stays on the driver: on the workers' path nothing row-sized. Boosting
+What stays on the driver: nothing row-sized. Boosting
 (both criteria, every named loss and custom objectives) keeps every
 row-sized array on the workers, y and the weights included
 (:mod:`gputree.dask.worker_boosting`), and stops early on validation rows
@@ -26,14 +26,12 @@ on the partitioning. Trees and forests of best splits keep theirs there
 too, bootstrap counts and out-of-bag sums included, ``multiway`` trees
 as well (:mod:`gputree.dask.worker_forest`); only a forest's row-sized OOB
 attributes (``oob_score``) come to the driver, once, at the fit's end.
-``criterion="absolute_error"`` trees and forests
-gather y and the weights to the driver and build each tree's statistics
-there (the driver path, :mod:`gputree.dask.backend`). ``to_local()`` gives the
+``to_local()`` gives the
 ordinary fitted estimator; ``predict``-like methods on a Dask collection
 predict partition by partition on the workers and return a Dask collection
 (on in-memory data they predict on the driver, as the ordinary estimator).
 
-``warm_start=True`` on the workers' path continues the fitted trees: the
+``warm_start=True`` continues the fitted trees: the
 workers recompute boosting's raw scores, or a forest's out-of-bag sums, from
 them on their rows.
 
@@ -41,8 +39,10 @@ A worker lost during a fit: the fit continues on the workers left, to the
 same model (:mod:`gputree.dask.recovery`), or raises
 :class:`gputree.dask.WorkerLostError` and leaves the estimator as it was.
 
-Not supported on Dask (a clear error): ``warm_start`` outside the workers'
-path, another ``scoring`` or an ``eval_metric`` when validating (boosting's
+Not supported on Dask (a clear error, before any work is sent):
+``criterion="absolute_error"`` trees and forests (their exact split search
+needs a node's rows in one place: :mod:`gputree.dask.worker_forest`),
+another ``scoring`` or an ``eval_metric`` when validating (boosting's
 defaults turn early stopping off), and ``missing_strategy="surrogate"``.
 The absolute-error, quantile and huber losses refit their leaves from
 weighted quantiles found exactly across the workers, Huber's delta too, and
@@ -65,7 +65,7 @@ from .recovery import fit_recovering, keep_bins, kept_bins
 from .worker_boosting import WorkerResidentBoosting
 from .worker_forest import WorkerResidentTrees
 from .inputs import (bin_partitions, binned_with, encoded_partitions, fit_encoder,
-                     gather_vector, is_dask_collection, is_dask_frame, row_blocks)
+                     is_dask_collection, is_dask_frame, row_blocks)
 
 def _client(client):
     if client is not None:
@@ -116,16 +116,12 @@ class _DaskEstimator:
         self._backend = _driver_backend(self.device)
         return self
 
-    def _fit_dask(self, X, y, sample_weight, **fit_params):
-        """The one-machine fit with y and sample_weight gathered here."""
-        y_host = gather_vector(self._dask_fit[0], y, "y")
-        w_host = gather_vector(self._dask_fit[0], sample_weight, "sample_weight")
-        self._local_class.fit(self, X, y_host, w_host, **fit_params)
-
-    def _bin_training_data(self, X, seed, sample_weight):
+    def _bin_training_data(self, X, seed, targets):
+        """TrainingInputs of the fit's partitions (:func:`bin_partitions`;
+        ``targets``: the fit's WorkerTargets)."""
         partitions, encoder = self._dask_fit[:2]
         inputs = bin_partitions(partitions, encoder, self.max_bins, self.device, seed,
-                                sample_weight, kept_bins(self))
+                                targets, kept_bins(self))
         keep_bins(self, inputs.bin_mapper)
         return inputs
 
@@ -152,11 +148,8 @@ class _DaskEstimator:
         del self._dask_fit
 
     def _check_dask_params(self, fit_params):
-        on_workers = getattr(self, "_rows_on_workers", lambda: False)()
-        if getattr(self, "warm_start", False) and not on_workers:
-            raise ValueError("warm_start=True on Dask needs the rows on the workers: boosting, "
-                             "or a forest whose criterion is not 'absolute_error'; fit once "
-                             "with the final n_estimators otherwise.")
+        """Raise ValueError for what a Dask fit does not support (see the
+        module docstring), before any work is sent to the workers."""
         if getattr(self, "missing_strategy", "default") != "default":
             raise ValueError("missing_strategy='surrogate' is not supported on Dask; use "
                              "'default', or fit the ordinary estimator on data in memory.")

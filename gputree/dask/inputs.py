@@ -14,14 +14,13 @@ the edges with the one-machine functions: the "bins from row chunks" code of
 """
 import numpy as np
 
-from .._arrays import host_values
 from .._dtypes import MAX_NON_MISSING_BINS, X_DTYPE, bin_dtype
 from ..data.binned import BinnedData
 from ..data.binning import BinMapper
 from ..data.chunks import chunk_summary, edges_from, local_rows
 from ..data.encoder import FeatureEncoder
 from ..data.training import TrainingInputs
-from ..data.validation import check_int, check_sample_weight
+from ..data.validation import check_int
 from .backend import DistributedBackend, worker_backend
 from .partitions import RemoteRows, RowPartitions
 
@@ -75,40 +74,19 @@ def encode_part(part, encoder, device):
     return encoder.transform(part, device_xp=worker_backend(device).device_xp)
 
 
-def gather_vector(partitions, v, name):
-    """A dask (or host) vector of one entry per row on the driver, checked
-    against the rows of X (numpy)."""
-    if v is None:
-        return None
-    if is_dask_collection(v):
-        v = partitions.client.compute(v).result()
-    v = host_values(v)
-    if v.shape[0] != partitions.n_rows:
-        raise ValueError(f"{name} has {v.shape[0]} rows but X has {partitions.n_rows}; pass "
-                         f"{name} with one entry per row of X, in the same order.")
-    return v
-
-
-def bin_partitions(partitions, encoder, max_bins, device, seed, sample_weight, mapper=None):
+def bin_partitions(partitions, encoder, max_bins, device, seed, targets, mapper=None):
     """TrainingInputs whose binned X stays on the workers (RemoteRows);
     ``partitions`` hold the encoded float partitions, dropped here.
-    ``sample_weight``: host weights (n,) or None, or the checked
-    :class:`gputree.dask.targets.WorkerTargets` whose weights stay on the
-    workers. ``mapper``: the fit's bins where already learned (a fit
+    ``targets``: the fit's checked :class:`gputree.dask.targets.WorkerTargets`
+    (the rows of positive weight shape the bins; the weights stay on the
+    workers). ``mapper``: the fit's bins where already learned (a fit
     continued after a lost worker), else learned here."""
     max_bins = check_int(max_bins, "max_bins", 2, MAX_NON_MISSING_BINS)
-    if hasattr(sample_weight, "positive"):          # WorkerTargets: checked on the workers
-        weight, n_used = None, sample_weight.positive
-        parts = sample_weight.weights.parts if sample_weight.weights else None
-    else:
-        weight = check_sample_weight(sample_weight, partitions.n_rows)
-        parts = None if sample_weight is None else partitions.slices(weight)
-        n_used = (partitions.sizes if parts is None
-                  else np.asarray([np.count_nonzero(p > 0) for p in parts]))
+    parts = targets.weights.parts if targets.weights else None
     if mapper is None:
-        mapper = _learned_bins(partitions, encoder, max_bins, seed, parts, n_used)
+        mapper = _learned_bins(partitions, encoder, max_bins, seed, parts, targets.positive)
     backend, data = binned_with(partitions, mapper, device)
-    return TrainingInputs(backend, encoder, mapper, data, weight)
+    return TrainingInputs(backend, encoder, mapper, data)
 
 
 def _learned_bins(partitions, encoder, max_bins, seed, weight_parts, n_used):

@@ -11,13 +11,10 @@ or a task lost with its worker, stops the fit's current attempt with a
 workers, from partitions recomputed from the collection's graph.
 
 :class:`RemoteRows` is a row-sized array kept on the workers as one future
-per partition (binned X, the grower's positions); only its shape and dtype
-live on the driver.
+per partition (binned X, until the workers' actors take it); only its
+shape and dtype live on the driver, which never gathers it.
 """
 import numpy as np
-
-from .._arrays import to_host
-from ..data.chunks import local_rows
 
 #: seconds between checks that every worker of the fit is still there
 _POLL_SECONDS = 1.0
@@ -91,11 +88,6 @@ class RowPartitions:
         """Per-partition slices of a host array of one entry per row."""
         return [array[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def local_rows(self, rows, offsets=None):
-        """Per-partition local indices (int64) of sorted global ``rows``
-        (``offsets``: of another numbering than the rows')."""
-        return local_rows(rows, self.offsets if offsets is None else offsets)
-
     def map(self, function, *columns, **common):
         """One task per partition: ``function(column_0[p], column_1[p], ...,
         **common)`` on partition p's worker; returns the futures."""
@@ -103,17 +95,6 @@ class RowPartitions:
                                    workers=[self.workers[p]] if self.workers[p] else None,
                                    allow_other_workers=True, pure=False)
                 for p in range(len(self.parts))]
-
-    def sum_per_worker(self, futures):
-        """One future per worker: the sum of the arrays ``futures`` (one per
-        partition) of the partitions it holds, so that one array per worker,
-        not per partition, travels to the driver."""
-        by_worker = {}
-        for future, worker in zip(futures, self.workers):
-            by_worker.setdefault(worker, []).append(future)
-        return [self.client.submit(_sum, *held, workers=[worker] if worker else None,
-                                   allow_other_workers=True, pure=False)
-                for worker, held in by_worker.items()]
 
     def gather(self, futures):
         """Results of ``futures`` on the driver (see :meth:`wait`)."""
@@ -189,21 +170,13 @@ def function_of(function, part, *args):
     return dask.delayed(function, pure=False)(part, *args)
 
 
-def _sum(first, *others):
-    total = first.copy()
-    for other in others:
-        total += other
-    return total
-
-
 def _n_rows(part):
     return int(part.shape[0])
 
 
 class RemoteRows:
     """A row-sized array held on the workers: one future per partition
-    (their rows stacked in partition order make the array). ``futures`` is
-    replaced in place by updates, so the object keeps its identity."""
+    (their rows stacked in partition order make the array)."""
 
     def __init__(self, partitions, futures, shape, dtype):
         self.partitions = partitions
@@ -215,17 +188,9 @@ class RemoteRows:
     def ndim(self):
         return len(self.shape)
 
-    def gather(self):
-        """The whole array on the driver (numpy)."""
-        parts = self.partitions.gather(self.futures)
-        return np.concatenate([to_host(p) for p in parts])
-
     def __array__(self, dtype=None, copy=None):
-        array = self.gather()
-        return array if dtype is None else array.astype(dtype)
-
-    def __getitem__(self, key):
-        return self.gather()[key]
+        raise TypeError(f"a row-sized array ({self.shape}) held by the Dask workers is never "
+                        "gathered to the driver; the workers work on their own rows.")
 
     def release(self):
         for future in self.futures:

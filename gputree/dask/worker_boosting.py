@@ -156,7 +156,6 @@ class WorkerRowsBackend(DistributedBackend):
 
     def release(self):
         """Drop the actors (their rows are freed on the workers)."""
-        super().release()
         for future in getattr(self, "actor_futures", []):
             future.release()
         self.actors, self.actor_futures = [], []
@@ -229,14 +228,6 @@ def balanced_groups(sizes, holders, workers):
 class WorkerResidentBoosting:
     """Mixin of the Dask boosting estimators: the boosting loop over
     :class:`WorkerRows` actors (see the module docstring)."""
-
-    def _rows_on_workers(self):
-        """The worker path serves every boosting configuration: both
-        criteria ("friedman_mse"'s Newton leaves from the workers' int64
-        per-leaf sums, :func:`gputree.dask.leaf_refits.friedman_leaves`),
-        named losses and custom objectives (each worker calls the callable
-        on its own rows)."""
-        return True
 
     def _fit_dask(self, X, y, sample_weight, eval_set=None):
         """The one-machine fit's steps (gputree.estimators.boosting) with

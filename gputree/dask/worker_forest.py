@@ -21,13 +21,15 @@ the driver once, which sets those attributes and scores them as one
 machine does (numpy's sums, so the score is one machine's bit for bit).
 Without ``oob_score`` nothing row-sized reaches the driver.
 
-Used by the Dask trees and forests whose trees the peer growth grows:
-splits of the histograms (not ``"absolute_error"``, whose splits search
-the node's rows), best or random thresholds (``splitter="random"``: each
-worker draws its features'), binary or ``multiway`` (ID3 / C4.5: the tree
-estimator's grower, :func:`gputree.growth.multiway.grow_multiway`, runs on
-the workers); the others fit through
-:class:`gputree.dask.backend.DistributedBackend`.
+Used by every Dask tree and forest: splits of the histograms, best or
+random thresholds (``splitter="random"``: each worker draws its
+features'), binary or ``multiway`` (ID3 / C4.5: the tree estimator's
+grower, :func:`gputree.growth.multiway.grow_multiway`, runs on the
+workers). ``criterion="absolute_error"`` is refused before any work is
+sent (:meth:`WorkerResidentTrees._check_dask_params`): its exact split
+search ranks the targets of every row of a node, which no node-sized
+summary of the workers' rows gives, so it would need all of X in one
+place.
 """
 import numpy as np
 
@@ -41,6 +43,15 @@ from .peer_growth import WorkerArray
 from .targets import WorkerTargets
 from .worker_boosting import WorkerRowsBackend
 
+#: the error of a Dask tree or forest given ``criterion="absolute_error"``
+ABSOLUTE_ERROR_REFUSED = (
+    '{name} does not take criterion="absolute_error": its exact split search needs every '
+    "row of a node in one place, so the driver would gather all of X. On Dask use "
+    'criterion="squared_error" (histogram splits; the rows stay on the workers), or '
+    'DaskGradientBoostingRegressor(loss="absolute_error") or loss="quantile" (leaves refit '
+    "to exact weighted medians / quantiles on the workers); or gather the data and fit "
+    'gputree.{local}(criterion="absolute_error") on one machine.')
+
 #: the most trees one call to the workers grows (without ``verbose``): a
 #: continued fit after a lost worker grows the trees of that call again
 TREES_PER_CALL = 10
@@ -48,18 +59,18 @@ TREES_PER_CALL = 10
 
 class WorkerResidentTrees:
     """Mixin of the Dask tree and forest estimators: their fit on
-    :class:`ForestRows` actors (see the module docstring) where the peer
-    growth grows their trees; the driver path of
-    :class:`gputree.dask.backend.DistributedBackend` otherwise."""
+    :class:`ForestRows` actors (see the module docstring), the peer growth
+    growing their trees."""
 
-    def _rows_on_workers(self):
-        """The worker path serves the splits of the histograms, binary or
-        ``multiway`` (not ``"absolute_error"``'s search over a node's rows)."""
-        return self.criterion != "absolute_error"
+    def _check_dask_params(self, fit_params):
+        """The Dask checks, with ``criterion="absolute_error"`` refused (see
+        the module docstring), on the driver before any work is sent."""
+        if getattr(self, "criterion", None) == "absolute_error":
+            raise ValueError(ABSOLUTE_ERROR_REFUSED.format(name=type(self).__name__,
+                                                          local=self._local_class.__name__))
+        super()._check_dask_params(fit_params)
 
     def _fit_dask(self, X, y, sample_weight):
-        if not self._rows_on_workers():
-            return super()._fit_dask(X, y, sample_weight)
         self._check_params()
         classify = hasattr(self._local_class, "predict_proba")
         targets = WorkerTargets(self._dask_fit[0], y, sample_weight, classify,

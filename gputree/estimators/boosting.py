@@ -434,7 +434,7 @@ class _BaseGradientBoosting(BaseTreeModel):
         rng = LazyTreeRng(self._seed, it, _ROUND_STREAM)
         w = train.w * self._row_mask(rng, train) if self.subsample < 1 else train.w
         unit = self.subsample >= 1 and train.unit_weights
-        refill = xp is np and backend.statistics_refillable    # host arrays, reused next round
+        refill = xp is np             # host arrays, reused next round
         blocks = self._statistics_in_blocks(train)
         if blocks:
             block_stats = self._block_statistics(train, w, unit)
