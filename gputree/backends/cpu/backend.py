@@ -160,6 +160,12 @@ class CPUBackend(Backend):
         if hist is None:
             hist = np.zeros((n_build, X_binned.shape[1], n_bins, stats.shape[1]),
                             dtype=STAT_DTYPE)
+        if moves[1].size and not self.binned.is_lean(X_binned):
+            # moved by update_positions, then gathered without moves: faster
+            # than the gather pass's own moves (boosting, depth 8, 750,000 x
+            # 28 rows, one thread: 7.05-7.29 s a fit against 8.02-8.86 s)
+            self.update_positions(X_binned, positions, *moves)
+            moves = _no_moves()
         level = self._level_rows(X_binned, positions, moves, stats, level_start, node_to_build,
                                  hist, bin_counts is not None, n_bins, built)
         rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = level
@@ -189,10 +195,9 @@ class CPUBackend(Backend):
                             dtype=STAT_DTYPE)
         else:
             hist = out[:n_build]
-        no_move = np.empty(0, np.int32)
-        moves = (0, no_move, LeftSets.of_bitset(np.empty((0, 1), np.uint32)), no_move)
         rows, node_first, X_rows, stats_rows, built_rows, n_add, sparse = self._level_rows(
-            X_binned, positions, moves, stats, level_start, node_to_build, hist, False, n_bins)
+            X_binned, positions, _no_moves(), stats, level_start, node_to_build, hist, False,
+            n_bins)
         feature_bins = _feature_bins(None, hist.shape)
         if sparse is not None:
             if out is not None:     # the sparse pass adds its values in place
@@ -552,3 +557,10 @@ def _kept_rows(kind, key, n_rows, make):
         rows = max(n_rows, 2 * kept[kind][1] if kind in kept and kept[kind][0] == key else 0)
         kept[kind] = (key, rows, make(rows))
     return tuple(array[:n_rows] for array in kept[kind][2])
+
+
+def _no_moves():
+    """update_positions' moves that move no row (level_start, split_feature,
+    split_sets, left_child)."""
+    none = np.empty(0, np.int32)
+    return 0, none, LeftSets.of_bitset(np.empty((0, 1), np.uint32)), none
