@@ -225,8 +225,9 @@ def main():
         phases.install(Client)
     settings = dict(max_depth=8, learning_rate=0.1, reg_lambda=1.0, min_samples_leaf=1,
                     max_bins=255, random_state=0, device="cpu")
-    def warm_up(client):
-        """A 2-tree fit on rows of every partition: every worker warmed up."""
+    def warm_up():
+        """A 2-tree fit on rows of every partition (on the current client):
+        every worker warmed up."""
         step = -(-args.rows // warm_rows)
         DaskGradientBoostingClassifier(n_estimators=2, **settings).fit(dX[::step], dy[::step])
 
@@ -235,11 +236,11 @@ def main():
     if args.fresh:      # the driver and numba's cache warm, the timed cluster's workers not
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            warm_up(client)
+            warm_up()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         if not args.fresh:
-            warm_up(client)
+            warm_up()
         calls.clear()
         workers_before = sum(client.run(cpu_seconds).values())
         threads_before = client.run(thread_seconds) if phases else None

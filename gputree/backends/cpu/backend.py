@@ -163,7 +163,8 @@ class CPUBackend(Backend):
         if moves[1].size and not self.binned.is_lean(X_binned):
             # moved by update_positions, then gathered without moves: faster
             # than the gather pass's own moves (boosting, depth 8, 750,000 x
-            # 28 rows, one thread: 7.05-7.29 s a fit against 8.02-8.86 s)
+            # 28 rows, one thread, alternated: 8.38-8.76 s a fit against
+            # 8.90-9.29 s)
             self.update_positions(X_binned, positions, *moves)
             moves = _no_moves()
         level = self._level_rows(X_binned, positions, moves, stats, level_start, node_to_build,
