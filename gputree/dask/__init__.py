@@ -30,20 +30,45 @@ except ImportError as exc:  # pragma: no cover - exercised without dask installe
     raise ImportError('gputree.dask needs dask and distributed: pip install "gputree[dask]"'
                       ) from exc
 
-# Imported here, eagerly: a worker that unpickles the fit's first task
-# imports this package, so it loads the estimators (and scikit-learn) while
-# the driver prepares the fit, and its first predict finds them loaded.
-# Loading them on first use instead (a module __getattr__) made the fit on
-# fresh workers 0.6 s shorter and their first predict 0.9 s longer
-# (150,000 x 28, 100 trees, 2 workers on 2 cores): worse for a fit and a
-# prediction together.
-from .estimators import (DaskDecisionTreeClassifier, DaskDecisionTreeRegressor,  # noqa: E402
-                         DaskGradientBoostingClassifier, DaskGradientBoostingRegressor,
-                         DaskRandomForestClassifier, DaskRandomForestRegressor)
-from .partitions import WorkerLostError  # noqa: E402
-from .ranking import DaskGradientBoostingRanker  # noqa: E402
+# The estimators load on first use of their names (a module __getattr__):
+# a worker imports this package for the fit's tasks and actors, and needs
+# neither the estimator classes nor scikit-learn, whose import was most of
+# a fresh worker's start; its predictions get a Predictor
+# (gputree.estimators.prediction), not an estimator, so they need none of
+# them either.
+def _estimators():
+    from . import estimators
+    return estimators
 
-__all__ = ["DaskDecisionTreeClassifier", "DaskDecisionTreeRegressor",
-           "DaskGradientBoostingClassifier", "DaskGradientBoostingRegressor",
-           "DaskGradientBoostingRanker", "DaskRandomForestClassifier",
-           "DaskRandomForestRegressor", "WorkerLostError"]
+
+def _ranking():
+    from . import ranking
+    return ranking
+
+
+def _partitions():
+    from . import partitions
+    return partitions
+
+
+#: public name -> the loader of the module that defines it
+_EXPORTS = {"DaskDecisionTreeClassifier": _estimators, "DaskDecisionTreeRegressor": _estimators,
+            "DaskGradientBoostingClassifier": _estimators,
+            "DaskGradientBoostingRegressor": _estimators,
+            "DaskRandomForestClassifier": _estimators, "DaskRandomForestRegressor": _estimators,
+            "DaskGradientBoostingRanker": _ranking, "WorkerLostError": _partitions}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    loader = _EXPORTS.get(name)
+    if loader is None:
+        raise AttributeError(f"module 'gputree.dask' has no attribute {name!r}")
+    value = getattr(loader(), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

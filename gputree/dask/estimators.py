@@ -54,18 +54,17 @@ import inspect
 
 import numpy as np
 
-from .._arrays import to_host
-from ..backends import get_backend
 from ..data.dataset import Dataset
 from ..estimators import (DecisionTreeClassifier, DecisionTreeRegressor,
                           GradientBoostingClassifier, GradientBoostingRegressor,
                           RandomForestClassifier, RandomForestRegressor)
-from .backend import use_worker_threads
+from .partition_prediction import model_backend, predict_frame, predict_part
 from .recovery import fit_recovering, keep_bins, kept_bins
 from .worker_boosting import WorkerResidentBoosting
 from .worker_forest import WorkerResidentTrees
 from .inputs import (bin_partitions, binned_with, encoded_partitions, fit_encoder,
                      is_dask_collection, is_dask_frame, row_blocks)
+
 
 def _client(client):
     if client is not None:
@@ -76,15 +75,6 @@ def _client(client):
     except ValueError as exc:
         raise ValueError("No Dask client: pass client=distributed.Client(...) or create one "
                          "before fitting.") from exc
-
-
-def _driver_backend(device):
-    """The backend of the fitted model on this machine (driver or worker):
-    ``device`` where it starts here, else the CPU (same results)."""
-    try:
-        return get_backend(device)
-    except Exception:  # noqa: BLE001 - a GPU device on a driver without a GPU
-        return get_backend("cpu")
 
 
 class _DaskEstimator:
@@ -113,7 +103,7 @@ class _DaskEstimator:
 
         # a lost worker: continued on the others; a failed fit leaves no partial model
         fit_recovering(self, client, (X, y, sample_weight, fit_params), attempt)
-        self._backend = _driver_backend(self.device)
+        self._backend = model_backend(self.device)
         return self
 
     def _bin_training_data(self, X, seed, targets):
@@ -170,13 +160,15 @@ class _DaskEstimator:
         for name, value in self.__dict__.items():
             if name not in params and name != "client":
                 setattr(local, name, value)
-        local._backend = _driver_backend(self.device)
+        local._backend = model_backend(self.device)
         return local
 
     def _predict_collection(self, method, X, output_width):
-        """``method`` of the local model on every partition of the dask
-        collection X; ``output_width`` None: one value per row."""
-        model = self.to_local()
+        """``method`` of the fitted model on every partition of the dask
+        collection X; ``output_width`` None: one value per row. The workers
+        get the model's Predictor, not this estimator, so they never load
+        the estimator classes (nor scikit-learn)."""
+        model = self._predictor()
         if is_dask_frame(X):
             import pandas as pd
             row_blocks(X)  # checks the categories are known
@@ -185,13 +177,13 @@ class _DaskEstimator:
             else:
                 meta = pd.DataFrame({k: pd.Series([], dtype=np.float64)
                                      for k in range(output_width)})
-            return X.map_partitions(_predict_frame, model, method, meta=meta)
+            return X.map_partitions(predict_frame, model, method, output_width, meta=meta)
         row_blocks(X)
         X = X.rechunk({1: -1})
         if output_width is None:
-            return X.map_blocks(_predict_block, model, method, drop_axis=1,
+            return X.map_blocks(predict_part, model, method, output_width, drop_axis=1,
                                 dtype=_output_dtype(self, method))
-        return X.map_blocks(_predict_block, model, method, dtype=np.float64,
+        return X.map_blocks(predict_part, model, method, output_width, dtype=np.float64,
                             chunks=(X.chunks[0], (output_width,)))
 
 
@@ -200,29 +192,6 @@ def _output_dtype(estimator, method):
     if method == "predict" and isinstance(classes, np.ndarray):
         return classes.dtype
     return np.float64
-
-
-def _predict_block(block, model, method):
-    return _predict_part(block, model, method)
-
-
-def _predict_frame(frame, model, method):
-    import pandas as pd
-    result = _predict_part(frame, model, method)
-    if result.ndim == 1:
-        return pd.Series(result, index=frame.index)
-    return pd.DataFrame(result, index=frame.index)
-
-
-def _predict_part(part, model, method):
-    """The local model's ``method`` on one partition, on the worker's device
-    (host numpy out)."""
-    use_worker_threads()
-    model._backend = _driver_backend(model.device)
-    if part.shape[0] == 0:
-        width = model.n_classes_ if method == "predict_proba" else None
-        return np.empty((0,) if width is None else (0, width))
-    return to_host(getattr(model, method)(part))
 
 
 def _dask_method(name, width):

@@ -21,7 +21,7 @@ from ..growth.params import GrowthParams
 from ..io.json import save_model
 from ..io.treelite import to_treelite
 from ..model import FittedModel
-from ..tree import concatenate_trees
+from .prediction import Predictor, leaf_ids
 from .streaming import wrap_dataset_methods
 
 
@@ -160,13 +160,25 @@ class BaseTreeModel(BaseEstimator):
 
     def _leaves(self, X, trees=None):
         """int32 (n_samples, n_trees) leaf ids (host) of X in ``trees``."""
-        data = self._bin_new_data(X)
-        backend = self._backend
-        feature, sets, left, roots = concatenate_trees(trees or self._trees_for_prediction())
-        leaves = backend.predict_leaves(data.X_binned, backend.asarray(feature),
-                                        sets.map(backend.asarray), backend.asarray(left),
-                                        backend.asarray(roots))
-        return backend.to_host(leaves) - roots[None, :]
+        return leaf_ids(self._backend, self._bin_new_data(X).X_binned,
+                        trees or self._trees_for_prediction())
+
+    def _raw_model(self):
+        """The fitted model's raw values of binned rows (one of
+        :mod:`gputree.estimators.prediction`'s raw-value objects)."""
+        raise NotImplementedError
+
+    def _outputs(self):
+        """The prediction methods' answers from raw values (one of
+        :mod:`gputree.estimators.prediction`'s output objects)."""
+        raise NotImplementedError
+
+    def _predictor(self):
+        """A :class:`gputree.estimators.prediction.Predictor` of the fitted
+        model: its predictions without this class (a Dask worker's)."""
+        self._check_fitted()
+        return Predictor(type(self).__name__, self.device, self._encoder, self._bin_mapper,
+                         self._raw_model(), self._outputs())
 
     def _bin_training_data(self, X, seed, sample_weight):
         """TrainingInputs of the training X: bins learned with ``seed``, X

@@ -46,6 +46,7 @@ from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
 from .._progress import Progress
 from .ensemble import LazyTreeRng, add_tree_values, training_data, tree_rng
+from .prediction import BoostedClassOutputs, BoostedScores, BoostedValueOutputs
 from .sampling import grow_on_columns, subsample_rows
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
 from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
@@ -591,14 +592,12 @@ class _BaseGradientBoosting(BaseTreeModel):
         ``staged``, else once with all rounds. The same array is updated in
         place between yields."""
         backend = self._backend
-        xp = backend.xp
-        raw = xp.tile(backend.asarray(self._baseline), (X_binned.shape[0], 1))
+        if not staged:
+            yield self._raw_model().on_device(backend, X_binned)
+            return
+        raw = BoostedScores([], [], self._baseline).on_device(backend, X_binned)
         per_round = len(self._groups)
         columns = self._tree_columns()
-        if not staged:
-            add_tree_values(backend, X_binned, self._trees, columns, raw)
-            yield raw
-            return
         for first in range(0, len(self._trees), per_round):
             add_tree_values(backend, X_binned, self._trees[first:first + per_round],
                             columns[first:first + per_round], raw)
@@ -612,12 +611,15 @@ class _BaseGradientBoosting(BaseTreeModel):
     def _contribution_layout(self):
         return self._trees, self._tree_columns(), 1.0, np.asarray(self._baseline, np.float64)
 
+    def _raw_model(self):
+        return BoostedScores(self._trees, self._tree_columns(), self._baseline)
+
     def _raw_predict(self, X):
         """Host raw scores (n, K) of X."""
         if isinstance(X, _RawScores):
             return X.raw
-        raw = next(self._raw_rounds(self._bin_new_data(X).X_binned, staged=False))
-        return np.array(self._backend.to_host(raw), copy=True)
+        data = self._bin_new_data(X)      # checks it is fitted first
+        return self._raw_model()(self._backend, data)
 
     def _staged_raw(self, X):
         """Host raw scores (n, K) of X after each round."""
@@ -765,14 +767,17 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     def _labels(self, y):
         return self.classes_[y]
 
+    def _outputs(self):
+        return BoostedClassOutputs(self._loss, self.classes_)
+
     def _decision(self, raw):
-        return raw[:, 0] if raw.shape[1] == 1 else raw
+        return self._outputs().decision_function(raw)
 
     def _proba(self, raw):
-        return self._loss.predict(np, raw)
+        return self._outputs().predict_proba(raw)
 
     def _predict_labels(self, raw):
-        return self.classes_[np.argmax(self._proba(raw), axis=1)]
+        return self._outputs().predict(raw)
 
     @returns_input_kind
     def decision_function(self, X):
@@ -816,8 +821,11 @@ class _OneOutputBoosting(_BaseGradientBoosting):
     """Boosting whose prediction is one value per row, the loss's inverse
     link of the raw score: regression (the mean) and ranking (the score)."""
 
+    def _outputs(self):
+        return BoostedValueOutputs(self._loss)
+
     def _one_output(self, raw):
-        return self._loss.predict(np, raw)[:, 0]
+        return self._outputs().predict(raw)
 
     @with_pred_contrib
     @returns_input_kind

@@ -40,9 +40,9 @@ from ..tree import decision_path_indicator
 from .base import (BaseTreeModel, growth_params, set_params_from, squared_error_alias,
                    tree_random_streams, weight_total)
 from .._progress import Progress
-from .ensemble import (add_tree_values, device_leaves, stacked_values,
-                       training_data, tree_rng)
+from .ensemble import device_leaves, stacked_values, training_data, tree_rng
 from .importances import impurity_importances
+from .prediction import ForestValues
 from .targets import CLASS_ATTRIBUTES, ClassTargets, RegressionTargets
 from .tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -542,16 +542,14 @@ class _BaseForest(BaseTreeModel):
         n_nodes_ptr = np.cumsum([0] + [tree.node_count for tree in self._trees])
         return scipy.sparse.hstack(paths, format="csr"), n_nodes_ptr
 
+    def _raw_model(self):
+        return ForestValues(self._trees, self._value_shape)
+
     def _raw_values(self, X):
         """Mean over trees of the leaf values, host float64 (n_samples,
         n_outputs, n_classes): class probabilities or regression means."""
-        data = self._bin_new_data(X)
-        backend = self._backend
-        n_samples = data.X_binned.shape[0]
-        total = backend.xp.zeros((n_samples, int(np.prod(self._value_shape))))
-        add_tree_values(backend, data.X_binned, self._trees, np.zeros(len(self._trees)), total)
-        total = total.reshape((n_samples,) + self._value_shape)
-        return backend.to_host(total / len(self._trees))
+        data = self._bin_new_data(X)      # checks it is fitted first
+        return self._raw_model()(self._backend, data)
 
     @returns_input_kind
     def apply(self, X):
@@ -597,6 +595,7 @@ class RandomForestClassifier(ClassifierMixin, _BaseForest):
     predict_log_proba = DecisionTreeClassifier.predict_log_proba
     predict = DecisionTreeClassifier.predict
     _predict_values = DecisionTreeClassifier._predict_values
+    _outputs = DecisionTreeClassifier._outputs
 
     def __init__(self, n_estimators=100, criterion="gini", max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_weight_fraction_leaf=0.0, max_features="sqrt",
@@ -661,6 +660,7 @@ class RandomForestRegressor(RegressorMixin, _BaseForest):
     _tree_class = DecisionTreeRegressor
     predict = DecisionTreeRegressor.predict
     _predict_values = DecisionTreeRegressor._predict_values
+    _outputs = DecisionTreeRegressor._outputs
 
     def __init__(self, n_estimators=100, criterion="squared_error", max_depth=None,
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,

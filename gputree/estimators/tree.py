@@ -12,13 +12,14 @@ from ..growth.grower import grow
 from ..growth.median import grow_absolute_error
 from ..growth.multiway import check_multiway, grow_multiway
 from ..growth.pruning import PRUNING_RISKS, prune, pruning_path
-from ..growth.surrogates import apply_surrogates, fit_surrogates, surrogate_importances
+from ..growth.surrogates import fit_surrogates, surrogate_importances
 from ..io.sklearn_tree import SklearnTree
 from ..model import register_estimator, saved_int
 from ..tree import decision_path_indicator
 from .base import (SPLITTERS, BaseTreeModel, growth_params, set_params_from,
                    squared_error_alias, tree_random_streams, weight_total)
 from .importances import impurity_importances, normalised, split_improvements
+from .prediction import ClassOutputs, TreeValues, ValueOutputs
 from .targets import (CLASS_ATTRIBUTES, ClassTargets, RegressionTargets, as_float_targets,
                       check_poisson_targets)
 
@@ -104,13 +105,12 @@ class _BaseDecisionTree(BaseTreeModel):
         """Leaf id (int64 (n_samples,)) of every row."""
         return self._apply(X)
 
+    def _raw_model(self):
+        return TreeValues(self.tree_.arrays, getattr(self, "surrogates_", None))
+
     def _apply(self, X):
-        if getattr(self, "surrogates_", None) is not None:
-            data = self._bin_new_data(X)
-            return apply_surrogates(self.tree_.arrays, self.surrogates_,
-                                    np.asarray(self._backend.to_host(data.X_binned)),
-                                    data.missing_bin)
-        return self._leaves(X)[:, 0].astype(np.int64)
+        data = self._bin_new_data(X)      # checks it is fitted first
+        return self._raw_model().leaves(self._backend, data)
 
     def decision_path(self, X):
         """CSR indicator (n_samples, n_nodes) of the nodes each row passes."""
@@ -161,8 +161,8 @@ class _BaseDecisionTree(BaseTreeModel):
 
     def _raw_values(self, X):
         """float64 (n_samples, n_outputs, n_classes) leaf values of X."""
-        leaves = self._apply(X)
-        return self.tree_.value[leaves]
+        data = self._bin_new_data(X)      # checks it is fitted first
+        return self._raw_model()(self._backend, data)
 
 
 @register_estimator
@@ -226,10 +226,8 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
     def predict_proba(self, X):
         """Class probabilities: float64 (n_samples, n_classes), or a list of
         such arrays (one per output) for multi-output y."""
-        values = self._raw_values(X)
-        if self.n_outputs_ == 1:
-            return values[:, 0, :self.n_classes_]
-        return [values[:, o, :k] for o, k in enumerate(self.n_classes_)]
+        values = self._raw_values(X)     # checks it is fitted first
+        return self._outputs().predict_proba(values)
 
     @returns_input_kind
     def predict_log_proba(self, X):
@@ -244,12 +242,12 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseDecisionTree):
         """Most probable class of every row ((n_samples,) or (n_samples, n_outputs))."""
         return self._predict_values(self._raw_values(X))
 
+    def _outputs(self):
+        return ClassOutputs(self.classes_, self.n_classes_, self.n_outputs_)
+
     def _predict_values(self, values):
         """predict's answer for leaf values float64 (n, n_outputs, n_classes)."""
-        if self.n_outputs_ == 1:
-            return self.classes_[np.argmax(values[:, 0, :self.n_classes_], axis=1)]
-        return np.stack([self.classes_[o][np.argmax(values[:, o, :k], axis=1)]
-                         for o, k in enumerate(self.n_classes_)], axis=1)
+        return self._outputs().predict(values)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -310,9 +308,12 @@ class DecisionTreeRegressor(RegressorMixin, _BaseDecisionTree):
         """float64 (n_samples,) or (n_samples, n_outputs)."""
         return self._predict_values(self._raw_values(X))
 
+    def _outputs(self):
+        return ValueOutputs(self.n_outputs_)
+
     def _predict_values(self, values):
         """predict's answer for leaf values float64 (n, n_outputs, 1)."""
-        return values[:, 0, 0] if self.n_outputs_ == 1 else values[:, :, 0]
+        return self._outputs().predict(values)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
