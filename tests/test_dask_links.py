@@ -13,7 +13,6 @@ import pytest
 pytest.importorskip("distributed")
 
 from distributed.comm.core import CommClosedError  # noqa: E402
-from distributed.protocol import to_serialize  # noqa: E402
 from distributed.security import Security  # noqa: E402
 
 from gputree.dask.packed_histograms import add_packed, pack  # noqa: E402
@@ -70,7 +69,7 @@ def test_messages_arrive_whole_by_tag_in_any_order(scheme):
         peer = 1 - i
         for level in range(4):
             links[i].send(peer, ("splits", level), bytes([i, level]) * 1000)
-        links[i].send(peer, 99, to_serialize(pack(hists[i])))
+        links[i].send(peer, 99, pack(hists[i]))
         piece = links[i].take(99, peer)
         splits = [links[i].take(("splits", level), peer) for level in (3, 1, 0, 2)]
         total = hists[i].copy()
@@ -114,7 +113,7 @@ def test_wait_ends_when_the_fit_is_stopped_or_the_peer_gone():
     with pytest.raises(RuntimeError, match="fit was stopped"):
         _within(30, lambda: links[1].take(("splits", 0), 0))
     timer.join()
-    links[1].mail.loop.call_soon_threadsafe(links[1].mail.stop)
+    links[1].close()
     with pytest.raises(CommClosedError, match="link to another worker closed"):
         _within(30, lambda: links[0].take(("splits", 0), 1))
 

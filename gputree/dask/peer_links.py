@@ -20,7 +20,10 @@ actor thread mostly runs kernels that release the GIL.
 
 Each link is a comm of distributed's (:func:`distributed.comm.listen`,
 :func:`distributed.comm.connect`), with the worker's protocol and security
-settings: TCP or TLS between processes, inproc within one.
+settings: TCP or TLS between processes, inproc within one. Links over TCP
+without TLS are then taken over as sockets, written and read by the actor
+thread itself (:mod:`gputree.dask.peer_sockets`: no thread switch a
+message); TLS and inproc links stay with the links' thread.
 """
 import asyncio
 import concurrent.futures
@@ -30,12 +33,23 @@ import weakref
 from distributed.comm import connect, get_address_host, listen, parse_address, unparse_address
 from distributed.comm.addressing import unparse_host_port
 from distributed.comm.core import CommClosedError
+from distributed.comm.tcp import TCP, TLS
+from distributed.protocol import to_serialize
+
+from .peer_sockets import PeerSockets
 
 
 #: a worker that receives nothing for this long while it waits for a peer's
 #: message raises (:meth:`_Mailbox.take`): a level's histograms of the
 #: largest data take seconds, not minutes
 STALL_SECONDS = 600
+#: the longest wait for the peers' links at set-up
+CONNECT_SECONDS = 60
+
+
+def _takes_socket(comm):
+    """Whether a comm's socket is taken over (TCP without TLS)."""
+    return isinstance(comm, TCP) and not isinstance(comm, TLS)
 
 
 class PeerLinks:
@@ -46,9 +60,11 @@ class PeerLinks:
     def __init__(self, worker):
         self.worker = worker
         self.mail = _Mailbox()
+        self.transport = self.mail        # or PeerSockets, once connected over TCP
         self.index, self.n_workers = None, 1
         # the links' thread holds the mailbox, not this object
-        weakref.finalize(self, _close, self.mail)
+        self.sockets = []
+        weakref.finalize(self, _close, self.mail, self.sockets)
 
     def __len__(self):
         """The number of workers linked, this one included."""
@@ -68,29 +84,38 @@ class PeerLinks:
         """Link to every peer (``addresses``: every worker's :meth:`listen`
         address, this one's at ``index``)."""
         self.index, self.n_workers = int(index), len(addresses)
-        self.mail.call(self.mail.connect(self.index, list(addresses),
-                                         self.worker.security.get_connection_args("worker")))
+        taken = self.mail.call(self.mail.connect(
+            self.index, list(addresses), self.worker.security.get_connection_args("worker")))
+        if taken:
+            self.transport = PeerSockets(*taken, STALL_SECONDS)
+            self.sockets.append(self.transport)
 
     # ---------------------------------------------------------- messages
     def send(self, peer, tag, piece):
         """``piece`` (bytes, or an object distributed serializes; not
         changed until the peer has read it) to slice ``peer``'s worker under
         ``tag``, written by the links' thread."""
-        self.mail.post(peer, [tag, self.index, piece])
+        self.transport.post(peer, tag, self.index, piece)
 
     def take(self, tag, sender):
-        """The piece ``sender`` sent under ``tag``, waited for."""
-        return self.mail.take((tag, int(sender)))
+        """The piece ``sender`` sent under ``tag``, waited for; a
+        RuntimeError when nothing has come for :data:`STALL_SECONDS` or the
+        fit was stopped, a CommClosedError when a link closed."""
+        return self.transport.take((tag, int(sender)))
 
     def settle(self):
         """Wait until every message posted is written (a round's end); a
         failed write raises."""
-        self.mail.call(self.mail.written())
+        self.transport.settle()
 
     def abort(self):
         """Stop waiting for the peers (called from the worker's event loop,
         any thread)."""
-        self.mail.stop_waiting()
+        self.transport.stop_waiting()
+
+    def close(self):
+        """Close the links (this worker's end)."""
+        _close(self.mail, self.sockets)
 
 
 class _Mailbox:
@@ -103,6 +128,9 @@ class _Mailbox:
         self.failure = None      # why a link failed (raised to a waiting take)
         self.aborted = False
         self.loop, self.outgoing, self.incoming, self.listeners = None, {}, [], []
+        self.greeted = {}        # peer slice -> its incoming comm, to be taken over
+        self.expected = None     # how many peers link to this worker (known at connect)
+        self.all_greeted = None  # an asyncio.Event: every peer's link is here
         self.writing = set()     # the writes posted and not done
         self.came = False        # a message came since the last check of a long wait
         self.stopped = False     # stop() ran
@@ -144,16 +172,40 @@ class _Mailbox:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     async def connect(self, index, addresses, connection_args):
+        """Connect to every peer and greet it with this worker's slice
+        ``index``; over TCP without TLS, once every peer's link to this
+        worker has come, take over every link's socket: returns (outgoing,
+        incoming) {peer slice: socket}, else None (the comms stay)."""
+        self.all_greeted, self.expected = asyncio.Event(), len(addresses) - 1
         for s, address in enumerate(addresses):
             if s != index:
                 comm = await connect(address, **connection_args)
                 comm.allow_offload = False     # written in posting order, on this thread
                 self.outgoing[s] = comm
+                await comm.write(["hello", index, None])
+        self._check_greeted()
+        if not self.outgoing or not all(map(_takes_socket, self.outgoing.values())):
+            return None
+        await asyncio.wait_for(self.all_greeted.wait(), CONNECT_SECONDS)
+        for comm in self.outgoing.values():
+            await comm.stream.write(b"")       # the greeting written out of tornado's buffer
+        return ({s: _taken(comm) for s, comm in self.outgoing.items()},
+                {s: _taken(comm) for s, comm in self.greeted.items()})
 
-    def post(self, peer, message):
-        """Write ``message`` to slice ``peer``'s link, on the links' loop (in
-        posting order); a failed write is told to the next take."""
-        self.loop.call_soon_threadsafe(self._write, peer, message)
+    def _check_greeted(self):
+        if self.expected is not None and len(self.greeted) >= self.expected:
+            self.all_greeted.set()
+
+    def post(self, peer, tag, sender, piece):
+        """Write ``piece`` under ``tag`` to slice ``peer``'s link, on the
+        links' loop (in posting order); a failed write is told to the next
+        take."""
+        if not isinstance(piece, bytes):
+            piece = to_serialize(piece)
+        self.loop.call_soon_threadsafe(self._write, peer, [tag, sender, piece])
+
+    def settle(self):
+        self.call(self.written())
 
     def _write(self, peer, message):
         task = self.loop.create_task(self.outgoing[peer].write(message))
@@ -179,6 +231,11 @@ class _Mailbox:
         """A peer's link to this worker: its messages kept as they are read."""
         self.incoming.append(comm)
         try:
+            _, sender, _ = await comm.read()          # the peer's greeting
+            if _takes_socket(comm):   # its socket is taken over: read no more here
+                self.greeted[int(sender)] = comm
+                self._check_greeted()
+                return
             while True:
                 tag, sender, piece = await comm.read()
                 tag = tuple(tag) if isinstance(tag, list) else tag   # msgpack: lists
@@ -232,8 +289,20 @@ class _Mailbox:
         self.loop.stop()
 
 
-def _close(mail):
+def _taken(comm):
+    """The socket of a TCP comm, which the comm no longer uses (a duplicate
+    of its file descriptor; the comm is closed without shutting the
+    connection down)."""
+    sock = comm.stream.socket.dup()
+    comm.abort()
+    return sock
+
+
+def _close(mail, sockets):
     """End the links of a :class:`PeerLinks` no longer used (its actor
-    released), on their thread."""
+    released): its sockets, and its thread's comms on that thread."""
+    for transport in sockets:
+        transport.close()
+    sockets.clear()
     if mail.loop is not None and not mail.loop.is_closed():
         mail.loop.call_soon_threadsafe(mail.stop)

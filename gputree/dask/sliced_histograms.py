@@ -154,10 +154,9 @@ class SlicedHistograms:
                 self._send_to(s, tag, pieces[s])
 
     def _send_to(self, s, tag, piece):
-        """:meth:`_send` of ``piece`` to slice ``s``'s worker only (bytes
-        as they are, other pieces serialized by distributed)."""
-        from distributed.protocol import to_serialize
-        self.links.send(s, tag, piece if isinstance(piece, bytes) else to_serialize(piece))
+        """:meth:`_send` of ``piece`` (bytes or a numpy array) to slice
+        ``s``'s worker only."""
+        self.links.send(s, tag, piece)
 
     def settle(self):
         """Wait until every send is written (a round's end)."""
