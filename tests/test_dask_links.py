@@ -18,6 +18,7 @@ from distributed.security import Security  # noqa: E402
 from gputree.dask.packed_histograms import add_packed, pack  # noqa: E402
 from gputree.dask import peer_links  # noqa: E402
 from gputree.dask.peer_links import PeerLinks  # noqa: E402
+from gputree.dask.peer_sockets import PeerSockets  # noqa: E402
 
 
 def _linked(scheme):
@@ -83,13 +84,43 @@ def test_messages_arrive_whole_by_tag_in_any_order(scheme):
         np.testing.assert_array_equal(total, hists[0] + hists[1])
 
 
-def test_a_wait_for_a_message_that_never_comes_ends(monkeypatch):
+def test_large_messages_both_ways_at_once_arrive_whole():
+    """Over TCP the actor threads write and read the sockets themselves
+    (PeerSockets); two workers each sending the other more than the sockets
+    hold, then waiting for the peer's, do not block each other, and every
+    byte arrives (arrays of several dtypes and shapes, bytes, a pickled
+    object, an empty array)."""
+    links = _linked("tcp")
+    assert all(isinstance(link.transport, PeerSockets) for link in links)
+    rng = np.random.default_rng(1)
+    pieces = [[rng.integers(0, 255, size=48 << 20, dtype=np.uint8),
+               rng.normal(size=(1000, 3, 7)), b"z" * 100_000, {"best": (i, [1.5, 2])},
+               np.zeros((0, 4), dtype=np.int64)] for i in range(2)]
+    got = [None, None]
+
+    def exchange(i):
+        for k, piece in enumerate(pieces[i]):
+            links[i].send(1 - i, ("big", k), piece)
+        got[i] = [links[i].take(("big", k), 1 - i) for k in range(len(pieces[i]))]
+        links[i].settle()
+    _in_threads(exchange)
+    for i in range(2):
+        for sent, came in zip(pieces[1 - i], got[i]):
+            if isinstance(sent, np.ndarray):
+                assert came.dtype == sent.dtype and came.shape == sent.shape
+                assert came.tobytes() == sent.tobytes()
+            else:
+                assert came == sent
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "inproc"])
+def test_a_wait_for_a_message_that_never_comes_ends(monkeypatch, scheme):
     """Workers that disagree about the next message (one waits for a tag
     the other never sends) raise after STALL_SECONDS of silence, naming the
     awaited key and the messages held, instead of waiting for ever; a
     message coming meanwhile restarts the count."""
     monkeypatch.setattr(peer_links, "STALL_SECONDS", 0.5)
-    links = _linked("tcp")
+    links = _linked(scheme)
     links[0].send(1, ("limit", 7), b"x")
     links[0].send(1, "first", b"")
     links[1].take("first", 0)              # the links keep their order: ("limit", 7) came
@@ -102,12 +133,13 @@ def test_a_wait_for_a_message_that_never_comes_ends(monkeypatch):
     later.join()
 
 
-def test_wait_ends_when_the_fit_is_stopped_or_the_peer_gone():
+@pytest.mark.parametrize("scheme", ["tcp", "inproc"])
+def test_wait_ends_when_the_fit_is_stopped_or_the_peer_gone(scheme):
     """A take waiting for a peer raises once the fit is stopped (abort, from
     another thread); a take waiting for a peer whose links closed raises
     naming the closed link, a comm's error (CommClosedError: the driver
     takes the fit's workers as lost, as when their actor calls fail)."""
-    links = _linked("tcp")
+    links = _linked(scheme)
     timer = threading.Timer(0.2, links[1].abort)
     timer.start()
     with pytest.raises(RuntimeError, match="fit was stopped"):

@@ -38,8 +38,8 @@ def _frame(tag, sender, piece):
     if isinstance(piece, bytes):
         header, payload = (tag, sender, _BYTES, None, None), piece
     elif isinstance(piece, np.ndarray):
-        piece = np.ascontiguousarray(piece)
-        header, payload = (tag, sender, _ARRAY, piece.dtype.str, piece.shape), piece.data.cast("B")
+        header = (tag, sender, _ARRAY, piece.dtype.str, piece.shape)
+        payload = np.ascontiguousarray(piece).reshape(-1).view(np.uint8)
     else:
         header = (tag, sender, _PICKLED, None, None)
         payload = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
@@ -49,7 +49,7 @@ def _frame(tag, sender, piece):
 
 def _piece(header, body, start):
     """The piece a message carried (``header`` unpickled; its payload:
-    bytearray ``body`` from ``start``)."""
+    ``body`` uint8 from ``start``)."""
     _, _, kind, dtype, shape = header
     if kind == _ARRAY:
         return np.frombuffer(body, dtype=dtype, offset=start).reshape(shape)
@@ -66,7 +66,7 @@ class _Reader:
         self._start()
 
     def _start(self):
-        self.body, self.buffer, self.got = False, bytearray(_PREFIX.size), 0
+        self.body, self.buffer, self.got = False, np.empty(_PREFIX.size, np.uint8), 0
 
     def read(self):
         """Read what has come (non-blocking); the messages completed, as
@@ -82,14 +82,15 @@ class _Reader:
             if n == 0:
                 raise CommClosedError("the other worker closed its link")
             self.got += n
-            if self.got == len(self.buffer):
+            if self.got == self.buffer.size:
                 done.extend(self._advance())
 
     def _advance(self):
         """The body's buffer once the prefix is read; the message once the body is."""
         if not self.body:
             n_payload, self.n_header = _PREFIX.unpack(self.buffer)
-            self.body, self.buffer, self.got = True, bytearray(self.n_header + n_payload), 0
+            # not zeroed: recv fills it
+            self.body, self.buffer, self.got = True, np.empty(self.n_header + n_payload, np.uint8), 0
             return []
         body, n_header = self.buffer, self.n_header
         self._start()
