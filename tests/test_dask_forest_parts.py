@@ -12,7 +12,7 @@ from gputree.criteria import (ENTROPY, GINI, POISSON, SQUARED_ERROR, classificat
                               combined_scales, regression_statistics, statistics_scales)
 from gputree.dask.sliced_features import constant_features, soft_limit
 from gputree.dask.sliced_histograms import feature_bounds
-from gputree.estimators.forest import bootstrap_counts
+from gputree.estimators.bagging import bootstrap_counts
 from gputree.estimators.targets import ClassTargets
 
 #: global [start, stop) rows of two workers' partitions (uneven, interleaved)

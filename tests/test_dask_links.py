@@ -114,6 +114,20 @@ def test_large_messages_both_ways_at_once_arrive_whole():
 
 
 @pytest.mark.parametrize("scheme", ["tcp", "inproc"])
+def test_a_large_message_arrives_while_its_sender_does_something_else(scheme):
+    """A message larger than the sockets hold, posted by a worker that then
+    neither sends nor waits (it computes, or its actor call has returned),
+    still reaches the peer whole."""
+    links = _linked(scheme)
+    big = np.random.default_rng(2).integers(0, 2**60, size=6 << 20)     # 48 MB
+    links[0].send(1, "big", big)
+    got = []
+    _within(60, lambda: got.append(links[1].take("big", 0)))
+    assert got[0].tobytes() == big.tobytes()
+    links[0].settle()
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "inproc"])
 def test_a_wait_for_a_message_that_never_comes_ends(monkeypatch, scheme):
     """Workers that disagree about the next message (one waits for a tag
     the other never sends) raise after STALL_SECONDS of silence, naming the

@@ -1,5 +1,6 @@
-"""What a Dask worker loads: a boosting fit and the predictions of its model
-on the workers load neither gputree's estimator classes nor scikit-learn
+"""What a Dask worker loads: fits (boosting, forests, trees) and the
+predictions of their models on the workers load neither gputree's
+estimator classes nor scikit-learn
 (whose import was most of a fresh worker's start), and the predictions are
 the one-machine model's, byte for byte. A fitted model's Predictor (what
 the workers get) predicts as its estimator in a process where scikit-learn
@@ -25,9 +26,9 @@ import pandas as pd  # noqa: E402
 import gputree  # noqa: E402
 import gputree.dask as gd  # noqa: E402
 
-#: modules a worker must not load for boosting
+#: modules a worker must not load
 HEAVY = ("sklearn", "gputree.estimators.boosting", "gputree.estimators.base",
-         "gputree.dask.estimators")
+         "gputree.estimators.forest", "gputree.estimators.tree", "gputree.dask.estimators")
 
 
 def _heavy_modules():
@@ -53,7 +54,7 @@ def _methods(model):
     return [m for m in ("predict", "predict_proba", "decision_function") if hasattr(model, m)]
 
 
-def test_boosting_fit_and_predict_load_no_estimator_nor_scikit_learn(client):
+def test_fits_and_predictions_load_no_estimator_nor_scikit_learn(client):
     assert client.run(_heavy_modules) == {w: [] for w in client.scheduler_info()["workers"]}, \
         "the workers must start without them for this test to mean anything"
     X, target = _data()
@@ -61,11 +62,16 @@ def test_boosting_fit_and_predict_load_no_estimator_nor_scikit_learn(client):
     frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "x", "y"), categories=["x", "y"])
     cases = [(gd.DaskGradientBoostingClassifier, target > 0.4),
              (gd.DaskGradientBoostingClassifier, np.digitize(target, [0.0, 1.0])),
-             (gd.DaskGradientBoostingRegressor, target)]
+             (gd.DaskGradientBoostingRegressor, target),
+             (gd.DaskRandomForestClassifier, np.digitize(target, [0.0, 1.0])),
+             (gd.DaskDecisionTreeRegressor, target)]
     for make, y in cases:
         for inputs in (da.from_array(X, chunks=(200, 5)),
                        dd.from_pandas(frame, npartitions=3)):
-            model = make(n_estimators=4, max_depth=3, device="cpu", client=client)
+            params = dict(max_depth=3, device="cpu", client=client)
+            if "DecisionTree" not in make.__name__:
+                params["n_estimators"] = 4
+            model = make(**params)
             model.fit(inputs, da.from_array(y, chunks=200))
             local = model.to_local()
             rows = X if isinstance(inputs, da.Array) else frame

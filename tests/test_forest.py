@@ -213,7 +213,7 @@ def test_statistics_from_bootstrap_counts_equal_those_of_the_counts_as_weights(c
     the backend) is classification_statistics with the counts as weights,
     bit for bit, with and without a bootstrap (all counts one)."""
     from gputree.criteria import CLASSIFICATION_CRITERIA, classification_statistics
-    from gputree.estimators.forest import counted_statistics
+    from gputree.estimators.bagging import counted_statistics
     rng = np.random.RandomState(4)
     y = np.column_stack([rng.randint(0, 3, 500), rng.randint(0, 2, 500)])
     code = CLASSIFICATION_CRITERIA[criterion]
@@ -235,7 +235,7 @@ def test_forest_from_bootstrap_counts_equals_forest_from_host_statistics(monkeyp
     X, y = _classification(300, seed=2)
     params = dict(n_estimators=3, max_depth=4, oob_score=True, **FAST)
     counted = RandomForestClassifier(**params).fit(X, y)
-    monkeypatch.setattr(forest_module, "_device_statistics",
+    monkeypatch.setattr(forest_module, "device_statistics",
                         lambda backend, targets, weight, counts, cache: None)
     host = RandomForestClassifier(**params).fit(X, y)
     for a, b in zip(_trees(counted), _trees(host)):

@@ -24,7 +24,7 @@ import numpy as np
 from .._arrays import to_host
 from ..criteria import Statistics, combined_scales, statistics_scales
 from ..estimators.ensemble import device_leaves, stacked_values
-from ..estimators.forest import _OutOfBag, bootstrap_counts
+from ..estimators.bagging import OutOfBag, bootstrap_counts
 from ..estimators.targets import ClassTargets, RegressionTargets
 from ..growth.grower import grow
 from ..growth.histogram_pool import HistogramPool
@@ -58,7 +58,7 @@ class ForestRows(WorkerRows):
         with those of the kept ``trees`` (a warm start's or a continued
         fit's: their bootstraps drawn again from ``seed``)."""
         backend = self._use_threads()
-        self.oob = _OutOfBag(backend, (self.n_rows,) + tuple(value_shape))
+        self.oob = OutOfBag(backend, (self.n_rows,) + tuple(value_shape))
         if trees:
             leaves = device_leaves(backend, self.X["X"], list(trees))
             values = stacked_values(backend, list(trees))

@@ -7,10 +7,11 @@ then a few system calls made by the thread that sends or awaits it, with no
 event loop, thread switch or serialization between (measured on 2 cores,
 150,000 x 28 rows, 100 trees: the links' own thread had cost each worker
 ~0.8 s of CPU, a quarter of its fit, in handing messages across threads).
-A send writes what the socket takes at once and keeps the rest, written
-whenever this thread next sends, waits or settles; a wait reads every peer
-as its data comes and writes what is pending meanwhile, so two workers
-sending each other more than the sockets hold never block each other.
+A send writes what the socket takes at once; the rest of a message larger
+than the socket holds is written by a thread of the socket's own as the
+peer reads (:class:`_Outgoing`), so a message goes out whatever the sender
+does next, and two workers sending each other more than the sockets hold
+never block each other. A wait reads every peer as its data comes.
 
 A message on a link: a 12-byte prefix (payload bytes, header bytes:
 little-endian uint64, uint32), the pickled header (tag, sender, kind,
@@ -21,6 +22,7 @@ import pickle
 import select
 import socket
 import struct
+import threading
 import time
 
 import numpy as np
@@ -98,6 +100,83 @@ class _Reader:
         return [((header[0], int(header[1])), _piece(header, body, n_header))]
 
 
+class _Outgoing:
+    """One peer's socket, written in posting order: what the socket takes
+    at once by the posting thread, the rest by a writer thread of this
+    socket's own (started when first needed), so that a message is written
+    out whatever the posting thread does next: a peer never waits for this
+    worker's next call to get what it was sent."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.queue = []          # memoryviews not yet written, in order
+        self.changed = threading.Condition()
+        self.failure = None
+        self.thread = None
+        self.closed = False
+
+    def post(self, buffers):
+        """Write ``buffers`` (memoryviews, not changed until written) after
+        those posted before."""
+        with self.changed:
+            if self.failure is not None or self.closed:
+                return
+            self.queue.extend(buffers)
+            if len(self.queue) == len(buffers):      # nothing before them
+                self._send()
+            if self.queue:
+                if self.thread is None:
+                    self.thread = threading.Thread(target=self._drain, daemon=True,
+                                                   name="gputree-peer-writer")
+                    self.thread.start()
+                self.changed.notify_all()
+
+    def _send(self):
+        """Write queued buffers until the socket is full (holding ``changed``)."""
+        try:
+            while self.queue:
+                n = self.sock.sendmsg(self.queue[:_MOST_BUFFERS])
+                while self.queue and n >= self.queue[0].nbytes:
+                    n -= self.queue.pop(0).nbytes
+                if n:
+                    self.queue[0] = self.queue[0][n:]
+                    return
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self.failure = error
+            self.queue.clear()
+        self.changed.notify_all()
+
+    def _drain(self):
+        """The writer thread: whenever buffers are queued, wait until the
+        socket takes more and write them."""
+        poll = select.poll()
+        poll.register(self.sock.fileno(), select.POLLOUT)
+        while True:
+            with self.changed:
+                self.changed.wait_for(lambda: self.queue or self.closed)
+                if self.closed:
+                    return
+            poll.poll(1000)          # the socket has room (or a second passed)
+            with self.changed:
+                if self.closed:
+                    return
+                self._send()
+
+    def settle(self, seconds):
+        """Wait until everything posted is written (at most ``seconds``)."""
+        with self.changed:
+            self.changed.wait_for(lambda: not self.queue or self.closed, seconds)
+
+    def close(self):
+        with self.changed:
+            self.closed = True
+            self.queue.clear()
+            self.changed.notify_all()
+        self.sock.close()
+
+
 class PeerSockets:
     """One worker's links over sockets taken from distributed's TCP comms:
     ``outgoing`` {peer slice: socket this worker writes}, ``incoming``
@@ -105,55 +184,26 @@ class PeerSockets:
     runs on the one thread that uses the links (the actor thread)."""
 
     def __init__(self, outgoing, incoming, stall_seconds):
-        self.outgoing, self.incoming = outgoing, incoming
+        self.incoming = incoming
         self.stall_seconds = stall_seconds
-        self.pending = {peer: [] for peer in outgoing}     # unwritten buffers, in order
+        for sock in list(outgoing.values()) + list(incoming.values()):
+            sock.setblocking(False)
+        self.outgoing = {peer: _Outgoing(sock) for peer, sock in outgoing.items()}
         self.readers = {sock.fileno(): _Reader(sock) for sock in incoming.values()}
         self.inbox = {}
         self.failure, self.aborted = None, False
         self.wake_read, self.wake_write = socket.socketpair()
         self.wake_read.setblocking(False)
         self.poll = select.poll()
-        for sock in list(outgoing.values()) + list(incoming.values()):
-            sock.setblocking(False)
         for fd in list(self.readers) + [self.wake_read.fileno()]:
             self.poll.register(fd, _READ_EVENTS)
 
     def post(self, peer, tag, sender, piece):
-        """Send ``piece`` to slice ``peer`` under ``tag``: written now as
-        far as its socket takes it, the rest kept for later calls (so not
-        changed until the peer has read it)."""
+        """Send ``piece`` to slice ``peer`` under ``tag`` (not changed until
+        the peer has read it); a failed write raises at the next take or
+        settle."""
         head, payload = _frame(tag, sender, piece)
-        self.pending[peer].extend([memoryview(head), payload])
-        self._write(peer)
-
-    def _write(self, peer):
-        """Write slice ``peer``'s pending buffers until its socket is full."""
-        pending, sock = self.pending[peer], self.outgoing[peer]
-        try:
-            while pending:
-                n = sock.sendmsg(pending[:_MOST_BUFFERS])
-                while pending and n >= pending[0].nbytes:
-                    n -= pending.pop(0).nbytes
-                if n:
-                    pending[0] = pending[0][n:]
-                    break
-        except BlockingIOError:
-            pass
-        except OSError as error:
-            pending.clear()
-            self.failure = self.failure or error
-        self._watch_writes(peer, bool(pending))
-
-    def _watch_writes(self, peer, pending):
-        fd = self.outgoing[peer].fileno()
-        if pending:
-            self.poll.register(fd, select.POLLOUT)   # registers or modifies
-        else:
-            try:
-                self.poll.unregister(fd)
-            except KeyError:
-                pass
+        self.outgoing[peer].post([memoryview(head), payload])
 
     def take(self, key):
         """The piece under ``key`` ((tag, sender)), read once it has come;
@@ -173,23 +223,25 @@ class PeerSockets:
 
     def settle(self):
         """Wait until every posted message is written; a failed write raises."""
-        while any(self.pending.values()):
-            self._check()
-            self._pump(self.stall_seconds)
+        for outgoing in self.outgoing.values():
+            outgoing.settle(self.stall_seconds)
         self._check()
 
     def _check(self):
         if self.aborted:
             raise RuntimeError("the fit was stopped while this worker waited for another "
                                "worker")
-        if self.failure is not None:
+        failure = self.failure or next(
+            (out.failure for out in self.outgoing.values() if out.failure is not None), None)
+        if failure is not None:
+            self.failure = failure
             raise CommClosedError("the link to another worker closed while this worker "
                                   f"waited for it: {self.failure!r}") from (
                 self.failure if isinstance(self.failure, BaseException) else None)
 
     def _pump(self, timeout):
-        """One wait for the sockets (at most ``timeout`` s): what came read,
-        what is pending written. Whether a message came."""
+        """One wait for the incoming sockets (at most ``timeout`` s), what
+        came read. Whether a message came."""
         came = False
         for fd, events in self.poll.poll(timeout * 1000.0):
             reader = self.readers.get(fd)
@@ -201,10 +253,8 @@ class PeerSockets:
                 except CommClosedError as error:
                     self.failure = self.failure or error
                     self.poll.unregister(fd)
-            elif fd == self.wake_read.fileno():
-                self.wake_read.recv(64)
             else:
-                self._write(next(p for p, s in self.outgoing.items() if s.fileno() == fd))
+                self.wake_read.recv(64)
         return came
 
     def stop_waiting(self):
@@ -216,7 +266,9 @@ class PeerSockets:
             pass
 
     def close(self):
-        for sock in list(self.outgoing.values()) + list(self.incoming.values()):
+        for outgoing in self.outgoing.values():
+            outgoing.close()
+        for sock in self.incoming.values():
             sock.close()
         self.wake_read.close()
         self.wake_write.close()

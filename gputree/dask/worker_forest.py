@@ -35,8 +35,8 @@ import numpy as np
 
 from .._arrays import host_values
 from .._progress import Progress
-from ..estimators.base import growth_params, tree_random_streams
-from ..estimators.forest import warn_no_oob
+from ..estimators.tree_params import growth_params, tree_random_streams
+from ..estimators.bagging import warn_no_oob
 from ..growth.pruning import prune
 from .forest_rows import ForestRows, targets_of
 from .peer_growth import WorkerArray

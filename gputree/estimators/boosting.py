@@ -42,7 +42,7 @@ from ..growth.constraints import TreeConstraints, check_interaction_cst, check_m
 from ..growth.histogram_pool import HistogramPool
 from ..growth.params import GrowthParams, categorical_search
 from ..model import register_estimator, saved_floats, saved_int, saved_int_pairs
-from .base import UNLIMITED_DEPTH, BaseTreeModel, set_params_from
+from .base import BaseTreeModel, set_params_from
 from .custom_objective import CustomObjective, metric_score
 from .._progress import Progress
 from .ensemble import LazyTreeRng, add_tree_values, training_data, tree_rng
@@ -51,6 +51,7 @@ from .sampling import grow_on_columns, subsample_rows
 from .losses import ALPHA_LOSSES, CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
 from .targets import (CLASS_ATTRIBUTES, as_float_targets, check_poisson_targets, class_weights,
                       encode_labels)
+from .tree_params import UNLIMITED_DEPTH
 from .treeboost import BOOSTING_CRITERIA, set_newton_values, weight_hessians
 
 try:

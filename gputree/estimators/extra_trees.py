@@ -12,7 +12,8 @@ criterion's key (the order the best splitter scans). Everything else is the
 decision tree's and the random forest's.
 """
 from ..model import register_estimator
-from .base import set_params_from, squared_error_alias
+from .base import set_params_from
+from .tree_params import squared_error_alias
 from .forest import RandomForestClassifier, RandomForestRegressor
 from .tree import DecisionTreeClassifier, DecisionTreeRegressor
 

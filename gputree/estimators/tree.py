@@ -16,8 +16,9 @@ from ..growth.surrogates import fit_surrogates, surrogate_importances
 from ..io.sklearn_tree import SklearnTree
 from ..model import register_estimator, saved_int
 from ..tree import decision_path_indicator
-from .base import (SPLITTERS, BaseTreeModel, growth_params, set_params_from,
-                   squared_error_alias, tree_random_streams, weight_total)
+from .base import BaseTreeModel, set_params_from
+from .tree_params import (SPLITTERS, growth_params, squared_error_alias, tree_random_streams,
+                          weight_total)
 from .importances import impurity_importances, normalised, split_improvements
 from .prediction import ClassOutputs, TreeValues, ValueOutputs
 from .targets import (CLASS_ATTRIBUTES, ClassTargets, RegressionTargets, as_float_targets,

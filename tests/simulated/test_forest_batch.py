@@ -11,7 +11,7 @@ from gputree import (ExtraTreesClassifier, RandomForestClassifier,
                      RandomForestRegressor)
 from gputree.backends import get_backend
 from gputree.backends.cuda import c_kernels
-from gputree.estimators import forest
+from gputree.estimators import bagging
 
 from .datasets import classification, regression
 from .test_parity import assert_same_tree
@@ -59,8 +59,8 @@ def test_batched_forest_is_the_cpu_forest(case, monkeypatch):
     assert any(t.is_categorical.any() for t in cpu._trees)   # a categorical split
     assert any(t.missing_left[t.feature >= 0].any() for t in cpu._trees)
     builds, added = {}, []
-    add = forest._OutOfBag.add
-    monkeypatch.setattr(forest._OutOfBag, "add",
+    add = bagging.OutOfBag.add
+    monkeypatch.setattr(bagging.OutOfBag, "add",
                         lambda self, values, *a: added.append(values) or add(self, values, *a))
     for size in (1, 2, N_TREES):
         added.clear()
