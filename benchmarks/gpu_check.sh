@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole run on a machine with an NVIDIA GPU, in steps that each take at
 # most about 10 minutes and can run as separate commands: versions; the
-# PTX, kernel, parity, budget and toolchain tests on the GPU
+# PTX, kernel, parity, Dask-worker, budget and toolchain tests on the GPU
 # (GPUTREE_TEST_DEVICE=cuda); the kernel bench; first- and second-process
 # start; peak GPU memory next to fit_memory_estimate; compare.py at 1M rows
 # (tree, gbdt, forest, predict, memory) and GBDT at 7.04M rows against
@@ -32,7 +32,7 @@ SITE=/tmp/site
 #: the peers' versions the wheels step saves (those of the development machine)
 LIGHTGBM_VERSION=${LIGHTGBM_VERSION:-4.7.0}
 XGBOOST_VERSION=${XGBOOST_VERSION:-3.2.0}
-STEPS="versions ptx kernels-test parity budgets toolchain kernel-bench forest-bench startup memory
+STEPS="versions ptx kernels-test parity dask budgets toolchain kernel-bench forest-bench startup memory
        bench-1M-tree bench-1M-gbdt bench-1M-forest bench-1M-predict bench-1M-memory
        bench-7M-gbdt cpu-scaling-16 cpu-scaling-8 cpu-scaling-4 cpu-scaling-2 cpu-scaling-1
        suite"
@@ -76,6 +76,10 @@ step_kernels-test() {  # every histogram variant and kernel against numpy, both 
 
 step_parity() {  # every estimator, CPU vs GPU, bit for bit
     gpu_tests tests/test_device_parity.py
+}
+
+step_dask() {  # Dask workers on the GPU (cupy partitions too) grow the CPU model
+    gpu_tests tests/test_dask_devices.py
 }
 
 step_budgets() {  # copies per level and tree; the memory estimate bounds the pool

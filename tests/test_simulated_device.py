@@ -49,10 +49,10 @@ def test_cuda_without_gpu_says_what_is_missing():
 
 
 @pytest.mark.parametrize("name", ["test_device_parity.py", "test_device_budgets.py",
-                                  "test_block_scan.py"])
+                                  "test_block_scan.py", "test_dask_devices.py"])
 def test_device_parity_suite_on_the_simulated_device(name):
-    """tests/test_device_parity.py, tests/test_device_budgets.py and
-    tests/test_block_scan.py (the checks a real GPU runs with
+    """tests/test_device_parity.py, tests/test_device_budgets.py,
+    tests/test_block_scan.py and tests/test_dask_devices.py (the checks a real GPU runs with
     GPUTREE_TEST_DEVICE=cuda) on the simulated device, a process each."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", GPUTREE_TEST_DEVICE="cuda-sim")
     result = subprocess.run(
