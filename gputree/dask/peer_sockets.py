@@ -114,6 +114,7 @@ class _Outgoing:
         self.failure = None
         self.thread = None
         self.closed = False
+        self.settling = False    # a settle() waits for the queue to empty
 
     def post(self, buffers):
         """Write ``buffers`` (memoryviews, not changed until written) after
@@ -146,7 +147,8 @@ class _Outgoing:
         except OSError as error:
             self.failure = error
             self.queue.clear()
-        self.changed.notify_all()
+        if self.settling:        # only then: a writer thread woken for nothing costs a switch
+            self.changed.notify_all()
 
     def _drain(self):
         """The writer thread: whenever buffers are queued, wait until the
@@ -167,7 +169,11 @@ class _Outgoing:
     def settle(self, seconds):
         """Wait until everything posted is written (at most ``seconds``)."""
         with self.changed:
-            self.changed.wait_for(lambda: not self.queue or self.closed, seconds)
+            self.settling = True
+            try:
+                self.changed.wait_for(lambda: not self.queue or self.closed, seconds)
+            finally:
+                self.settling = False
 
     def close(self):
         with self.changed:

@@ -14,6 +14,8 @@ identical to those of the dense matrix of the same values (see
 form plus, while learning bins, one dense column (and the sampled rows of
 one column) at a time.
 """
+import sys
+
 import numpy as np
 
 from .._arrays import to_host
@@ -81,12 +83,11 @@ def device_matrix(X, xp, name="X"):
 
 
 def is_sparse(X):
-    """True for scipy.sparse matrices and arrays."""
-    try:
-        from scipy.sparse import issparse
-    except ImportError:  # pragma: no cover
-        return False
-    return issparse(X)
+    """True for scipy.sparse matrices and arrays. Without scipy.sparse
+    loaded no object is one, so it is not imported to say so (its import
+    was half of a fresh Dask worker's first task)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(X)
 
 
 def check_sparse(X, name="X"):
