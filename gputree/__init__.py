@@ -3,11 +3,12 @@ quantile-binned features, on an NVIDIA GPU (``device="cuda"``) or the CPU.
 
 Public estimators only; see the README for the two commands to start.
 
-``import gputree`` loads none of its modules (nor scikit-learn, nor numba):
-each public name loads its module when first used (a module
-``__getattr__``), so a script that only asks for the version, or a worker
+``import gputree`` loads none of its modules but the small export helper
+(:mod:`gputree._lazy`), nor scikit-learn, nor numba: each public name loads
+its module when first used (a module ``__getattr__``), so a script that only asks for the version, or a worker
 process that unpickles a model, pays for what it uses.
 """
+from ._lazy import lazy_exports
 
 
 def _estimators():
@@ -67,14 +68,4 @@ __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "export_text",
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
-    loader = _EXPORTS.get(name)
-    if loader is None:
-        raise AttributeError(f"module 'gputree' has no attribute {name!r}")
-    value = getattr(loader(), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -23,6 +23,15 @@ def cluster_client(n_workers=2, processes=True):
         yield client
 
 
+def noisy_rows(n, n_features, seed=0):
+    """(X float64 (n, n_features) with a tenth of column 1 missing, a
+    regression target float64 (n,) of columns 0 and 2 plus noise)."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, n_features))
+    X[rng.rand(n) < 0.1, 1] = np.nan
+    return X, X[:, 0] + 0.5 * X[:, 2] ** 2 + rng.normal(scale=0.3, size=n)
+
+
 def sample_bins_from(monkeypatch, n_rows):
     """Bins learned from an ``n_rows`` subsample (the default is 200,000):
     the sampled rows must be the same global rows on the cluster."""

@@ -7,28 +7,20 @@ for bit (every array of every tree, the bins, the training scores, the
 predictions). Here tests/test_simulated_device.py runs this file in a
 process with numba's CUDA simulator on (its workers inherit it); in any
 other process the device is unavailable and the module skips."""
-import os
-
 import numpy as np
 import pytest
 
-from gputree.backends import get_backend
+from simulated.device import DEVICE, skip_module_without_device
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
-
-DEVICE = os.environ.get("GPUTREE_TEST_DEVICE", "cuda-sim")
-try:
-    get_backend(DEVICE)
-except Exception as exc:  # noqa: BLE001 - skip with the reason
-    pytest.skip(f"device {DEVICE!r} is not available in this process: {exc}",
-                allow_module_level=True)
+skip_module_without_device()
 
 import dask.array as da  # noqa: E402
 
 import gputree  # noqa: E402
 import gputree.dask as gd  # noqa: E402
-from dask_models import assert_same_model, cluster_client  # noqa: E402
+from dask_models import assert_same_model, cluster_client, noisy_rows  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +28,6 @@ def client():
     """Two worker processes, which inherit NUMBA_ENABLE_CUDASIM from this one."""
     with cluster_client() as client:
         yield client
-
-
-def _data(n=240, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, 4))
-    X[rng.rand(n) < 0.1, 1] = np.nan
-    return X, X[:, 0] + 0.5 * X[:, 2] ** 2 + rng.normal(scale=0.3, size=n)
 
 
 def _partitions(X, device_arrays):
@@ -66,7 +51,7 @@ CASES = {
 @pytest.mark.parametrize("device_arrays", [False, True] if DEVICE == "cuda" else [False])
 def test_workers_on_the_device_grow_the_cpu_model(client, case, device_arrays):
     dask_class, local_class, params, target = CASES[case]
-    X, t = _data()
+    X, t = noisy_rows(240, 4)
     y = target(t)
     client.run(_clear_launches)
     model = dask_class(**params, device=DEVICE, client=client)

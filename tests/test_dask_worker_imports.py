@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dask_models import cluster_client
+from dask_models import cluster_client, noisy_rows
 
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
@@ -43,13 +43,6 @@ def client():
         yield client
 
 
-def _data(n=600, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.normal(size=(n, 5))
-    X[rng.rand(n) < 0.1, 2] = np.nan
-    return X, X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.3, size=n)
-
-
 def _methods(model):
     return [m for m in ("predict", "predict_proba", "decision_function") if hasattr(model, m)]
 
@@ -57,7 +50,7 @@ def _methods(model):
 def test_fits_and_predictions_load_no_estimator_nor_scikit_learn(client):
     assert client.run(_heavy_modules) == {w: [] for w in client.scheduler_info()["workers"]}, \
         "the workers must start without them for this test to mean anything"
-    X, target = _data()
+    X, target = noisy_rows(600, 5)
     frame = pd.DataFrame(X, columns=list("abcde"))
     frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "x", "y"), categories=["x", "y"])
     cases = [(gd.DaskGradientBoostingClassifier, target > 0.4),
@@ -85,7 +78,7 @@ def test_fits_and_predictions_load_no_estimator_nor_scikit_learn(client):
 
 def _fitted_models():
     """Fitted one-machine models of every kind: (name, model, X)."""
-    X, target = _data(300, seed=1)
+    X, target = noisy_rows(300, 5, seed=1)
     classes = np.digitize(target, [0.0, 1.0])
     fast = dict(device="cpu")
     yield "tree classifier", gputree.DecisionTreeClassifier(max_depth=4, **fast).fit(X, classes), X

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gputree"
 #: lowest first; each entry a module or a package prefix (dotted, below gputree)
 LAYERS = [
     ("foundations", ["_dtypes", "_compat", "_threads", "_arrays", "_progress",
-                     "_compile_cache"]),
+                     "_compile_cache", "_lazy"]),
     ("exact arithmetic on the host", ["fixed_point", "quantiles"]),
     ("the fitted tree", ["tree"]),
     ("devices", ["backends"]),

@@ -30,6 +30,8 @@ except ImportError as exc:  # pragma: no cover - exercised without dask installe
     raise ImportError('gputree.dask needs dask and distributed: pip install "gputree[dask]"'
                       ) from exc
 
+from .._lazy import lazy_exports  # noqa: E402
+
 # The estimators load on first use of their names (a module __getattr__):
 # a worker imports this package for the fit's tasks and actors, and needs
 # neither the estimator classes nor scikit-learn, whose import was most of
@@ -61,14 +63,4 @@ _EXPORTS = {"DaskDecisionTreeClassifier": _estimators, "DaskDecisionTreeRegresso
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name):
-    loader = _EXPORTS.get(name)
-    if loader is None:
-        raise AttributeError(f"module 'gputree.dask' has no attribute {name!r}")
-    value = getattr(loader(), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
