@@ -92,9 +92,9 @@ class PeerLinks:
 
     # ---------------------------------------------------------- messages
     def send(self, peer, tag, piece):
-        """``piece`` (bytes, or an object distributed serializes; not
-        changed until the peer has read it) to slice ``peer``'s worker under
-        ``tag``, written by the links' thread."""
+        """``piece`` (bytes or a numpy array, not changed until the peer
+        has read it) to slice ``peer``'s worker under ``tag``: written on
+        this thread over a taken-over socket, else by the links' thread."""
         self.transport.post(peer, tag, self.index, piece)
 
     def take(self, tag, sender):
