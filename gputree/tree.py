@@ -219,9 +219,15 @@ def compact(tree):
     return result
 
 
+def tree_roots(trees):
+    """NODE_DTYPE (n_trees,): each tree's root (its first node) in the
+    trees' concatenated node arrays (:func:`concatenate_trees`)."""
+    return np.cumsum([0] + [t.node_count for t in trees])[:-1].astype(NODE_DTYPE)
+
+
 def concatenate_trees(trees):
     """Stack trees for one prediction launch: (feature, LeftSets, left, roots)."""
-    offsets = np.cumsum([0] + [t.node_count for t in trees])[:-1].astype(NODE_DTYPE)
+    offsets = tree_roots(trees)
     feature = np.concatenate([t.feature for t in trees]).astype(FEATURE_DTYPE)
     bitset = np.concatenate([t.bitset for t in trees]).astype(BITSET_DTYPE)
     word_offsets = np.cumsum([0] + [t.cat_words.shape[0] for t in trees])[:-1]

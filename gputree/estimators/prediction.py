@@ -16,18 +16,15 @@ import numpy as np
 
 from ..data.binned import bin_with
 from ..growth.surrogates import apply_surrogates
-from ..tree import concatenate_trees
-from .ensemble import add_tree_values
+from ..tree import tree_roots
+from .ensemble import add_tree_values, device_leaves
 
 
 def leaf_ids(backend, X_binned, trees):
     """Leaf of every row (binned X (n, n_features) on ``backend``) in each
     of ``trees`` (TreeArrays), as node ids of its tree: host int32 (n,
     n_trees)."""
-    feature, sets, left, roots = concatenate_trees(trees)
-    leaves = backend.predict_leaves(X_binned, backend.asarray(feature), sets.map(backend.asarray),
-                                    backend.asarray(left), backend.asarray(roots))
-    return backend.to_host(leaves) - roots[None, :]
+    return backend.to_host(device_leaves(backend, X_binned, trees)) - tree_roots(trees)[None, :]
 
 
 class TreeValues:
